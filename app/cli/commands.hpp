@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace guestfrag::cli {
+
+// Each function registers one subcommand whose callback does the work and throws Failure
+// on error. Output goes to stdout; diagnostics and progress to stderr.
+void add_analyze_command(CLI::App& app);
+void add_mkimage_command(CLI::App& app);
+
+}  // namespace guestfrag::cli

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// guestfrag: offline fragmentation analyzer and planner for Windows guest disk images.
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "app/cli/commands.hpp"
+#include "app/cli/failure.hpp"
+
+int main(int argc, char** argv) {
+    using namespace guestfrag::cli;
+    CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images"};
+    app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
+    app.require_subcommand(1);
+    add_analyze_command(app);
+    add_mkimage_command(app);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 prints help/version (exit 0) and usage errors; usage errors exit 1 (contract).
+        const int status = app.exit(e);
+        return status == 0 ? kOk : kUsage;
+    } catch (const Failure& f) {
+        std::fprintf(stderr, "guestfrag: error: %s: %s\n", f.subject().c_str(), f.what());
+        return f.status();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "guestfrag: internal error: %s\n", e.what());
+        return kInternal;
+    }
+    return kOk;
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/icl/interval_set.hpp>
+
+namespace guestfrag {
+
+/// Cluster ranges [lower, upper) of one volume.
+using ClusterSet = boost::icl::interval_set<std::int64_t>;
+
+/// One run of a non-resident attribute, as its mapping pairs say. lcn == kSparse marks a
+/// hole (sparse or compressed) that occupies no clusters.
+struct Extent {
+    static constexpr std::int64_t kSparse = -1;
+    std::int64_t vcn = 0;
+    std::int64_t lcn = 0;
+    std::int64_t clusters = 0;
+
+    friend bool operator==(const Extent&, const Extent&) = default;
+};
+
+/// NTFS attribute type codes we name in reports.
+enum class AttrType : std::uint32_t {
+    AttributeList = 0x20,
+    Data = 0x80,
+    IndexAllocation = 0xA0,
+    Bitmap = 0xB0,
+    ReparsePoint = 0xC0,
+    EaInformation = 0xD0,
+    Ea = 0xE0,
+    LoggedUtilityStream = 0x100,
+};
+
+/// Why a stream may not be moved by a plan.
+enum class Placement : std::uint8_t {
+    Movable,
+    Unmovable,  ///< NTFS metadata the file system pins (DESIGN §3)
+    Excluded,   ///< movable in principle but left alone (pagefile, hiberfil, VSS store)
+};
+
+/// A non-resident attribute of a file record: the unit of fragmentation (DESIGN §3).
+struct Stream {
+    static constexpr std::uint16_t kCompressed = 0x0001;
+    static constexpr std::uint16_t kEncrypted = 0x4000;
+    static constexpr std::uint16_t kSparse = 0x8000;
+
+    std::uint64_t mft_record = 0;  ///< base record number of the owning file
+    std::uint32_t type = 0;        ///< attribute type code (AttrType)
+    std::string name;              ///< attribute name, UTF-8, "" when unnamed
+    std::uint64_t size = 0;        ///< data size in bytes
+    std::uint64_t allocated_size = 0;
+    std::uint16_t flags = 0;       ///< ATTR_FLAGS bits above
+    Placement placement = Placement::Movable;
+    std::string reason;            ///< why unmovable/excluded, "" when movable
+    std::vector<Extent> extents;   ///< runs in VCN order, holes included
+
+    /// "$DATA", "$DATA:name", "$INDEX_ALLOCATION:$I30", ... (the JSON "stream" field).
+    [[nodiscard]] std::string label() const;
+    /// Runs after merging LCN-contiguous neighbours, holes not counted (DESIGN §3).
+    [[nodiscard]] std::uint64_t fragments() const;
+    /// Clusters actually allocated (holes excluded).
+    [[nodiscard]] std::int64_t allocated_clusters() const;
+};
+
+/// A file record in use (base records only), enough to name it.
+struct FileEntry {
+    std::uint64_t mft_record = 0;
+    std::uint64_t parent = 0;  ///< parent directory's record number
+    std::string name;          ///< Win32 (or POSIX) long name, UTF-8
+    bool directory = false;
+};
+
+/// Everything guestfrag knows about one NTFS volume's cluster allocation.
+/// Plain data, built by core/ntfs, consumed by analyzers/, the planner and the estimator.
+struct VolumeMap {
+    int partition = 0;                 ///< Partition::number
+    std::uint64_t partition_offset = 0;  ///< byte offset of the volume on the virtual disk
+    std::uint32_t cluster_size = 0;
+    std::uint32_t mft_record_size = 0;
+    std::int64_t total_clusters = 0;
+    std::string label;                 ///< volume label, UTF-8
+    std::uint64_t serial = 0;          ///< volume serial number from the boot sector
+    std::string ntfs_version;          ///< "3.1"
+
+    std::uint64_t mft_records_total = 0;   ///< records that $MFT's data holds
+    std::uint64_t mft_records_in_use = 0;  ///< base and extension records with IN_USE set
+    ClusterSet mft_zone;                   ///< the reserved MFT zone as NTFS computes it
+
+    ClusterSet free;                       ///< clear bits of $Bitmap within the volume
+    std::vector<FileEntry> files;          ///< sorted by mft_record
+    std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)
+
+    [[nodiscard]] std::int64_t free_clusters() const;
+    /// Full path of a record ("\\dir\\file"), "\\" for the root; "<orphan>\\name" when a
+    /// parent is missing. O(depth · log files).
+    [[nodiscard]] std::string path_of(std::uint64_t mft_record) const;
+    [[nodiscard]] const FileEntry* find_file(std::uint64_t mft_record) const;
+};
+
+}  // namespace guestfrag

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "support/fixtures.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <atomic>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace guestfrag::test {
+
+namespace fs = std::filesystem;
+
+fs::path scratch_dir() {
+    fs::path dir = GUESTFRAG_SCRATCH_DIR;
+    fs::create_directories(dir);
+    return dir;
+}
+
+namespace {
+
+std::string slurp(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+CommandResult run(const std::vector<std::string>& argv) {
+    // Output goes through files rather than pipes so a chatty child can never deadlock us.
+    // ctest runs test cases as separate processes in parallel: names are per process+call.
+    static std::atomic<unsigned> counter{0};
+    const std::string stem = "cmd." + std::to_string(getpid()) + "." + std::to_string(counter++);
+    const fs::path out = scratch_dir() / (stem + ".out");
+    const fs::path err = scratch_dir() / (stem + ".err");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot run " + argv[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CommandResult result;
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = slurp(out);
+    result.err = slurp(err);
+    fs::remove(out);
+    fs::remove(err);
+    return result;
+}
+
+bool have_tool(const std::string& name) {
+    return run({"sh", "-c", "command -v " + name}).status == 0;
+}
+
+CommandResult run_cli(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{GUESTFRAG_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv);
+}
+
+fs::path testdata(const std::string& name) {
+    const fs::path source = fs::path(GUESTFRAG_TESTDATA_DIR) / name;
+    if (!fs::exists(source)) return {};
+    const auto ext = source.extension();
+    if (ext != ".xz" && ext != ".gz") return source;
+    const fs::path target = scratch_dir() / source.stem();
+    if (!fs::exists(target)) {
+        const fs::path tmp = target.string() + ".part" + std::to_string(getpid());
+        const std::string tool = ext == ".xz" ? "xz" : "gzip";
+        const auto r = run({"sh", "-c", tool + " -dc '" + source.string() + "' > '" + tmp.string() + "'"});
+        if (r.status != 0) throw std::runtime_error("cannot decompress " + source.string() + ": " + r.err);
+        fs::rename(tmp, target);
+    }
+    return target;
+}
+
+std::uint64_t file_fingerprint(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::array<char, 1 << 16> buf{};
+    std::uint64_t h = 1469598103934665603ull;
+    while (in) {
+        in.read(buf.data(), buf.size());
+        for (std::streamsize i = 0; i < in.gcount(); ++i) {
+            h ^= static_cast<unsigned char>(buf[static_cast<std::size_t>(i)]);
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+}  // namespace guestfrag::test

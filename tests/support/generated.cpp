@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Kept apart from fixtures.cpp so tests that generate nothing need not link the generator.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "support/fixtures.hpp"
+
+namespace guestfrag::test {
+
+namespace fs = std::filesystem;
+
+fs::path generated_image(const std::string& key, MkImageOptions options) {
+    options.output = scratch_dir() / (key + ".img");
+    // Parallel test processes share the cache: the first one generates, the others wait.
+    const fs::path lock_path = scratch_dir() / (key + ".lock");
+    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd < 0 || ::flock(lock_fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path.string());
+    struct Unlock {
+        int fd;
+        ~Unlock() { ::close(fd); }
+    } unlock{lock_fd};
+    if (!fs::exists(options.output)) {
+        const fs::path final_path = options.output;
+        options.output += ".part";
+        make_image(options);
+        fs::rename(options.output, final_path);
+        return final_path;
+    }
+    return options.output;
+}
+
+}  // namespace guestfrag::test
