@@ -11,24 +11,29 @@ namespace guestfrag {
 /// One power-of-two bucket of free extents, e2freefrag style: extents whose size in
 /// bytes lies in [min_bytes, 2 · min_bytes).
 struct FreeExtentBucket {
-    std::uint64_t min_bytes = 0;
-    std::uint64_t extents = 0;
-    std::uint64_t bytes = 0;
+    std::uint64_t min_bytes = 0;  ///< a power of two
+    std::uint64_t extents = 0;    ///< free extents in the bucket
+    std::uint64_t bytes = 0;      ///< their total size
 };
 
-/// Free-space fragmentation of a volume (DESIGN §3; formulas in docs/metrics.md).
+/// Free-space fragmentation of a volume (DESIGN §3; formulas and worked example in
+/// docs/metrics.md). Free extents are the intervals of VolumeMap::free, taken as given
+/// (maximal, inside the volume). Byte figures saturate at UINT64_MAX instead of wrapping.
 struct FreeSpaceFragmentation {
     std::uint64_t free_clusters = 0;
     std::uint64_t extents = 0;
     std::uint64_t largest_extent_clusters = 0;
     double average_extent_clusters = 0;
-    double fragmentation_percent = 0;  ///< free-space-weighted ZFS penalty
+    double fragmentation_percent = 0;         ///< free-space-weighted ZFS penalty (0 when nothing free)
     std::vector<FreeExtentBucket> histogram;  ///< only non-empty buckets, ascending
 };
 
+/// Pure; never fails; O(free extents) time, O(1) extra memory besides the result.
 [[nodiscard]] FreeSpaceFragmentation analyze_free_space(const VolumeMap& volume);
 
-/// ZFS metaslab penalty (0–100) of one free extent of `bytes` (DESIGN §3 table).
+/// ZFS metaslab penalty (0–100) of one free extent of `bytes` (DESIGN §3 table): the penalty
+/// of the first row whose limit is ≥ bytes (≤ 1K: 100, ≤ 2K: 98, ..., ≤ 8M: 5); extents
+/// above 8M but below 16M keep 5, and 16M or more get 0. See docs/metrics.md.
 [[nodiscard]] int zfs_free_extent_penalty(std::uint64_t bytes);
 
 }  // namespace guestfrag

@@ -1,1 +1,110 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/analysis_json.hpp"
+
+namespace guestfrag::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json layer_json(const Layer& layer) {
+    return {{"depth", layer.depth},
+            {"path", layer.path},
+            {"format", layer.format},
+            {"granule_size", layer.granule_size},
+            {"allocated_bytes", layer.allocated_bytes()}};
+}
+
+Json stream_json(const VolumeMap& map, const Stream& s) {
+    Json extents = Json::array();
+    for (const Extent& e : s.extents) extents.push_back(Json::array({e.vcn, e.lcn, e.clusters}));
+    Json j = {{"mft_record", s.mft_record},
+              {"path", map.path_of(s.mft_record)},
+              {"stream", s.label()},
+              {"size", s.size},
+              {"allocated_size", s.allocated_size},
+              {"fragments", s.fragments()},
+              {"flags", Json::array()},
+              {"placement", s.placement == Placement::Movable     ? "movable"
+                            : s.placement == Placement::Unmovable ? "unmovable"
+                                                                  : "excluded"},
+              {"extents", std::move(extents)}};
+    if (s.flags & Stream::kCompressed) j["flags"].push_back("compressed");
+    if (s.flags & Stream::kEncrypted) j["flags"].push_back("encrypted");
+    if (s.flags & Stream::kSparse) j["flags"].push_back("sparse");
+    if (!s.reason.empty()) j["reason"] = s.reason;
+    return j;
+}
+
+Json volume_json(const VolumeAnalysis& v, bool with_streams) {
+    const VolumeMap& m = v.map;
+    const FileFragmentation& f = v.files;
+    const FreeSpaceFragmentation& fs = v.free_space;
+    Json histogram = Json::array();
+    for (const auto& b : fs.histogram)
+        histogram.push_back({{"min_bytes", b.min_bytes}, {"extents", b.extents}, {"bytes", b.bytes}});
+    Json j = {
+        {"partition", m.partition},
+        {"offset", m.partition_offset},
+        {"label", m.label},
+        {"serial", m.serial},
+        {"ntfs_version", m.ntfs_version},
+        {"cluster_size", m.cluster_size},
+        {"total_clusters", m.total_clusters},
+        {"free_clusters", m.free_clusters()},
+        {"unmovable_clusters", boost::icl::length(m.unmovable)},
+        {"files",
+         {{"count", f.files},
+          {"fragmented", f.fragmented_files},
+          {"streams", f.streams},
+          {"fragmented_streams", f.fragmented_streams},
+          {"fragments", f.fragments},
+          {"excess_fragments", f.excess_fragments},
+          {"fragmented_bytes", f.fragmented_bytes},
+          {"fragmentation_percent", f.fragmentation_percent},
+          {"average_fragments_per_file", f.average_fragments_per_file},
+          {"pagefile_fragments", f.pagefile_fragments}}},
+        {"free_space",
+         {{"extents", fs.extents},
+          {"largest_extent_clusters", fs.largest_extent_clusters},
+          {"average_extent_clusters", fs.average_extent_clusters},
+          {"fragmentation_percent", fs.fragmentation_percent},
+          {"histogram", std::move(histogram)}}},
+        {"mft",
+         {{"record_size", m.mft_record_size},
+          {"records_total", m.mft_records_total},
+          {"records_in_use", m.mft_records_in_use},
+          {"fragments", f.mft_fragments},
+          {"zone", m.mft_zone.empty() ? Json(nullptr)
+                                      : Json::array({m.mft_zone.begin()->lower(), m.mft_zone.begin()->upper()})}}},
+    };
+    if (with_streams) {
+        Json streams = Json::array();
+        for (const Stream& s : m.streams) streams.push_back(stream_json(m, s));
+        j["streams"] = std::move(streams);
+    }
+    return j;
+}
+
+}  // namespace
+
+Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
+    Json layers = Json::array();
+    for (const Layer& l : a.layers) layers.push_back(layer_json(l));
+    Json partitions = Json::array();
+    for (const Partition& p : a.table.partitions)
+        partitions.push_back({{"number", p.number},
+                              {"start", p.start},
+                              {"length", p.length},
+                              {"type", p.type},
+                              {"filesystem", p.filesystem}});
+    Json volumes = Json::array();
+    for (const VolumeAnalysis& v : a.volumes) volumes.push_back(volume_json(v, with_streams));
+    return {{"schema", "guestfrag.analysis.v1"},
+            {"image",
+             {{"path", a.path}, {"format", a.format}, {"virtual_size", a.virtual_size}, {"layers", layers}}},
+            {"partition_table", a.table.label},
+            {"partitions", std::move(partitions)},
+            {"volumes", std::move(volumes)}};
+}
+
+}  // namespace guestfrag::cli

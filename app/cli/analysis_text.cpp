@@ -1,1 +1,104 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/analysis_text.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "app/cli/sizes.hpp"
+
+namespace guestfrag::cli {
+namespace {
+
+std::string fixed(double value, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+    return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right = false) {
+    if (s.size() >= width) return s;
+    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+void row(std::ostream& out, const std::string& label, const std::string& value) {
+    out << "  " << pad(label, 30) << value << '\n';
+}
+
+void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, bool all_files) {
+    const VolumeMap& m = v.map;
+    const FileFragmentation& f = v.files;
+    const FreeSpaceFragmentation& fs = v.free_space;
+    const std::uint64_t cs = m.cluster_size;
+    out << "\nVolume on partition " << m.partition << (m.label.empty() ? "" : " \"" + m.label + "\"") << " (NTFS "
+        << m.ntfs_version << ")\n";
+    row(out, "Size", format_size(static_cast<std::uint64_t>(m.total_clusters) * cs) + " in " +
+                         std::to_string(m.total_clusters) + " clusters of " + format_size(cs));
+    row(out, "Free", format_size(static_cast<std::uint64_t>(m.free_clusters()) * cs) + " (" +
+                         fixed(100.0 * static_cast<double>(m.free_clusters()) /
+                                   static_cast<double>(std::max<std::int64_t>(m.total_clusters, 1)),
+                               1) +
+                         "%)");
+    row(out, "Files and directories", std::to_string(f.files));
+    row(out, "Fragmented files", std::to_string(f.fragmented_files) + " (" + std::to_string(f.fragmented_streams) +
+                                     " of " + std::to_string(f.streams) + " streams)");
+    row(out, "Fragments", std::to_string(f.fragments) + " (" + std::to_string(f.excess_fragments) + " excess)");
+    row(out, "Fragmented data", format_size(f.fragmented_bytes));
+    row(out, "File fragmentation", fixed(f.fragmentation_percent, 2) + "%");
+    row(out, "Average fragments per file", fixed(f.average_fragments_per_file, 2));
+    row(out, "MFT", std::to_string(m.mft_records_in_use) + " of " + std::to_string(m.mft_records_total) +
+                        " records in use, " + std::to_string(f.mft_fragments) + " fragment(s)");
+    if (f.pagefile_fragments != 0) row(out, "Page file fragments", std::to_string(f.pagefile_fragments));
+    row(out, "Free extents", std::to_string(fs.extents) + ", largest " +
+                                 format_size(fs.largest_extent_clusters * cs) + ", average " +
+                                 format_size(static_cast<std::uint64_t>(fs.average_extent_clusters * static_cast<double>(cs))));
+    row(out, "Free-space fragmentation", fixed(fs.fragmentation_percent, 2) + "%");
+
+    if (!fs.histogram.empty()) {
+        out << "\n  Free extents by size\n";
+        out << "  " << pad("from", 12) << pad("extents", 10, true) << pad("free space", 14, true) << "\n";
+        for (const auto& b : fs.histogram)
+            out << "  " << pad(format_size(b.min_bytes), 12) << pad(std::to_string(b.extents), 10, true)
+                << pad(format_size(b.bytes), 14, true) << '\n';
+    }
+
+    const std::size_t limit = all_files ? m.streams.size() : top;
+    const auto worst = most_fragmented_streams(m, limit);
+    std::vector<const Stream*> fragmented;
+    std::ranges::copy_if(worst, std::back_inserter(fragmented), [](const Stream* s) { return s->fragments() > 1; });
+    if (fragmented.empty()) {
+        out << "\n  No fragmented files.\n";
+        return;
+    }
+    out << "\n  " << (all_files ? "Fragmented files" : "Most fragmented files") << "\n";
+    out << "  " << pad("fragments", 10, true) << pad("size", 12, true) << "  path\n";
+    for (const Stream* s : fragmented) {
+        std::string name = m.path_of(s->mft_record);
+        if (s->label() != "$DATA") name += " [" + s->label() + "]";
+        if (s->placement != Placement::Movable) name += " (" + s->reason + ")";
+        out << "  " << pad(std::to_string(s->fragments()), 10, true) << pad(format_size(s->size), 12, true) << "  "
+            << name << '\n';
+    }
+}
+
+}  // namespace
+
+void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files) {
+    out << "Image " << a.path << "\n";
+    row(out, "Format", a.format);
+    row(out, "Virtual size", format_size(a.virtual_size) + " (" + std::to_string(a.virtual_size) + " bytes)");
+    for (const Layer& l : a.layers)
+        row(out, "Layer " + std::to_string(l.depth) + " (" + l.format + ")",
+            format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
+                l.path);
+    out << "\nPartitions (" << a.table.label << ")\n";
+    out << "  " << pad("#", 4) << pad("start", 14, true) << pad("length", 14, true) << "  " << pad("type", 11)
+        << "file system\n";
+    for (const Partition& p : a.table.partitions)
+        out << "  " << pad(std::to_string(p.number), 4) << pad(std::to_string(p.start), 14, true)
+            << pad(format_size(p.length), 14, true) << "  " << pad(p.type, 11)
+            << (p.filesystem.empty() ? "-" : p.filesystem) << '\n';
+    for (const VolumeAnalysis& v : a.volumes) print_volume(out, v, top, all_files);
+}
+
+}  // namespace guestfrag::cli

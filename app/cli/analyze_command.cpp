@@ -1,3 +1,48 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "analyzers/analysis.hpp"
+#include "app/cli/analysis_json.hpp"
+#include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
-namespace guestfrag::cli { void add_analyze_command(CLI::App& app) { app.add_subcommand("analyze", "todo"); } }
+#include "app/cli/failure.hpp"
+#include "app/cli/progress_meter.hpp"
+#include "core/image/open_image.hpp"
+
+namespace guestfrag::cli {
+
+void add_analyze_command(CLI::App& app) {
+    struct Options {
+        std::string image;
+        std::optional<int> partition;
+        bool json = false;
+        bool files = false;
+        std::size_t top = 10;
+    };
+    auto opts = std::make_shared<Options>();
+    CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
+    cmd->add_option("IMAGE", opts->image, "Disk image (raw/flat disk, or a bare NTFS volume)")->required();
+    cmd->add_option("--partition", opts->partition, "Analyse only this partition number");
+    cmd->add_flag("--json", opts->json, "Print the guestfrag.analysis.v1 JSON document");
+    cmd->add_flag("--files", opts->files,
+                  "List every stream with its extents (JSON) or every fragmented file (text)");
+    cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
+    cmd->callback([opts] {
+        on_behalf_of(opts->image, [&] {
+            const auto image = open_image(opts->image);
+            ImageAnalysis analysis;
+            {
+                ProgressMeter meter("reading MFT");
+                analysis = analyze_image(*image, opts->partition, meter.progress());
+            }
+            if (opts->json)
+                std::cout << analysis_to_json(analysis, opts->files).dump(2) << '\n';
+            else
+                print_analysis(std::cout, analysis, opts->top, opts->files);
+        });
+    });
+}
+
+}  // namespace guestfrag::cli

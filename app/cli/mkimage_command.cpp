@@ -1,3 +1,132 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag mkimage OUT`: generates a fragmented NTFS disk image for demos and tests.
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <string>
+
 #include "app/cli/commands.hpp"
-namespace guestfrag::cli { void add_mkimage_command(CLI::App& app) { app.add_subcommand("mkimage", "todo"); } }
+#include "app/cli/failure.hpp"
+#include "app/cli/progress_meter.hpp"
+#include "app/cli/sizes.hpp"
+#include "app/mkimage/mkimage.hpp"
+
+namespace guestfrag::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void on_interrupt(int) { g_interrupted = 1; }
+
+/// Turns SIGINT/SIGTERM into Error(Cancelled) at the next progress report, so an
+/// interrupted run still removes its multi-gigabyte staging files. Restores the previous
+/// handlers when destroyed.
+class InterruptGuard {
+public:
+    InterruptGuard() {
+        g_interrupted = 0;
+        struct sigaction action {};
+        action.sa_handler = on_interrupt;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &old_int_);
+        sigaction(SIGTERM, &action, &old_term_);
+    }
+    ~InterruptGuard() {
+        sigaction(SIGINT, &old_int_, nullptr);
+        sigaction(SIGTERM, &old_term_, nullptr);
+    }
+    InterruptGuard(const InterruptGuard&) = delete;
+    InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+    /// `inner` plus the interrupt check.
+    static Progress wrap(Progress inner) {
+        Progress p = inner;
+        p.report = [inner](std::uint64_t done, std::uint64_t total) {
+            if (g_interrupted) throw Error(ErrorKind::Cancelled, "interrupted");
+            if (inner.report) inner.report(done, total);
+        };
+        return p;
+    }
+
+private:
+    struct sigaction old_int_ {};
+    struct sigaction old_term_ {};
+};
+
+/// CLI11 check for size arguments ("256MiB", "4K", "1048576").
+CLI::Validator size_validator() {
+    return CLI::Validator(
+        [](const std::string& text) {
+            return parse_size(text) ? std::string() : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
+        },
+        "SIZE");
+}
+
+}  // namespace
+
+void add_mkimage_command(CLI::App& app) {
+    struct Options {
+        MkImageOptions image;
+        std::string size = "256MiB";
+        std::string cluster_size = "4K";
+        std::string partition_start = "1MiB";
+        std::string output;
+    };
+    auto opts = std::make_shared<Options>();
+    MkImageOptions& o = opts->image;
+    CLI::App* cmd = app.add_subcommand(
+        "mkimage", "Generate a sparse raw disk with a fragmented NTFS volume (deterministic per --seed)");
+    cmd->add_option("OUT", opts->output, "Disk image to write (overwritten)")->required();
+    cmd->add_option("--size", opts->size, "Virtual disk size")->check(size_validator())->capture_default_str();
+    cmd->add_option("--table", o.table, "Partition table: msdos, gpt, or none (bare NTFS volume)")
+        ->check(CLI::IsMember({"msdos", "gpt", "none"}))
+        ->capture_default_str();
+    cmd->add_option("--partition-start", opts->partition_start, "Offset of the NTFS partition")
+        ->check(size_validator())
+        ->capture_default_str();
+    cmd->add_option("--cluster-size", opts->cluster_size, "NTFS cluster size (power of two, 512 to 2M)")
+        ->check(size_validator())
+        ->capture_default_str();
+    cmd->add_option("--files", o.files, "Files to create, deleted ones included")->capture_default_str();
+    cmd->add_option("--dirs", o.directories, "Directories to spread them over (0: about one per 500 files)")
+        ->capture_default_str();
+    cmd->add_option("--interleave", o.interleave, "Files grown at the same time (more = more fragments)")
+        ->capture_default_str();
+    cmd->add_option("--delete-fraction", o.delete_fraction, "Share of the files deleted to punch free-space holes")
+        ->check(CLI::Range(0.0, 1.0))
+        ->capture_default_str();
+    cmd->add_option("--named-stream-every", o.named_stream_every, "One file in N gets a named stream (0: none)")
+        ->capture_default_str();
+    cmd->add_option("--fill", o.fill, "Most of the volume's free space the file data may take (sizes scale down)")
+        ->capture_default_str();
+    cmd->add_option("--seed", o.seed, "Seed of the file population")->capture_default_str();
+    cmd->add_option("--label", o.label, "Volume label")->capture_default_str();
+
+    cmd->callback([opts] {
+        on_behalf_of(opts->output, [&] {
+            MkImageOptions options = opts->image;
+            options.output = opts->output;
+            // The validators above accepted these texts.
+            options.disk_size = *parse_size(opts->size);
+            options.partition_start = *parse_size(opts->partition_start);
+            const std::uint64_t cluster = *parse_size(opts->cluster_size);
+            options.cluster_size = cluster > 0xFFFFFFFFull ? 0 : static_cast<std::uint32_t>(cluster);
+            MkImageSummary s;
+            {
+                InterruptGuard guard;
+                ProgressMeter meter("mkimage: files");
+                s = make_image(options, InterruptGuard::wrap(meter.progress()));
+            }
+            std::cout << opts->output << ": " << s.files_created << " files, " << s.files_deleted << " deleted, "
+                      << s.files_kept << " kept (" << s.fragmented_files << " fragmented), " << s.directories
+                      << " directories, " << format_size(options.disk_size) << " disk"
+                      << (options.table == "none" ? std::string(", bare NTFS volume")
+                                                  : ", " + options.table + " NTFS partition at " +
+                                                        format_size(s.partition_offset))
+                      << (s.volume_full ? "; the volume filled up early" : "") << '\n';
+        });
+    });
+}
+
+}  // namespace guestfrag::cli

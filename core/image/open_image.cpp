@@ -1,1 +1,80 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/image/open_image.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/image/raw_image.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+bool has_at(std::span<const std::byte> bytes, std::size_t offset, std::string_view magic) {
+    if (bytes.size() < offset || bytes.size() - offset < magic.size()) return false;
+    return std::equal(magic.begin(), magic.end(), bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+                      [](char m, std::byte b) { return static_cast<std::byte>(m) == b; });
+}
+
+bool contains(std::span<const std::byte> bytes, std::string_view text) {
+    const auto it = std::search(bytes.begin(), bytes.end(), text.begin(), text.end(),
+                                [](std::byte b, char t) { return b == static_cast<std::byte>(t); });
+    return it != bytes.end();
+}
+
+}  // namespace
+
+std::string_view format_name(ImageFormat format) noexcept {
+    switch (format) {
+        case ImageFormat::Raw: return "raw";
+        case ImageFormat::Qcow2: return "qcow2";
+        case ImageFormat::VmdkSparse: return "vmdk sparse";
+        case ImageFormat::VmdkDescriptor: return "vmdk descriptor";
+        case ImageFormat::VmdkCowd: return "vmdk cowd (vmfsSparse)";
+        case ImageFormat::VmdkSeSparse: return "vmdk seSparse";
+        case ImageFormat::Vhdx: return "vhdx";
+        case ImageFormat::Vhd: return "vhd";
+        case ImageFormat::Vdi: return "vdi";
+        case ImageFormat::Qed: return "qed";
+    }
+    return "unknown";
+}
+
+ImageFormat detect_format(std::span<const std::byte> head, std::span<const std::byte> tail) noexcept {
+    using namespace std::string_view_literals;
+    if (has_at(head, 0, "QFI\xfb"sv)) return ImageFormat::Qcow2;
+    if (has_at(head, 0, "KDMV"sv)) return ImageFormat::VmdkSparse;
+    if (has_at(head, 0, "COWD"sv)) return ImageFormat::VmdkCowd;
+    // seSparse constant header: little-endian u64 0x00000000cafebabe.
+    if (has_at(head, 0, "\xbe\xba\xfe\xca\0\0\0\0"sv)) return ImageFormat::VmdkSeSparse;
+    if (has_at(head, 0, "vhdxfile"sv)) return ImageFormat::Vhdx;
+    if (has_at(head, 0, "QED\0"sv)) return ImageFormat::Qed;
+    if (has_at(head, 64, "\x7f\x10\xda\xbe"sv)) return ImageFormat::Vdi;
+    // Fixed VHDs carry only the footer; dynamic ones also a copy at offset 0. Very old
+    // Virtual PC versions wrote a 511-byte footer, hence the second tail position.
+    if (has_at(head, 0, "conectix"sv)) return ImageFormat::Vhd;
+    if (tail.size() == 512 && (has_at(tail, 0, "conectix"sv) || has_at(tail, 1, "conectix"sv)))
+        return ImageFormat::Vhd;
+    if (contains(head.first(std::min(head.size(), detect_head_bytes)), "# Disk DescriptorFile"sv))
+        return ImageFormat::VmdkDescriptor;
+    return ImageFormat::Raw;
+}
+
+std::unique_ptr<DiskImage> open_image(const std::string& path) {
+    // The raw reader doubles as the prober: it already turns open/stat failures into
+    // our error kinds, and when the content is raw it is the answer.
+    auto raw = std::make_unique<RawImage>(path);
+    const std::uint64_t size = raw->size();
+
+    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, detect_head_bytes)));
+    raw->read(0, head);
+    std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(size, 512)));
+    raw->read(size - tail.size(), tail);
+
+    const ImageFormat format = detect_format(head, tail);
+    if (format == ImageFormat::Raw) return raw;
+    throw Error(ErrorKind::Unsupported, std::string(format_name(format)) + " images are not supported yet");
+}
+
+}  // namespace guestfrag

@@ -91,6 +91,7 @@ struct VolumeMap {
     ClusterSet mft_zone;                   ///< the reserved MFT zone as NTFS computes it
 
     ClusterSet free;                       ///< clear bits of $Bitmap within the volume
+    ClusterSet unmovable;                  ///< clusters the file system pins (DESIGN §3)
     std::vector<FileEntry> files;          ///< sorted by mft_record
     std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)
 

@@ -1,1 +1,74 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/ntfs/placement.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string_view>
+
+namespace guestfrag::ntfs {
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+// System files with fixed record numbers (NTFS 3.x) that the file system never lets a
+// defragmenter move. $Volume, $AttrDef, the root and $UpCase are movable streams.
+const char* pinned_system_file(std::uint64_t record) {
+    switch (record) {
+        case 1: return "$MFTMirr";
+        case 2: return "$LogFile";
+        case 6: return "$Bitmap";
+        case 7: return "$Boot";
+        case 8: return "$BadClus";
+        case 9: return "$Secure";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+void classify_placement(VolumeMap& volume) {
+    static constexpr std::string_view kVssStore = "{3808876b-c176-4e48-b7ae-04046e6cc752}";
+    for (Stream& s : volume.streams) {
+        s.placement = Placement::Movable;
+        s.reason.clear();
+        if (s.mft_record == 0) {
+            // $MFT's first extent is fixed by the boot sector; its $BITMAP is pinned too.
+            // Later $MFT extents can move on Windows, but only through the MFT-aware path,
+            // so guestfrag treats the whole $MFT as unmovable and pins its first extent.
+            s.placement = Placement::Unmovable;
+            s.reason = s.type == static_cast<std::uint32_t>(AttrType::Bitmap) ? "$MFT::$BITMAP" : "$MFT";
+        } else if (const char* name = pinned_system_file(s.mft_record)) {
+            s.placement = Placement::Unmovable;
+            s.reason = name;
+        } else {
+            const std::string path = lower(volume.path_of(s.mft_record));
+            if (path == "\\$extend\\$usnjrnl" || path == "\\$extend\\$objid") {
+                s.placement = Placement::Unmovable;
+                s.reason = path == "\\$extend\\$usnjrnl" ? "$Extend\\$UsnJrnl" : "$Extend\\$ObjId";
+            } else if (path == "\\pagefile.sys" || path == "\\hiberfil.sys" || path == "\\swapfile.sys") {
+                s.placement = Placement::Excluded;
+                s.reason = path.substr(1) + " is in use by Windows whenever it runs";
+            } else if (path.starts_with("\\system volume information\\") &&
+                       path.find(kVssStore) != std::string::npos) {
+                s.placement = Placement::Excluded;
+                s.reason = "volume shadow copy store";
+            }
+        }
+    }
+    volume.unmovable.clear();
+    for (const Stream& s : volume.streams) {
+        if (s.placement != Placement::Unmovable) continue;
+        const bool mft_data = s.mft_record == 0 && s.type == static_cast<std::uint32_t>(AttrType::Data);
+        for (const Extent& e : s.extents) {
+            if (e.lcn == Extent::kSparse) continue;
+            volume.unmovable.add(ClusterSet::interval_type::right_open(e.lcn, e.lcn + e.clusters));
+            if (mft_data) break;  // only the first extent of $MFT is pinned (DESIGN §3)
+        }
+    }
+}
+
+}  // namespace guestfrag::ntfs

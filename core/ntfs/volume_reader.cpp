@@ -1,1 +1,278 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/ntfs/volume_reader.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <tuple>
+
+
+#include "core/error.hpp"
+#include "core/ntfs/ntfs3g.hpp"
+#include "core/image/disk_image.hpp"
+#include "core/ntfs/mft_parser.hpp"
+#include "core/ntfs/ntfs_volume.hpp"
+#include "core/ntfs/placement.hpp"
+
+namespace guestfrag {
+namespace {
+
+constexpr std::uint64_t kRootRecord = 5;
+
+std::array<std::byte, 512> read_boot_sector(const DiskImage& image, const Partition& partition) {
+    std::array<std::byte, 512> sector{};
+    if (partition.length < sector.size() || partition.start > image.size() - sector.size())
+        throw Error(ErrorKind::Corrupt, "partition too small to hold a boot sector");
+    image.read(partition.start, sector);
+    return sector;
+}
+
+bool is_ntfs_boot_sector(const std::array<std::byte, 512>& sector) {
+    return std::memcmp(sector.data() + 3, "NTFS    ", 8) == 0;
+}
+
+// The mount trusts the boot sector's geometry; refuse sizes the partition cannot hold
+// before libntfs-3g acts on them.
+void check_geometry(const std::array<std::byte, 512>& sector, const Partition& partition) {
+    NTFS_BOOT_SECTOR bs;
+    std::memcpy(&bs, sector.data(), sizeof bs);
+    const unsigned bytes_per_sector = le16_to_cpu(bs.bpb.bytes_per_sector);
+    if (bytes_per_sector < 256 || bytes_per_sector > 4096 || !std::has_single_bit(bytes_per_sector))
+        throw Error(ErrorKind::Corrupt, "NTFS boot sector has an invalid sector size (" +
+                                            std::to_string(bytes_per_sector) + ")");
+    const auto sectors = static_cast<std::uint64_t>(sle64_to_cpu(bs.number_of_sectors));
+    if (sectors == 0 || sectors > partition.length / bytes_per_sector)
+        throw Error(ErrorKind::Corrupt, "NTFS boot sector claims " + std::to_string(sectors) + " sectors (" +
+                                            std::to_string(sectors * bytes_per_sector) +
+                                            " bytes) but the partition holds " +
+                                            std::to_string(partition.length) + " bytes");
+}
+
+void check_clean(ntfs_volume* vol) {
+    if (vol->flags & VOLUME_IS_DIRTY)
+        throw Error(ErrorKind::Unsafe,
+                    "NTFS volume is marked dirty (not cleanly shut down); run chkdsk in the guest first");
+    errno = 0;
+    if (ntfs_volume_check_hiberfile(vol, 0) != 0) {
+        if (errno == EPERM)
+            throw Error(ErrorKind::Unsafe,
+                        "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
+        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + ntfs::last_library_message());
+    }
+}
+
+std::vector<std::uint8_t> read_attribute(ntfs_attr* na, const char* what) {
+    if (na->data_size < 0 || na->data_size > (std::int64_t{1} << 34))
+        throw Error(ErrorKind::Corrupt, std::string(what) + " has an absurd size");
+    std::vector<std::uint8_t> data(static_cast<std::size_t>(na->data_size));
+    if (!data.empty() && ntfs_attr_pread(na, 0, na->data_size, data.data()) != na->data_size)
+        throw Error(ErrorKind::Corrupt, std::string("cannot read ") + what + ": " + ntfs::last_library_message());
+    return data;
+}
+
+// Maximal runs of clear bits in $Bitmap below `clusters`, appended in ascending order.
+ClusterSet free_extents(const std::vector<std::uint8_t>& bitmap, std::int64_t clusters) {
+    ClusterSet free;
+    std::int64_t run_start = -1;
+    const auto limit = std::min<std::int64_t>(clusters, static_cast<std::int64_t>(bitmap.size()) * 8);
+    auto close_run = [&](std::int64_t end) {
+        if (run_start >= 0) free.add(free.end(), ClusterSet::interval_type::right_open(run_start, end));
+        run_start = -1;
+    };
+    for (std::int64_t lcn = 0; lcn < limit;) {
+        // Whole bytes of one value are the common case: skip them eight clusters at a time.
+        const std::uint8_t byte = bitmap[static_cast<std::size_t>(lcn / 8)];
+        if (lcn % 8 == 0 && lcn + 8 <= limit && (byte == 0x00 || byte == 0xFF)) {
+            if (byte == 0xFF) close_run(lcn);
+            else if (run_start < 0) run_start = lcn;
+            lcn += 8;
+            continue;
+        }
+        if ((byte >> (lcn % 8)) & 1) close_run(lcn);
+        else if (run_start < 0) run_start = lcn;
+        ++lcn;
+    }
+    close_run(limit);
+    // Clusters past the end of $Bitmap's data do not exist as far as NTFS knows: not free.
+    return free;
+}
+
+// The preferred name of a file: Win32 (or Win32+DOS) first, then POSIX, DOS last.
+const ntfs::NameAttribute* preferred_name(const std::vector<ntfs::NameAttribute>& names) {
+    static constexpr std::array<std::uint8_t, 4> kRank{1, 0, 3, 0};  // POSIX, Win32, DOS, Win32+DOS
+    const ntfs::NameAttribute* best = nullptr;
+    for (const auto& n : names)
+        if (best == nullptr || kRank[n.name_space & 3] < kRank[best->name_space & 3]) best = &n;
+    return best;
+}
+
+struct SegmentRef {
+    std::uint64_t base;
+    std::uint16_t base_sequence;
+    bool extension;
+    ntfs::AttributeSegment segment;
+};
+
+std::string describe(std::uint64_t record, const ntfs::AttributeSegment& s) {
+    Stream probe;
+    probe.type = s.type;
+    probe.name = s.name;
+    return "MFT record " + std::to_string(record) + ": attribute " + probe.label();
+}
+
+// Joins attribute segments (base and extension records) into streams. Segments of one
+// attribute must tile its VCN range without gaps or overlaps.
+std::vector<Stream> assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_size) {
+    std::ranges::sort(segments, [](const SegmentRef& a, const SegmentRef& b) {
+        return std::tie(a.base, a.segment.type, a.segment.name, a.segment.lowest_vcn) <
+               std::tie(b.base, b.segment.type, b.segment.name, b.segment.lowest_vcn);
+    });
+    std::vector<Stream> streams;
+    for (std::size_t i = 0; i < segments.size();) {
+        std::size_t j = i;
+        const auto& first = segments[i].segment;
+        if (first.lowest_vcn != 0)
+            throw Error(ErrorKind::Corrupt, describe(segments[i].base, first) + " lacks its first runlist segment");
+        Stream s;
+        s.mft_record = segments[i].base;
+        s.type = first.type;
+        s.name = first.name;
+        s.flags = first.flags;
+        s.size = first.data_size;
+        s.allocated_size = first.allocated_size;
+        std::int64_t next_vcn = 0;
+        for (; j < segments.size() && segments[j].base == s.mft_record && segments[j].segment.type == s.type &&
+               segments[j].segment.name == s.name;
+             ++j) {
+            auto& seg = segments[j].segment;
+            if (seg.lowest_vcn != next_vcn)
+                throw Error(ErrorKind::Corrupt, describe(s.mft_record, seg) + " has a runlist " +
+                                                    (seg.lowest_vcn < next_vcn ? "overlap" : "gap") + " at VCN " +
+                                                    std::to_string(std::min(seg.lowest_vcn, next_vcn)));
+            for (const Extent& e : seg.runs) s.extents.push_back(e);
+            next_vcn = seg.highest_vcn + 1;
+        }
+        // An attribute's allocation covers its data: fewer mapped clusters than the size
+        // needs means extension records are missing.
+        const auto needed = static_cast<std::int64_t>((s.allocated_size + cluster_size - 1) / cluster_size);
+        if (next_vcn < needed)
+            throw Error(ErrorKind::Corrupt, describe(s.mft_record, first) + " maps " + std::to_string(next_vcn) +
+                                                " of its " + std::to_string(needed) + " clusters");
+        streams.push_back(std::move(s));
+        i = j;
+    }
+    return streams;
+}
+
+}  // namespace
+
+bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition) {
+    if (partition.length < 512 || partition.start > image.size() - 512) return false;
+    return is_ntfs_boot_sector(read_boot_sector(image, partition));
+}
+
+VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, const Progress& progress) {
+    const auto boot = read_boot_sector(image, partition);
+    if (!is_ntfs_boot_sector(boot))
+        throw Error(ErrorKind::Unsupported,
+                    "partition " + std::to_string(partition.number) + " holds no NTFS file system");
+    check_geometry(boot, partition);
+
+    auto handle = ntfs::mount_read_only(image, partition.start, partition.length);
+    ntfs_volume* vol = handle.get();
+    check_clean(vol);
+
+    VolumeMap map;
+    map.partition = partition.number;
+    map.partition_offset = partition.start;
+    map.cluster_size = vol->cluster_size;
+    map.mft_record_size = vol->mft_record_size;
+    map.total_clusters = vol->nr_clusters;
+    map.label = vol->vol_name != nullptr ? vol->vol_name : "";
+    NTFS_BOOT_SECTOR bs;
+    std::memcpy(&bs, boot.data(), sizeof bs);
+    map.serial = le64_to_cpu(bs.volume_serial_number);
+    map.ntfs_version = std::to_string(vol->major_ver) + "." + std::to_string(vol->minor_ver);
+    if (vol->mft_zone_end > vol->mft_zone_start)
+        map.mft_zone.add(ClusterSet::interval_type::right_open(vol->mft_zone_start, vol->mft_zone_end));
+
+    // $MFT:$BITMAP says which records are allocated; records it marks must parse cleanly.
+    const auto mft_bitmap = read_attribute(vol->mftbmp_na, "$MFT::$BITMAP");
+    const std::uint32_t record_size = vol->mft_record_size;
+    const auto mft_bytes = static_cast<std::uint64_t>(vol->mft_na->data_size);
+    map.mft_records_total = mft_bytes / record_size;
+    const std::uint64_t records = std::min<std::uint64_t>(map.mft_records_total, mft_bitmap.size() * 8);
+
+    struct NamedRecord {
+        std::uint16_t sequence;
+        bool directory;
+        std::vector<ntfs::NameAttribute> names;
+    };
+    std::vector<std::pair<std::uint64_t, NamedRecord>> bases;
+    std::vector<std::tuple<std::uint64_t, std::uint16_t, std::vector<ntfs::NameAttribute>>> extension_names;
+    std::vector<SegmentRef> segments;
+
+    constexpr std::uint64_t kChunkRecords = 4096;  // 4 MiB reads at 1 KiB records
+    std::vector<std::byte> chunk(kChunkRecords * record_size);
+    ntfs::MftRecord record;
+    for (std::uint64_t first = 0; first < records; first += kChunkRecords) {
+        progress.update(first, records);
+        const std::uint64_t count = std::min(kChunkRecords, records - first);
+        const auto want = static_cast<s64>(count * record_size);
+        if (ntfs_attr_pread(vol->mft_na, static_cast<s64>(first * record_size), want, chunk.data()) != want)
+            throw Error(ErrorKind::Corrupt, "cannot read $MFT at record " + std::to_string(first) + ": " +
+                                                ntfs::last_library_message());
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const std::uint64_t number = first + i;
+            if (((mft_bitmap[number / 8] >> (number % 8)) & 1) == 0) continue;
+            const std::span<std::byte> bytes(chunk.data() + i * record_size, record_size);
+            if (!ntfs::parse_mft_record(*vol, bytes, number, record)) continue;
+            ++map.mft_records_in_use;
+            const bool extension = record.base != number;
+            for (auto& seg : record.segments)
+                segments.push_back({record.base, record.base_sequence, extension, std::move(seg)});
+            if (extension) {
+                if (!record.names.empty())
+                    extension_names.emplace_back(record.base, record.base_sequence, std::move(record.names));
+            } else {
+                bases.emplace_back(number, NamedRecord{record.sequence, record.directory, std::move(record.names)});
+            }
+        }
+    }
+    progress.update(records, records);
+
+    // Extension records of a base that is gone (or reused, so its sequence moved on) are
+    // leftovers NTFS no longer reads; so do we.
+    auto live_base = [&](std::uint64_t base, std::uint16_t sequence) -> NamedRecord* {
+        auto it = std::ranges::lower_bound(bases, base, {}, &std::pair<std::uint64_t, NamedRecord>::first);
+        if (it == bases.end() || it->first != base) return nullptr;
+        if (sequence != 0 && it->second.sequence != sequence) return nullptr;
+        return &it->second;
+    };
+    for (auto& [base, sequence, names] : extension_names)
+        if (NamedRecord* owner = live_base(base, sequence))
+            for (auto& n : names) owner->names.push_back(std::move(n));
+    std::erase_if(segments, [&](const SegmentRef& s) { return s.extension && !live_base(s.base, s.base_sequence); });
+
+    map.files.reserve(bases.size());
+    for (auto& [number, rec] : bases) {
+        FileEntry entry;
+        entry.mft_record = number;
+        entry.directory = rec.directory;
+        if (const auto* name = preferred_name(rec.names)) {
+            entry.parent = name->parent;
+            entry.name = name->name;
+        } else {
+            entry.parent = kRootRecord;
+        }
+        map.files.push_back(std::move(entry));
+    }
+    map.streams = assemble_streams(segments, map.cluster_size);
+    map.free = free_extents(read_attribute(vol->lcnbmp_na, "$Bitmap"), map.total_clusters);
+    ntfs::classify_placement(map);
+    return map;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "analyzers/analysis.hpp"
+
+namespace guestfrag::cli {
+
+/// The `guestfrag.analysis.v1` document (DESIGN §6, contract); streams only when
+/// `with_streams` (--files).
+[[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis, bool with_streams);
+
+}  // namespace guestfrag::cli

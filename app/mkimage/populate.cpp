@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Executes a PopulationPlan through NtfsWriter. The order of libntfs-3g calls is a function
+// of the plan alone, and libntfs-3g's allocators are deterministic, so extents repeat
+// exactly from run to run.
+#include "app/mkimage/populate.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "app/mkimage/file_content.hpp"
+
+namespace guestfrag::mkimage {
+
+namespace {
+
+// The Zone.Identifier Windows attaches to downloads (26 bytes, resident).
+constexpr char kZoneIdentifier[] = "[ZoneTransfer]\r\nZoneId=3\r\n";
+constexpr std::size_t kMaxSampleRecords = 16;
+
+/// What became of one planned file.
+struct FileState {
+    std::uint64_t record = 0;
+    std::uint64_t bytes = 0;      ///< stream bytes written (all streams)
+    std::uint64_t fragments = 0;  ///< most fragments of any stream
+    bool created = false;
+    bool attribute_list = false;
+    bool named_stream = false;
+};
+
+class Populator {
+public:
+    Populator(NtfsWriter& ntfs, const PopulationPlan& plan, std::uint32_t seed, const Progress& progress,
+              MkImageSummary& summary)
+        : ntfs_(ntfs), plan_(plan), content_(seed), progress_(progress), summary_(summary), state_(plan.files.size()) {}
+
+    void run() {
+        try {
+            make_directories();
+            write_specials();
+            write_first_pass();
+        } catch (const VolumeFull&) {
+            summary_.volume_full = true;
+        }
+        delete_files();
+        try {
+            write_refills();
+        } catch (const VolumeFull&) {
+            summary_.volume_full = true;
+        }
+        summarise();
+    }
+
+private:
+    /// An open file and how far its planned size has been written.
+    struct Growing {
+        std::size_t index;
+        NtfsFile file;
+    };
+
+    void make_directories() {
+        dir_records_.assign(plan_.dirs.size(), NtfsWriter::root());
+        for (std::size_t d = 1; d < plan_.dirs.size(); ++d) {
+            dir_records_[d] = ntfs_.make_directory(dir_records_[plan_.dirs[d].parent], plan_.dirs[d].name);
+            summary_.directories++;
+            if (d % 256 == 0) progress_.update(0, plan_.files.size());
+        }
+    }
+
+    NtfsFile create(std::size_t index) {
+        const FilePlan& f = plan_.files[index];
+        NtfsFile file = ntfs_.create_file(dir_records_[f.dir], f.name);
+        state_[index].record = file.record();
+        state_[index].created = true;
+        return file;
+    }
+
+    /// Appends up to `n` bytes of the file's planned contents at `pos`.
+    void write(std::size_t index, NtfsFile& file, std::uint64_t pos, std::uint64_t n) {
+        while (n > 0) {
+            const auto piece = content_.bytes(index, pos, static_cast<std::size_t>(std::min<std::uint64_t>(n, FileContent::kMaxSpan)));
+            file.write(pos, piece.data(), piece.size());
+            state_[index].bytes += piece.size();
+            pos += piece.size();
+            n -= piece.size();
+        }
+    }
+
+    void finish(std::size_t index, NtfsFile& file) {
+        const FilePlan& f = plan_.files[index];
+        if (f.named_stream_size == sizeof kZoneIdentifier - 1) {
+            file.add_stream(kSmallStreamName, kZoneIdentifier, f.named_stream_size);
+        } else if (f.named_stream_size != 0) {
+            std::vector<unsigned char> data;
+            for (std::uint64_t pos = 0; pos < f.named_stream_size;) {
+                const auto piece = content_.bytes(index + (1ull << 40), pos,
+                                                  static_cast<std::size_t>(f.named_stream_size - pos));
+                data.insert(data.end(), piece.begin(), piece.end());
+                pos += piece.size();
+            }
+            file.add_stream(kLargeStreamName, data.data(), data.size());
+        }
+        if (f.named_stream_size != 0) {
+            state_[index].named_stream = true;
+            state_[index].bytes += f.named_stream_size;
+        }
+        state_[index].fragments = file.fragments();
+        state_[index].attribute_list = file.has_attribute_list();
+        file.close();
+        ++created_;
+        progress_.update(created_, plan_.files.size());
+    }
+
+    /// The attribute-list pair, grown one cluster at a time each in turn so every cluster is
+    /// its own run; then the sparse file: data, a hole, data.
+    void write_specials() {
+        std::vector<std::size_t> pair;
+        for (std::size_t i = 0; i < plan_.refill_begin; ++i)
+            if (plan_.files[i].role == FileRole::AttrListPair) pair.push_back(i);
+        if (!pair.empty()) {
+            std::vector<Growing> open;
+            for (const std::size_t i : pair) open.push_back({i, create(i)});
+            const std::uint64_t cluster = plan_.cluster_size;
+            for (std::uint64_t pos = 0; pos < plan_.files[pair[0]].size; pos += cluster) {
+                for (auto& g : open) write(g.index, g.file, pos, cluster);
+                if ((pos / cluster) % 64 == 0) progress_.update(created_, plan_.files.size());
+            }
+            for (auto& g : open) finish(g.index, g.file);
+        }
+        for (std::size_t i = 0; i < plan_.refill_begin; ++i) {
+            const FilePlan& f = plan_.files[i];
+            if (f.role != FileRole::Sparse) continue;
+            NtfsFile file = create(i);
+            const std::uint64_t piece = std::max<std::uint64_t>(64 * 1024, plan_.cluster_size);
+            write(i, file, 0, piece);
+            // Writing beyond the end of an NTFS 3.x $DATA makes libntfs-3g insert a sparse
+            // run instead of allocating the gap.
+            write(i, file, f.size - piece, piece);
+            finish(i, file);
+        }
+    }
+
+    /// Groups of `interleave` files grow together, each appending chunk_clusters per round,
+    /// so each append finds the cluster after its last one taken by a neighbour.
+    void write_first_pass() {
+        const std::uint64_t cluster = plan_.cluster_size;
+        std::size_t next = 0;
+        while (next < plan_.refill_begin) {
+            std::vector<Growing> group;
+            for (; next < plan_.refill_begin && group.size() < plan_.interleave; ++next)
+                if (plan_.files[next].role == FileRole::Normal) group.push_back({next, create(next)});
+            std::vector<std::uint64_t> written(group.size(), 0);
+            std::vector<bool> done(group.size(), false);
+            for (std::size_t active = group.size(); active > 0;) {
+                active = 0;
+                for (std::size_t g = 0; g < group.size(); ++g) {
+                    if (done[g]) continue;
+                    const FilePlan& f = plan_.files[group[g].index];
+                    const std::uint64_t step = std::min<std::uint64_t>(f.size - written[g], f.chunk_clusters * cluster);
+                    write(group[g].index, group[g].file, written[g], step);
+                    written[g] += step;
+                    if (written[g] == f.size) {
+                        finish(group[g].index, group[g].file);
+                        done[g] = true;
+                    } else {
+                        ++active;
+                    }
+                }
+            }
+        }
+    }
+
+    void delete_files() {
+        std::uint64_t done = 0;
+        for (const std::uint32_t index : plan_.deletions) {
+            FileState& s = state_[index];
+            if (!s.created) continue;
+            const FilePlan& f = plan_.files[index];
+            for (const ClusterRun& run : ntfs_.clusters_of(s.record)) freed_.push_back(run);
+            ntfs_.remove(dir_records_[f.dir], s.record, f.name);
+            s.created = false;
+            summary_.files_deleted++;
+            if (++done % 256 == 0) progress_.update(created_, plan_.files.size());
+        }
+    }
+
+    /// New files after the deletions may only use the holes those left (and the MFT zone
+    /// once the holes run out), so they are cut into as many pieces as the holes require.
+    void write_refills() {
+        if (plan_.refill_begin == plan_.files.size()) return;
+        std::sort(freed_.begin(), freed_.end(), [](const ClusterRun& a, const ClusterRun& b) { return a.lcn < b.lcn; });
+        ClusterFence fence = ntfs_.fence_free_space(freed_);
+        for (std::size_t i = plan_.refill_begin; i < plan_.files.size(); ++i) {
+            NtfsFile file = create(i);
+            write(i, file, 0, plan_.files[i].size);
+            finish(i, file);
+        }
+        fence.release();
+    }
+
+    void summarise() {
+        for (std::size_t i = 0; i < state_.size(); ++i) {
+            const FileState& s = state_[i];
+            if (!s.record) continue;  // never created
+            summary_.files_created++;
+            if (!s.created) continue;  // deleted
+            summary_.files_kept++;
+            summary_.data_bytes += s.bytes;
+            if (s.named_stream) {
+                summary_.named_streams++;
+                if (summary_.named_stream_record == 0) summary_.named_stream_record = s.record;
+            }
+            if (s.fragments > 1) {
+                summary_.fragmented_files++;
+                if (summary_.fragmented_records.size() < kMaxSampleRecords) summary_.fragmented_records.push_back(s.record);
+            }
+            if (s.attribute_list) {
+                summary_.attribute_list_files++;
+                if (summary_.attribute_list_records.size() < kMaxSampleRecords)
+                    summary_.attribute_list_records.push_back(s.record);
+            }
+            if (plan_.files[i].role == FileRole::Sparse) summary_.sparse_record = s.record;
+        }
+    }
+
+    NtfsWriter& ntfs_;
+    const PopulationPlan& plan_;
+    FileContent content_;
+    const Progress& progress_;
+    MkImageSummary& summary_;
+    std::vector<FileState> state_;
+    std::vector<std::uint64_t> dir_records_;
+    std::vector<ClusterRun> freed_;
+    std::uint64_t created_ = 0;
+};
+
+}  // namespace
+
+void populate(NtfsWriter& ntfs, const PopulationPlan& plan, std::uint32_t seed, const Progress& progress,
+              MkImageSummary& summary) {
+    Populator(ntfs, plan, seed, progress, summary).run();
+}
+
+}  // namespace guestfrag::mkimage

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/image/chain_image.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace guestfrag {
+namespace {
+
+Layer map_layer(const LayerFile& file, int depth) {
+    Layer layer;
+    layer.depth = depth;
+    layer.path = file.path();
+    layer.format = file.format();
+    layer.granule_size = file.granule_size();
+    const std::uint64_t size = file.virtual_size();
+    for (std::uint64_t offset = 0; offset < size;) {
+        const Mapping m = file.map(offset);
+        if (m.length == 0) throw Error(ErrorKind::Internal, "layer mapping made no progress");
+        const std::uint64_t end = offset + std::min(m.length, size - offset);
+        const auto range = ByteSet::interval_type::right_open(offset, end);
+        if (m.state == Allocation::Data) layer.allocated.add(layer.allocated.end(), range);
+        else if (m.state == Allocation::Zero) layer.zero.add(layer.zero.end(), range);
+        offset = end;
+    }
+    return layer;
+}
+
+}  // namespace
+
+ChainImage::ChainImage(std::vector<std::unique_ptr<LayerFile>> chain) : chain_(std::move(chain)) {
+    if (chain_.empty()) throw Error(ErrorKind::Internal, "empty layer chain");
+    size_ = chain_.front()->virtual_size();
+    for (std::size_t i = 0; i < chain_.size(); ++i) layers_.push_back(map_layer(*chain_[i], static_cast<int>(i)));
+}
+
+void ChainImage::read(std::uint64_t offset, std::span<std::byte> out) const {
+    if (offset > size_ || out.size() > size_ - offset)
+        throw Error(ErrorKind::Corrupt, "read past end of disk (offset " + std::to_string(offset) + ", " +
+                                            std::to_string(out.size()) + " bytes, disk is " +
+                                            std::to_string(size_) + " bytes)");
+    read_from(0, offset, out);
+}
+
+void ChainImage::read_from(std::size_t depth, std::uint64_t offset, std::span<std::byte> out) const {
+    const LayerFile& layer = *chain_[depth];
+    while (!out.empty()) {
+        // A parent may be smaller than its child (qcow2 allows it): beyond its end, zeros.
+        if (offset >= layer.virtual_size()) {
+            std::memset(out.data(), 0, out.size());
+            return;
+        }
+        const Mapping m = layer.map(offset);
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(m.length, out.size()));
+        if (n == 0) throw Error(ErrorKind::Internal, "layer mapping made no progress");
+        const auto part = out.first(n);
+        switch (m.state) {
+            case Allocation::Data: layer.read(offset, part); break;
+            case Allocation::Zero: std::memset(part.data(), 0, n); break;
+            case Allocation::Unallocated:
+                if (depth + 1 < chain_.size()) read_from(depth + 1, offset, part);
+                else std::memset(part.data(), 0, n);
+                break;
+        }
+        offset += n;
+        out = out.subspan(n);
+    }
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace guestfrag {
+
+/// How one layer of a virtual disk stores a range of virtual-disk bytes.
+enum class Allocation : std::uint8_t {
+    Unallocated,  ///< not in this layer: the parent's bytes show through (zero without one)
+    Zero,         ///< this layer declares the range zero without storing data
+    Data,         ///< this layer stores the bytes
+};
+
+/// The answer to LayerFile::map: the state at an offset and how far it holds.
+struct Mapping {
+    Allocation state = Allocation::Unallocated;
+    std::uint64_t length = 0;  ///< bytes from the queried offset with this state (≥ 1)
+    /// Where the data lies in the layer's file, when it is stored uncompressed and the
+    /// whole `length` is contiguous there; used for host-level fragmentation figures.
+    std::optional<std::uint64_t> file_offset;
+};
+
+/// The parent a differencing/backing layer names, as recorded in the layer.
+struct ParentLink {
+    std::string recorded;                 ///< the name as the file records it, for messages
+    std::vector<std::string> candidates;  ///< host paths to try, in the hypervisor's order
+};
+
+/// One file of a disk chain, read through its format's own allocation tables (qcow2
+/// L1/L2, VMDK grain tables, VHD/VHDX BAT and sector bitmaps). Immutable once opened and
+/// safe to use from several threads. Chains of LayerFiles become a DiskImage in
+/// ChainImage; this interface is what each format reader implements.
+class LayerFile {
+public:
+    virtual ~LayerFile() = default;
+    LayerFile() = default;
+    LayerFile(const LayerFile&) = delete;
+    LayerFile& operator=(const LayerFile&) = delete;
+
+    [[nodiscard]] virtual std::string format() const = 0;
+    [[nodiscard]] virtual const std::string& path() const = 0;
+    [[nodiscard]] virtual std::uint64_t virtual_size() const = 0;
+    /// The allocation unit of this layer in bytes (qcow2 cluster, VMDK grain, VHD block
+    /// sector, ...): Mapping runs start and end on multiples of it (or the disk's end).
+    [[nodiscard]] virtual std::uint64_t granule_size() const = 0;
+
+    /// State of the byte at `offset` (< virtual_size()) and how many bytes share it.
+    /// Implementations coalesce neighbouring table entries so that a large unallocated
+    /// disk maps in few calls. Throws Error(Corrupt) when a table entry points outside the
+    /// file, Error(Io) on a read failure.
+    [[nodiscard]] virtual Mapping map(std::uint64_t offset) const = 0;
+
+    /// Reads virtual-disk bytes that this layer stores (or declares zero). The caller
+    /// keeps [offset, offset + out.size()) inside one mapping run returned by map().
+    virtual void read(std::uint64_t offset, std::span<std::byte> out) const = 0;
+
+    /// The parent this layer needs, if it is a differencing or backed layer.
+    [[nodiscard]] virtual std::optional<ParentLink> parent() const = 0;
+};
+
+/// Opens one layer file, choosing the reader by content. Throws Error(Unsupported) for
+/// a format without a reader, and the reader's errors otherwise.
+[[nodiscard]] std::unique_ptr<LayerFile> open_layer(const std::string& path);
+
+}  // namespace guestfrag

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/image/disk_image.hpp"
+
+namespace guestfrag {
+
+/// Container formats recognised by their content (never by file name).
+enum class ImageFormat {
+    Raw,             ///< anything not recognised below: the bytes are the disk
+    Qcow2,           ///< "QFI\xfb" (qcow v1 shares the magic; the reader tells them apart)
+    VmdkSparse,      ///< hosted sparse extent, "KDMV" (monolithicSparse, streamOptimized, ...)
+    VmdkDescriptor,  ///< VMDK text descriptor ("# Disk DescriptorFile") naming extent files
+    VmdkCowd,        ///< vmfsSparse / COWD extent (-delta.vmdk), "COWD"
+    VmdkSeSparse,    ///< seSparse extent (-sesparse.vmdk), constant header magic 0xcafebabe
+    Vhdx,            ///< "vhdxfile"
+    Vhd,             ///< "conectix" footer at the end (and its copy at the start of dynamic VHDs)
+    Vdi,             ///< VirtualBox, signature 0xbeda107f at byte 64
+    Qed,             ///< "QED\0"
+};
+
+/// Short lower-case name of a format for messages ("qcow2", "vmdk sparse", ...).
+[[nodiscard]] std::string_view format_name(ImageFormat format) noexcept;
+
+/// How many leading bytes detect_format() looks at.
+inline constexpr std::size_t detect_head_bytes = 1024;
+
+/// Recognises the container format from the file's first bytes (`head`, up to
+/// detect_head_bytes; shorter for small files) and its last bytes (`tail`, the final 512
+/// or fewer). Pure function: no I/O, never throws.
+[[nodiscard]] ImageFormat detect_format(std::span<const std::byte> head,
+                                        std::span<const std::byte> tail) noexcept;
+
+/// Opens a disk image read-only, choosing the reader from the file's content.
+/// The caller owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io) as
+/// RawImage does, and Error(Unsupported, "<format> images are not supported yet") for a
+/// recognised container format that has no reader.
+[[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path);
+
+}  // namespace guestfrag

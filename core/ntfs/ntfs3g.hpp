@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The only way C++ code here includes libntfs-3g's C headers. They expect a configure-time
+// environment (HAVE_* macros, struct timespec from <sys/stat.h>) and define min/max macros
+// that break the standard library, so the fix-ups live in this one place.
+#pragma once
+
+#define HAVE_SYS_STAT_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_ERRNO_H 1
+#define HAVE_STDDEF_H 1
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <fcntl.h>
+#include <time.h>
+
+extern "C" {
+#include <ntfs-3g/types.h>
+#include <ntfs-3g/attrib.h>
+#include <ntfs-3g/device.h>
+#include <ntfs-3g/dir.h>
+#include <ntfs-3g/inode.h>
+#include <ntfs-3g/layout.h>
+#include <ntfs-3g/logging.h>
+#include <ntfs-3g/mst.h>
+#include <ntfs-3g/runlist.h>
+#include <ntfs-3g/unistr.h>
+#include <ntfs-3g/volume.h>
+}
+
+#undef min
+#undef max

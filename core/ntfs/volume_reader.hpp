@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include "core/model/volume_map.hpp"
+#include "core/partition/partition.hpp"
+#include "core/progress.hpp"
+
+namespace guestfrag {
+
+class DiskImage;
+
+/// Reads the cluster map of the NTFS volume in `partition`: every in-use file's
+/// non-resident streams with their runs (attribute lists and runlists spread over extension
+/// records merged), names, free space from $Bitmap, the MFT zone, and unmovable/excluded
+/// placement. Read-only. Throws Error: Unsupported (no NTFS here), Corrupt (boot sector,
+/// MFT or runlists inconsistent), Unsafe (dirty or hibernated volume), Io, Cancelled.
+/// Cost: one sequential pass over $MFT and $Bitmap; memory O(files + extents).
+[[nodiscard]] VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition,
+                                         const Progress& progress = {});
+
+/// Whether the first sector of `partition` is an NTFS boot sector (cheap check, no mount).
+[[nodiscard]] bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition);
+
+}  // namespace guestfrag

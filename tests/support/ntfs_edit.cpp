@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "support/ntfs_edit.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "core/ntfs/ntfs3g.hpp"
+
+namespace guestfrag::test {
+namespace {
+
+struct Unmount {
+    void operator()(ntfs_volume* v) const noexcept { ntfs_umount(v, FALSE); }
+};
+struct CloseInode {
+    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
+};
+struct CloseAttr {
+    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
+};
+
+std::unique_ptr<ntfs_volume, Unmount> mount_rw(const std::filesystem::path& path) {
+    std::unique_ptr<ntfs_volume, Unmount> vol(ntfs_mount(path.c_str(), NTFS_MNT_NONE));
+    if (!vol) throw std::runtime_error("cannot mount " + path.string() + " read-write");
+    return vol;
+}
+
+}  // namespace
+
+void mark_volume_dirty(const std::filesystem::path& bare_volume) {
+    auto vol = mount_rw(bare_volume);
+    if (ntfs_volume_write_flags(vol.get(), vol->flags | VOLUME_IS_DIRTY) != 0)
+        throw std::runtime_error("cannot set the dirty flag");
+}
+
+void add_hibernation_file(const std::filesystem::path& bare_volume) {
+    auto vol = mount_rw(bare_volume);
+    std::unique_ptr<ntfs_inode, CloseInode> root(ntfs_inode_open(vol.get(), FILE_root));
+    if (!root) throw std::runtime_error("cannot open the root directory");
+    ntfschar* name = nullptr;
+    const int len = ntfs_mbstoucs("hiberfil.sys", &name);
+    std::unique_ptr<ntfs_inode, CloseInode> file(ntfs_create(root.get(), const_cpu_to_le32(0), name, static_cast<u8>(len), S_IFREG));
+    free(name);
+    if (!file) throw std::runtime_error("cannot create hiberfil.sys");
+    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
+    if (!data) throw std::runtime_error("cannot open hiberfil.sys data");
+    std::vector<char> header(8192, 0);
+    header[0] = 'h'; header[1] = 'i'; header[2] = 'b'; header[3] = 'r';
+    if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(header.size()), header.data()) != static_cast<s64>(header.size()))
+        throw std::runtime_error("cannot write hiberfil.sys");
+}
+
+}  // namespace guestfrag::test

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The Sleuth Kit as an independent oracle: its NTFS code shares nothing with libntfs-3g.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model/volume_map.hpp"
+
+namespace guestfrag::test {
+
+/// Physical runs as (lcn, clusters) with LCN-contiguous neighbours merged and holes dropped:
+/// the form in which two readers' runlists must agree whatever run splitting each keeps.
+using Fragments = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// Fragments of a stream of ours, within its data size (the part istat shows).
+Fragments fragments_of(const Stream& stream, std::uint32_t cluster_size);
+
+/// `istat -r -o SECTOR IMAGE RECORD`: the non-resident $DATA attributes of one record by
+/// name ("" for the unnamed one), as Fragments.
+std::map<std::string, Fragments> tsk_data_fragments(const std::filesystem::path& image, std::uint64_t sector,
+                                                    std::uint64_t record);
+
+/// Partition slots from `mmls`: (start sector, length in sectors) of every non-meta,
+/// non-unallocated slot, in order.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> mmls_partitions(const std::filesystem::path& image);
+
+}  // namespace guestfrag::test

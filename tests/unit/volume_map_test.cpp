@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Stream and VolumeMap helpers on hand-built maps: labels, fragment counting (DESIGN §3),
+// allocated clusters, free clusters, record lookup and path building.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/model/volume_map.hpp"
+
+using guestfrag::AttrType;
+using guestfrag::ClusterSet;
+using guestfrag::Extent;
+using guestfrag::FileEntry;
+using guestfrag::Stream;
+using guestfrag::VolumeMap;
+
+namespace {
+
+constexpr std::int64_t kHole = Extent::kSparse;
+
+Stream stream_of(std::vector<Extent> runs) {
+    Stream s;
+    s.type = static_cast<std::uint32_t>(AttrType::Data);
+    s.extents = std::move(runs);
+    return s;
+}
+
+Stream named(std::uint32_t type, std::string name) {
+    Stream s;
+    s.type = type;
+    s.name = std::move(name);
+    return s;
+}
+
+ClusterSet::interval_type clusters(std::int64_t lower, std::int64_t upper) {
+    return ClusterSet::interval_type::right_open(lower, upper);
+}
+
+}  // namespace
+
+TEST_CASE("stream labels name the attribute type and the stream", "[model][label]") {
+    CHECK(named(0x80, "").label() == "$DATA");
+    CHECK(named(0x80, "Zone.Identifier").label() == "$DATA:Zone.Identifier");
+    CHECK(named(0xA0, "$I30").label() == "$INDEX_ALLOCATION:$I30");
+    CHECK(named(0xB0, "$I30").label() == "$BITMAP:$I30");
+    CHECK(named(0x20, "").label() == "$ATTRIBUTE_LIST");
+    CHECK(named(0xC0, "").label() == "$REPARSE_POINT");
+    CHECK(named(0xD0, "").label() == "$EA_INFORMATION");
+    CHECK(named(0xE0, "").label() == "$EA");
+    CHECK(named(0x100, "$TXF_DATA").label() == "$LOGGED_UTILITY_STREAM:$TXF_DATA");
+    CHECK(named(0x50, "").label() == "$SECURITY_DESCRIPTOR");
+    // Types outside $AttrDef keep their code, in hex, two digits at least.
+    CHECK(named(0x12, "").label() == "$0x12");
+    CHECK(named(0x2000, "x").label() == "$0x2000:x");
+    CHECK(named(0, "").label() == "$0x00");
+}
+
+TEST_CASE("fragments merge LCN-contiguous runs", "[model][fragments]") {
+    // 100+4 = 104: the second run continues the first → one fragment.
+    CHECK(stream_of({{0, 100, 4}, {4, 104, 2}}).fragments() == 1);
+    // 100+4 = 104 ≠ 200 (new), 200+4 = 204 ≠ 300 (new, after the hole) → 3 fragments.
+    CHECK(stream_of({{0, 100, 4}, {4, 200, 4}, {8, kHole, 8}, {16, 300, 1}}).fragments() == 3);
+    // One run, and no runs at all.
+    CHECK(stream_of({{0, 7, 1}}).fragments() == 1);
+    CHECK(stream_of({}).fragments() == 0);
+    // A run placed before its predecessor, and a run that restarts at the same LCN: 2 each.
+    CHECK(stream_of({{0, 100, 4}, {4, 96, 4}}).fragments() == 2);
+    CHECK(stream_of({{0, 100, 4}, {4, 100, 4}}).fragments() == 2);
+    // Two merges in one list: 10+4 = 14 merges, 14+2 = 16 ≠ 30 (new), 30+1 = 31 merges → 2.
+    CHECK(stream_of({{0, 10, 4}, {4, 14, 2}, {6, 30, 1}, {7, 31, 5}}).fragments() == 2);
+}
+
+TEST_CASE("holes are not fragments and do not split contiguous data", "[model][fragments]") {
+    // All sparse: occupies nothing → 0 fragments.
+    CHECK(stream_of({{0, kHole, 16}}).fragments() == 0);
+    CHECK(stream_of({{0, kHole, 16}, {16, kHole, 16}}).fragments() == 0);
+    // Leading and trailing holes around one run.
+    CHECK(stream_of({{0, kHole, 8}, {8, 50, 8}, {16, kHole, 8}}).fragments() == 1);
+    // Compressed file: 16-cluster units stored in 5 clusters each, back to back on disk
+    // (100..104, 105..109, 110..114). The holes sit between LCN-adjacent data → 1 fragment.
+    CHECK(
+        stream_of({{0, 100, 5}, {5, kHole, 11}, {16, 105, 5}, {21, kHole, 11}, {32, 110, 5}, {37, kHole, 11}})
+            .fragments() == 1);
+    // The same with the third unit elsewhere (105+5 = 110 ≠ 900) → 2.
+    CHECK(
+        stream_of({{0, 100, 5}, {5, kHole, 11}, {16, 105, 5}, {21, kHole, 11}, {32, 900, 5}, {37, kHole, 11}})
+            .fragments() == 2);
+    // Empty runs and corrupt negative LCNs occupy nothing either: 100+4 = 104 merges → 1.
+    CHECK(stream_of({{0, 100, 4}, {4, 500, 0}, {4, -7, 3}, {7, 104, 4}}).fragments() == 1);
+}
+
+TEST_CASE("fragment counting does not overflow near the end of the LCN range", "[model][fragments]") {
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    // (kMax − 20) + 10 = kMax − 10: contiguous. Then kMax − 10 + 10 would be kMax: the next
+    // run starts at 5 → new fragment. Nothing computes lcn + clusters past kMax.
+    const Stream s = stream_of({{0, kMax - 20, 10}, {10, kMax - 10, 10}, {20, 5, 1}});
+    CHECK(s.fragments() == 2);
+    CHECK(s.allocated_clusters() == 21);
+    // A run list whose sizes sum past INT64_MAX saturates instead of wrapping.
+    CHECK(stream_of({{0, 0, kMax}, {kMax, 0, kMax}}).allocated_clusters() == kMax);
+}
+
+TEST_CASE("allocated clusters leave holes out", "[model][allocated]") {
+    // 4 + 4 + 1 allocated; the 8-cluster hole is not.
+    CHECK(stream_of({{0, 100, 4}, {4, 200, 4}, {8, kHole, 8}, {16, 300, 1}}).allocated_clusters() == 9);
+    CHECK(stream_of({{0, kHole, 16}}).allocated_clusters() == 0);
+    CHECK(stream_of({}).allocated_clusters() == 0);
+    const std::int64_t big = std::int64_t{1} << 61;
+    CHECK(stream_of({{0, 0, big}, {big, big + 10, big}}).allocated_clusters() == 2 * big);
+}
+
+TEST_CASE("free clusters sum the free intervals", "[model][free]") {
+    VolumeMap volume;
+    CHECK(volume.free_clusters() == 0);
+    volume.free.add(clusters(0, 10));
+    volume.free.add(clusters(20, 25));
+    volume.free.add(clusters(10, 12));  // joins [0, 10) → [0, 12)
+    CHECK(volume.free.iterative_size() == 2);
+    CHECK(volume.free_clusters() == 12 + 5);
+    volume.free.add(clusters(std::int64_t{1} << 40, (std::int64_t{1} << 40) + (std::int64_t{1} << 50)));
+    CHECK(volume.free_clusters() == 17 + (std::int64_t{1} << 50));
+}
+
+namespace {
+
+/// root(5) ─┬─ Windows(40) ── System32(41) ── kernel32.dll(42)
+///          ├─ pagefile.sys(30)
+///          └─ (99 is named "lost" but its parent 77 does not exist)
+///  loop: 60 "a" → parent 61 "b" → parent 60;  62 "selfish" → parent 62; 63 "c" → parent 60
+VolumeMap tree() {
+    VolumeMap v;
+    v.files = {
+        {5, 5, ".", true},          {30, 5, "pagefile.sys", false},  {40, 5, "Windows", true},
+        {41, 40, "System32", true}, {42, 41, "kernel32.dll", false}, {60, 61, "a", true},
+        {61, 60, "b", true},        {62, 62, "selfish", true},       {63, 60, "c", false},
+        {99, 77, "lost", false},    {100, 99, "found", false},
+    };
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("find_file looks records up by number", "[model][path]") {
+    const VolumeMap v = tree();
+    REQUIRE(v.find_file(41) != nullptr);
+    CHECK(v.find_file(41)->name == "System32");
+    CHECK(v.find_file(5)->name == ".");
+    CHECK(v.find_file(100)->name == "found");
+    CHECK(v.find_file(0) == nullptr);
+    CHECK(v.find_file(43) == nullptr);
+    CHECK(v.find_file(1000) == nullptr);
+    CHECK(VolumeMap{}.find_file(5) == nullptr);
+}
+
+TEST_CASE("paths walk up to the root", "[model][path]") {
+    const VolumeMap v = tree();
+    CHECK(v.path_of(5) == "\\");
+    CHECK(VolumeMap{}.path_of(5) == "\\");  // the root needs no entry
+    CHECK(v.path_of(30) == "\\pagefile.sys");
+    CHECK(v.path_of(40) == "\\Windows");
+    CHECK(v.path_of(42) == "\\Windows\\System32\\kernel32.dll");
+}
+
+TEST_CASE("paths without a root are orphans", "[model][path]") {
+    const VolumeMap v = tree();
+    // Missing parent 77: the known part of the chain is kept.
+    CHECK(v.path_of(99) == "<orphan>\\lost");
+    CHECK(v.path_of(100) == "<orphan>\\lost\\found");
+    // A record with no entry at all.
+    CHECK(v.path_of(1234) == "<orphan>\\<record 1234>");
+    // Loops stop where they close: 60 → 61 → 60 again.
+    CHECK(v.path_of(60) == "<orphan>\\b\\a");
+    CHECK(v.path_of(61) == "<orphan>\\a\\b");
+    CHECK(v.path_of(63) == "<orphan>\\b\\a\\c");
+    CHECK(v.path_of(62) == "<orphan>\\selfish");
+}
+
+TEST_CASE("paths deeper than 1024 components are orphans", "[model][path]") {
+    // Records 1000, 1001, ... each the parent of the next; 1000's parent is the root.
+    const auto chain = [](std::uint64_t depth) {
+        VolumeMap v;
+        for (std::uint64_t i = 0; i < depth; ++i) {
+            v.files.push_back({1000 + i, i == 0 ? 5 : 1000 + i - 1, "d", true});
+        }
+        return v;
+    };
+    std::string deepest_1024;
+    for (int i = 0; i < 1024; ++i) deepest_1024 += "\\d";
+
+    const VolumeMap ok = chain(1024);
+    CHECK(ok.path_of(1000 + 1023) == deepest_1024);
+
+    const VolumeMap too_deep = chain(1025);
+    CHECK(too_deep.path_of(1000 + 1024) == "<orphan>" + deepest_1024);
+    CHECK(too_deep.path_of(1000 + 1023) == deepest_1024);
+}
