@@ -30,6 +30,7 @@ ImageAnalysis analyze_image(const DiskImage& image, std::optional<int> only_part
         volume.map = read_ntfs_volume(image, p, progress);
         volume.files = analyze_file_fragmentation(volume.map);
         volume.free_space = analyze_free_space(volume.map);
+        volume.layers = analyze_layer_usage(volume.map, result.layers);
         result.volumes.push_back(std::move(volume));
     }
     if (only_partition && !found_requested)

@@ -8,6 +8,7 @@
 
 #include "analyzers/fragmentation.hpp"
 #include "analyzers/free_space.hpp"
+#include "analyzers/layer_usage.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/partition/partition.hpp"
@@ -20,6 +21,7 @@ struct VolumeAnalysis {
     VolumeMap map;
     FileFragmentation files;
     FreeSpaceFragmentation free_space;
+    std::vector<LayerUsage> layers;  ///< per image layer, top first
 };
 
 /// The result of `guestfrag analyze`: plain data, rendered by the CLI and the GUI.

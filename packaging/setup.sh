@@ -46,7 +46,7 @@ case "$mode" in
     asan)
         build "$root/build-asan" -DGUESTFRAG_WERROR=ON -DGUESTFRAG_SANITIZE=address,undefined \
             -DCMAKE_BUILD_TYPE=Debug -DGUESTFRAG_BUILD_BENCH=OFF
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:suppressions=$root/tests/asan.supp \
             LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             ctest --test-dir "$root/build-asan" -j "$jobs" --output-on-failure

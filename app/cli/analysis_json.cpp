@@ -77,6 +77,15 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
           {"zone", m.mft_zone.empty() ? Json(nullptr)
                                       : Json::array({m.mft_zone.begin()->lower(), m.mft_zone.begin()->upper()})}}},
     };
+    Json layers = Json::array();
+    for (const LayerUsage& u : v.layers)
+        layers.push_back({{"depth", u.depth},
+                          {"granule_size", u.granule_size},
+                          {"allocated_bytes", u.allocated_bytes},
+                          {"ntfs_used_bytes", u.ntfs_used_bytes},
+                          {"ntfs_free_bytes", u.ntfs_free_bytes},
+                          {"reclaimable_bytes", u.reclaimable_bytes}});
+    j["layers"] = std::move(layers);
     if (with_streams) {
         Json streams = Json::array();
         for (const Stream& s : m.streams) streams.push_back(stream_json(m, s));

@@ -53,6 +53,11 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
                                  format_size(fs.largest_extent_clusters * cs) + ", average " +
                                  format_size(static_cast<std::uint64_t>(fs.average_extent_clusters * static_cast<double>(cs))));
     row(out, "Free-space fragmentation", fixed(fs.fragmentation_percent, 2) + "%");
+    for (const LayerUsage& u : v.layers)
+        row(out, "Layer " + std::to_string(u.depth) + " in this volume",
+            format_size(u.allocated_bytes) + " allocated: " + format_size(u.ntfs_used_bytes) + " NTFS-used, " +
+                format_size(u.ntfs_free_bytes) + " NTFS-free (" + format_size(u.reclaimable_bytes) +
+                " reclaimable in whole granules)");
 
     if (!fs.histogram.empty()) {
         out << "\n  Free extents by size\n";

@@ -20,6 +20,7 @@ void add_analyze_command(CLI::App& app) {
         bool json = false;
         bool files = false;
         std::size_t top = 10;
+        std::vector<std::string> parents;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
@@ -28,10 +29,12 @@ void add_analyze_command(CLI::App& app) {
     cmd->add_flag("--json", opts->json, "Print the guestfrag.analysis.v1 JSON document");
     cmd->add_flag("--files", opts->files,
                   "List every stream with its extents (JSON) or every fragmented file (text)");
+    cmd->add_option("--parent", opts->parents,
+                    "Parent (backing) image for the layer at depth 1, 2, ... when it moved or is missing");
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
-            const auto image = open_image(opts->image);
+            const auto image = open_image(opts->image, opts->parents);
             ImageAnalysis analysis;
             {
                 ProgressMeter meter("reading MFT");

@@ -140,15 +140,15 @@ private:
         }
     }
 
-    /// Groups of `interleave` files grow together, each appending chunk_clusters per round,
-    /// so each append finds the cluster after its last one taken by a neighbour.
-    void write_first_pass() {
+    /// Groups of `interleave` files in [first, last) grow together, each appending
+    /// chunk_clusters per round, so each append finds the cluster after its last one taken
+    /// by a neighbour.
+    void write_interleaved(std::size_t first, std::size_t last) {
         const std::uint64_t cluster = plan_.cluster_size;
-        std::size_t next = 0;
-        while (next < plan_.refill_begin) {
+        std::size_t next = first;
+        while (next < last) {
             std::vector<Growing> group;
-            for (; next < plan_.refill_begin && group.size() < plan_.interleave; ++next)
-                if (plan_.files[next].role == FileRole::Normal) group.push_back({next, create(next)});
+            for (; next < last && group.size() < plan_.interleave; ++next) group.push_back({next, create(next)});
             std::vector<std::uint64_t> written(group.size(), 0);
             std::vector<bool> done(group.size(), false);
             for (std::size_t active = group.size(); active > 0;) {
@@ -170,6 +170,12 @@ private:
         }
     }
 
+    void write_first_pass() {
+        std::size_t first = 0;
+        while (first < plan_.refill_begin && plan_.files[first].role != FileRole::Normal) ++first;
+        write_interleaved(first, plan_.refill_begin);
+    }
+
     void delete_files() {
         std::uint64_t done = 0;
         for (const std::uint32_t index : plan_.deletions) {
@@ -185,16 +191,13 @@ private:
     }
 
     /// New files after the deletions may only use the holes those left (and the MFT zone
-    /// once the holes run out), so they are cut into as many pieces as the holes require.
+    /// once the holes run out): grown side by side like the first pass, and cut again
+    /// wherever a hole ends.
     void write_refills() {
         if (plan_.refill_begin == plan_.files.size()) return;
         std::sort(freed_.begin(), freed_.end(), [](const ClusterRun& a, const ClusterRun& b) { return a.lcn < b.lcn; });
         ClusterFence fence = ntfs_.fence_free_space(freed_);
-        for (std::size_t i = plan_.refill_begin; i < plan_.files.size(); ++i) {
-            NtfsFile file = create(i);
-            write(i, file, 0, plan_.files[i].size);
-            finish(i, file);
-        }
+        write_interleaved(plan_.refill_begin, plan_.files.size());
         fence.release();
     }
 

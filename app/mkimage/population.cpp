@@ -233,15 +233,11 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
 
     // Append steps: a third of the files are written in one go (contiguous), the others in
     // 2..16 pieces, which the round-robin turns into up to as many fragments.
-    for (std::size_t i = specials; i < plan.refill_begin; ++i) {
+    for (std::size_t i = specials; i < plan.files.size(); ++i) {
         FilePlan& f = plan.files[i];
         const std::uint64_t n = std::max<std::uint64_t>(1, (f.size + cluster - 1) / cluster);
         const std::uint64_t pieces = rng.chance(0.35) ? 1 : rng.between(2, 16);
         f.chunk_clusters = static_cast<std::uint32_t>(std::min<std::uint64_t>((n + pieces - 1) / pieces, 0xFFFFFFFFu));
-    }
-    for (std::size_t i = plan.refill_begin; i < plan.files.size(); ++i) {
-        FilePlan& f = plan.files[i];
-        f.chunk_clusters = static_cast<std::uint32_t>(std::min<std::uint64_t>((f.size + cluster - 1) / cluster + 1, 0xFFFFFFFFu));
     }
     return plan;
 }

@@ -30,6 +30,8 @@ struct Mapping {
 struct ParentLink {
     std::string recorded;                 ///< the name as the file records it, for messages
     std::vector<std::string> candidates;  ///< host paths to try, in the hypervisor's order
+    /// What the parent's identity() must be (VHD/VHDX unique id, VMDK CID), if recorded.
+    std::optional<std::string> expected_identity;
 };
 
 /// One file of a disk chain, read through its format's own allocation tables (qcow2
@@ -62,6 +64,10 @@ public:
 
     /// The parent this layer needs, if it is a differencing or backed layer.
     [[nodiscard]] virtual std::optional<ParentLink> parent() const = 0;
+
+    /// The identity a child's ParentLink::expected_identity is compared with (VHD footer
+    /// unique id, VHDX DataWriteGuid, VMDK CID as lower-case hex), if the format has one.
+    [[nodiscard]] virtual std::optional<std::string> identity() const { return std::nullopt; }
 };
 
 /// Opens one layer file, choosing the reader by content. Throws Error(Unsupported) for

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/open_chain.hpp"
 #include "core/image/raw_image.hpp"
 
 namespace guestfrag {
@@ -27,16 +28,26 @@ bool contains(std::span<const std::byte> bytes, std::string_view text) {
 
 std::string_view format_name(ImageFormat format) noexcept {
     switch (format) {
-        case ImageFormat::Raw: return "raw";
-        case ImageFormat::Qcow2: return "qcow2";
-        case ImageFormat::VmdkSparse: return "vmdk sparse";
-        case ImageFormat::VmdkDescriptor: return "vmdk descriptor";
-        case ImageFormat::VmdkCowd: return "vmdk cowd (vmfsSparse)";
-        case ImageFormat::VmdkSeSparse: return "vmdk seSparse";
-        case ImageFormat::Vhdx: return "vhdx";
-        case ImageFormat::Vhd: return "vhd";
-        case ImageFormat::Vdi: return "vdi";
-        case ImageFormat::Qed: return "qed";
+        case ImageFormat::Raw:
+            return "raw";
+        case ImageFormat::Qcow2:
+            return "qcow2";
+        case ImageFormat::VmdkSparse:
+            return "vmdk sparse";
+        case ImageFormat::VmdkDescriptor:
+            return "vmdk descriptor";
+        case ImageFormat::VmdkCowd:
+            return "vmdk cowd (vmfsSparse)";
+        case ImageFormat::VmdkSeSparse:
+            return "vmdk seSparse";
+        case ImageFormat::Vhdx:
+            return "vhdx";
+        case ImageFormat::Vhd:
+            return "vhd";
+        case ImageFormat::Vdi:
+            return "vdi";
+        case ImageFormat::Qed:
+            return "qed";
     }
     return "unknown";
 }
@@ -61,7 +72,7 @@ ImageFormat detect_format(std::span<const std::byte> head, std::span<const std::
     return ImageFormat::Raw;
 }
 
-std::unique_ptr<DiskImage> open_image(const std::string& path) {
+std::unique_ptr<DiskImage> open_image(const std::string& path, const std::vector<std::string>& parents) {
     // The raw reader doubles as the prober: it already turns open/stat failures into
     // our error kinds, and when the content is raw it is the answer.
     auto raw = std::make_unique<RawImage>(path);
@@ -72,9 +83,11 @@ std::unique_ptr<DiskImage> open_image(const std::string& path) {
     std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(size, 512)));
     raw->read(size - tail.size(), tail);
 
-    const ImageFormat format = detect_format(head, tail);
-    if (format == ImageFormat::Raw) return raw;
-    throw Error(ErrorKind::Unsupported, std::string(format_name(format)) + " images are not supported yet");
+    if (detect_format(head, tail) == ImageFormat::Raw) {
+        if (!parents.empty()) throw Error(ErrorKind::Unsupported, "a raw image has no parent; --parent does not apply");
+        return raw;
+    }
+    return open_chain(path, parents);
 }
 
 }  // namespace guestfrag

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/image/disk_image.hpp"
 
@@ -37,10 +38,11 @@ inline constexpr std::size_t detect_head_bytes = 1024;
 [[nodiscard]] ImageFormat detect_format(std::span<const std::byte> head,
                                         std::span<const std::byte> tail) noexcept;
 
-/// Opens a disk image read-only, choosing the reader from the file's content.
-/// The caller owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io) as
-/// RawImage does, and Error(Unsupported, "<format> images are not supported yet") for a
-/// recognised container format that has no reader.
-[[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path);
+/// Opens a disk image read-only, choosing the reader from the file's content: raw files
+/// directly, container formats as a chain of layers resolved as the hypervisor would
+/// (`parents[i]` overrides the parent of the layer at depth i; see open_chain). The caller
+/// owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io).
+[[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path,
+                                                    const std::vector<std::string>& parents = {});
 
 }  // namespace guestfrag

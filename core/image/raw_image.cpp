@@ -72,7 +72,7 @@ ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule) {
         if (data_end <= data_start) break;  // never loop forever on an inconsistent answer
         // Host blocks are the allocation unit: a partially written block is wholly stored.
         allocated += ByteSet::interval_type::right_open(round_down(data_start, granule),
-                                                       std::min(round_up(data_end, granule), size));
+                                                        std::min(round_up(data_end, granule), size));
         pos = data_end;
     }
     return allocated;
@@ -132,9 +132,8 @@ void RawImage::read(std::uint64_t offset, std::span<std::byte> out) const {
         }
         if (got == 0) {
             // size_ was taken at open time; a file truncated since then ends early.
-            throw Error(ErrorKind::Io,
-                        "unexpected end of file at offset " + std::to_string(offset + done) +
-                            " (the image shrank while open)");
+            throw Error(ErrorKind::Io, "unexpected end of file at offset " + std::to_string(offset + done) +
+                                           " (the image shrank while open)");
         }
         done += static_cast<std::size_t>(got);
     }

@@ -110,7 +110,8 @@ PedExceptionOption record_exception(PedException* exception) {
     if (exception == nullptr) return PED_EXCEPTION_UNHANDLED;
     const PedExceptionOption answer = choose_answer(exception->options);
     try {
-        recorded_messages.push_back(Message{exception->type, exception->options, answer, squash(exception->message)});
+        recorded_messages.push_back(
+            Message{exception->type, exception->options, answer, squash(exception->message)});
     } catch (...) {
         // Out of memory while recording: the answer still stands, the text is lost.
     }
@@ -135,7 +136,8 @@ PedDevice* adapter_new(const char* path) {
 
     const DiskImage* image = find_image(path);
     if (image == nullptr) {
-        ped_exception_throw(PED_EXCEPTION_ERROR, PED_EXCEPTION_CANCEL, "no disk image is registered as %s", path);
+        ped_exception_throw(PED_EXCEPTION_ERROR, PED_EXCEPTION_CANCEL, "no disk image is registered as %s",
+                            path);
         return nullptr;
     }
     auto* device = static_cast<PedDevice*>(std::calloc(1, sizeof(PedDevice)));
@@ -163,7 +165,8 @@ PedDevice* adapter_new(const char* path) {
     constexpr int heads = 255;
     constexpr int sectors = 63;
     const PedSector cylinders = device->length / (heads * sectors);
-    const int clamped = static_cast<int>(std::clamp<PedSector>(cylinders, 1, std::numeric_limits<int>::max()));
+    const int clamped =
+        static_cast<int>(std::clamp<PedSector>(cylinders, 1, std::numeric_limits<int>::max()));
     device->bios_geom = PedCHSGeometry{clamped, heads, sectors};
     device->hw_geom = device->bios_geom;
     device->arch_specific = state;
@@ -408,7 +411,8 @@ ImageRegistration::~ImageRegistration() {
 DevicePtr open_device(const ImageRegistration& registration) {
     PedDevice* device = ped_device_get(registration.path().c_str());
     if (device == nullptr)
-        throw Error(ErrorKind::Corrupt, failure_text(take_messages(), "libparted cannot open the disk image"));
+        throw Error(ErrorKind::Corrupt,
+                    failure_text(take_messages(), "libparted cannot open the disk image"));
     DevicePtr owned(device);
     if (!is_image_device(device)) {
         throw Error(ErrorKind::Internal,
@@ -419,7 +423,8 @@ DevicePtr open_device(const ImageRegistration& registration) {
 
 DeviceOpen::DeviceOpen(PedDevice* device) : device_(device) {
     if (ped_device_open(device_) == 0)
-        throw Error(ErrorKind::Corrupt, failure_text(take_messages(), "libparted cannot open the disk image"));
+        throw Error(ErrorKind::Corrupt,
+                    failure_text(take_messages(), "libparted cannot open the disk image"));
 }
 
 DeviceOpen::~DeviceOpen() { ped_device_close(device_); }

@@ -89,7 +89,8 @@ PartitionTable read_partitions(const DiskImage& image) {
                         "no partition table and no NTFS file system found (the disk holds a bare " +
                             (fs.empty() ? std::string("unknown") : fs) + " file system)");
         }
-        if (!label.empty()) throw Error(ErrorKind::Unsupported, label + " partition tables are not supported");
+        if (!label.empty())
+            throw Error(ErrorKind::Unsupported, label + " partition tables are not supported");
         throw Error(ErrorKind::Unsupported, "no partition table and no NTFS file system found");
     }
 
@@ -97,8 +98,8 @@ PartitionTable read_partitions(const DiskImage& image) {
     const parted::DiskPtr disk(ped_disk_new(device.get()));
     const std::vector<parted::Message> messages = parted::take_messages();
     if (!disk) {
-        throw Error(ErrorKind::Corrupt,
-                    label + " partition table: " + parted::failure_text(messages, "libparted cannot read it"));
+        throw Error(ErrorKind::Corrupt, label + " partition table: " +
+                                            parted::failure_text(messages, "libparted cannot read it"));
     }
 
     PartitionTable table;

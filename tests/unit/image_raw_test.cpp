@@ -32,7 +32,9 @@ fs::path scratch_path(const std::string& name) {
     return test::scratch_dir() / (name + "." + std::to_string(::getpid()));
 }
 
-std::byte pattern_at(std::uint64_t offset) { return static_cast<std::byte>((offset * 131 + offset / 509) & 0xff); }
+std::byte pattern_at(std::uint64_t offset) {
+    return static_cast<std::byte>((offset * 131 + offset / 509) & 0xff);
+}
 
 fs::path patterned_file(const std::string& name, std::uint64_t size) {
     const fs::path path = scratch_path(name);
@@ -65,7 +67,8 @@ ByteSet qemu_data_ranges(const fs::path& file) {
     const std::regex length_re(R"("length":\s*(\d+))");
     const std::regex data_re(R"("data":\s*(true|false))");
     std::smatch m;
-    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), object_re); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), object_re); it != std::sregex_iterator();
+         ++it) {
         const std::string object = it->str();
         REQUIRE(std::regex_search(object, m, start_re));
         const std::uint64_t start = std::stoull(m[1]);
@@ -79,7 +82,8 @@ ByteSet qemu_data_ranges(const fs::path& file) {
 
 std::string describe(const ByteSet& set) {
     std::string text;
-    for (const auto& iv : set) text += "[" + std::to_string(iv.lower()) + "," + std::to_string(iv.upper()) + ") ";
+    for (const auto& iv : set)
+        text += "[" + std::to_string(iv.lower()) + "," + std::to_string(iv.upper()) + ") ";
     return text;
 }
 
@@ -91,10 +95,12 @@ TEST_CASE("RawImage refuses what is not a readable disk", "[image][raw]") {
         CHECK(kind_of([] { RawImage image(scratch_path("does-not-exist").string()); }, &message) ==
               ErrorKind::NotFound);
         CHECK(message == "no such file");
-        CHECK(kind_of([] { (void)open_image(scratch_path("does-not-exist").string()); }) == ErrorKind::NotFound);
+        CHECK(kind_of([] { (void)open_image(scratch_path("does-not-exist").string()); }) ==
+              ErrorKind::NotFound);
     }
     SECTION("directory") {
-        CHECK(kind_of([] { RawImage image(test::scratch_dir().string()); }, &message) == ErrorKind::Unsupported);
+        CHECK(kind_of([] { RawImage image(test::scratch_dir().string()); }, &message) ==
+              ErrorKind::Unsupported);
         CHECK(message == "is a directory");
     }
     SECTION("empty file") {
@@ -176,7 +182,7 @@ TEST_CASE("RawImage maps host allocation like qemu-img map", "[image][raw][layer
         for (const off_t at : {off_t{3} << 20, off_t{9} << 20}) {
             REQUIRE(::pwrite(fd, block.data(), block.size(), at) == static_cast<ssize_t>(block.size()));
             written += ByteSet::interval_type::right_open(static_cast<std::uint64_t>(at),
-                                                         static_cast<std::uint64_t>(at) + block.size());
+                                                          static_cast<std::uint64_t>(at) + block.size());
         }
         REQUIRE(::fsync(fd) == 0);
         ::close(fd);
@@ -216,7 +222,8 @@ TEST_CASE("detect_format recognises containers by content", "[image][detect]") {
     using namespace std::string_view_literals;
     const std::vector<std::byte> no_tail;
     CHECK(detect_format(bytes("COWD\x01\0\0\0"sv), no_tail) == ImageFormat::VmdkCowd);
-    CHECK(detect_format(bytes("\xbe\xba\xfe\xca\0\0\0\0\x01\0\0\0\x02\0\0\0"sv), no_tail) == ImageFormat::VmdkSeSparse);
+    CHECK(detect_format(bytes("\xbe\xba\xfe\xca\0\0\0\0\x01\0\0\0\x02\0\0\0"sv), no_tail) ==
+          ImageFormat::VmdkSeSparse);
     CHECK(detect_format(bytes("\xbe\xba\xfe\xca\x01\0\0\0"sv), no_tail) == ImageFormat::Raw);
     CHECK(detect_format(bytes("KDMV"sv), no_tail) == ImageFormat::VmdkSparse);
 
@@ -226,7 +233,8 @@ TEST_CASE("detect_format recognises containers by content", "[image][detect]") {
     std::copy_n(reinterpret_cast<const std::byte*>(descriptor.data()), descriptor.size(), text.begin() + 100);
     CHECK(detect_format(text, no_tail) == ImageFormat::VmdkDescriptor);
     auto late = bytes("", 4096);
-    std::copy_n(reinterpret_cast<const std::byte*>(descriptor.data()), descriptor.size(), late.begin() + 2000);
+    std::copy_n(reinterpret_cast<const std::byte*>(descriptor.data()), descriptor.size(),
+                late.begin() + 2000);
     CHECK(detect_format(late, no_tail) == ImageFormat::Raw);
 
     // VHD footers: 512 bytes, or the 511 bytes of very old Virtual PC versions.

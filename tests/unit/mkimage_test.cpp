@@ -1,3 +1,442 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// guestfrag mkimage: the generated disks must be what other tools (The Sleuth Kit, ntfsfix)
+// read as fragmented NTFS, and the same options must give the same population.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
-TEST_CASE("mkimage placeholder") { SUCCEED(); }
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stop_token>
+
+#include "app/mkimage/layout.hpp"
+#include "app/mkimage/mkimage.hpp"
+#include "app/mkimage/population.hpp"
+#include "core/error.hpp"
+#include "support/fixtures.hpp"
+
+namespace fs = std::filesystem;
+using guestfrag::Error;
+using guestfrag::ErrorKind;
+using guestfrag::MkImageOptions;
+using guestfrag::MkImageSummary;
+using guestfrag::test::run;
+
+namespace {
+
+bool have_tsk() {
+    for (const char* tool : {"mmls", "fsstat", "fls", "istat", "icat"})
+        if (!guestfrag::test::have_tool(tool)) {
+            WARN(std::string(tool) + " (The Sleuth Kit) is not installed: skipped");
+            return false;
+        }
+    return true;
+}
+
+/// A disk generated for one test process and removed afterwards; carries the summary,
+/// which generated_image's cache cannot provide.
+struct Generated {
+    fs::path path;
+    MkImageSummary summary;
+
+    Generated(const std::string& key, MkImageOptions options) {
+        path = guestfrag::test::scratch_dir() / (key + "." + std::to_string(::getpid()) + ".img");
+        options.output = path;
+        summary = guestfrag::make_image(options);
+    }
+    ~Generated() { fs::remove(path); }
+    Generated(const Generated&) = delete;
+    Generated& operator=(const Generated&) = delete;
+};
+
+MkImageOptions small(const std::string& table = "msdos") {
+    MkImageOptions o;
+    o.disk_size = 64ull << 20;
+    o.files = 500;
+    o.table = table;
+    return o;
+}
+
+std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+}
+
+/// Paths of live regular files in `fls -r -p` output: no deleted entries, no named streams
+/// ("file:stream"), no NTFS metadata files ("$MFT", "$Extend/...").
+std::vector<std::string> live_files(const std::string& fls_output) {
+    std::vector<std::string> files;
+    for (const auto& line : lines(fls_output)) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos || !line.starts_with("r/r ") || line.find('*') < tab) continue;
+        const std::string path = line.substr(tab + 1);
+        if (path.starts_with("$") || path.find(':') != std::string::npos) continue;
+        files.push_back(path);
+    }
+    return files;
+}
+
+std::vector<std::string> tsk(const std::string& tool, const fs::path& image, const std::vector<std::string>& args,
+                             std::uint64_t offset_sectors = 2048) {
+    std::vector<std::string> argv{tool};
+    if (offset_sectors != 0) {
+        argv.push_back("-o");
+        argv.push_back(std::to_string(offset_sectors));
+    }
+    if (tool == "fls") argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(image.string());
+    if (tool != "fls") argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = run(argv);
+    INFO(tool << ": " << r.err);
+    REQUIRE(r.status == 0);
+    return lines(r.out);
+}
+
+std::string joined(const std::vector<std::string>& text) {
+    std::string all;
+    for (const auto& l : text) all += l + "\n";
+    return all;
+}
+
+/// Cluster numbers istat lists for the unnamed $DATA attribute (0 = sparse).
+std::vector<std::uint64_t> data_clusters(const std::vector<std::string>& istat) {
+    std::vector<std::uint64_t> clusters;
+    bool in_data = false;
+    for (const auto& line : istat) {
+        if (line.starts_with("Type: ")) {
+            in_data = line.starts_with("Type: $DATA (128-") && line.find("Name: N/A") != std::string::npos;
+            continue;
+        }
+        if (!in_data) continue;
+        if (line.find_first_not_of("0123456789 ") != std::string::npos || line.empty()) {
+            in_data = false;
+            continue;
+        }
+        std::istringstream in(line);
+        for (std::uint64_t c = 0; in >> c;) clusters.push_back(c);
+    }
+    return clusters;
+}
+
+/// Fragments as DESIGN §3 counts them: contiguous clusters merged, sparse clusters skipped.
+std::size_t fragments(const std::vector<std::uint64_t>& clusters) {
+    std::size_t n = 0;
+    std::uint64_t next = 0;
+    for (const auto c : clusters) {
+        if (c == 0) continue;
+        if (n == 0 || c != next) ++n;
+        next = c + 1;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("mkimage: an msdos disk that The Sleuth Kit reads as fragmented NTFS", "[mkimage]") {
+    if (!have_tsk()) return;
+    const Generated disk("mkimage-msdos", small());
+    const MkImageSummary& s = disk.summary;
+
+    SECTION("summary") {
+        CHECK(s.files_created == 500);
+        CHECK(s.files_deleted == 100);
+        CHECK(s.files_kept == 400);
+        CHECK_FALSE(s.volume_full);
+        CHECK(s.directories == 8);
+        CHECK(s.partition_offset == 1u << 20);
+        CHECK(s.partition_length == (64u << 20) - (1u << 20));
+    }
+    SECTION("the file is sparse") {
+        struct stat st {};
+        REQUIRE(::stat(disk.path.c_str(), &st) == 0);
+        CHECK(st.st_size == 64 << 20);
+        CHECK(static_cast<std::uint64_t>(st.st_blocks) * 512 < static_cast<std::uint64_t>(st.st_size));
+    }
+    SECTION("partition table and file system") {
+        const std::string mmls = joined(tsk("mmls", disk.path, {}, 0));
+        CHECK(mmls.find("0000002048   0000131071   0000129024   NTFS / exFAT (0x07)") != std::string::npos);
+        const std::string fsstat = joined(tsk("fsstat", disk.path, {}));
+        CHECK(fsstat.find("File System Type: NTFS") != std::string::npos);
+        CHECK(fsstat.find("Volume Name: guestfrag") != std::string::npos);
+        CHECK(fsstat.find("Cluster Size: 4096") != std::string::npos);
+    }
+    SECTION("every kept file is listed, nested up to 3 directories deep") {
+        const auto files = live_files(joined(tsk("fls", disk.path, {"-r", "-p"})));
+        CHECK(files.size() == s.files_kept);
+        std::size_t deepest = 0;
+        for (const auto& f : files) deepest = std::max<std::size_t>(deepest, std::count(f.begin(), f.end(), '/'));
+        CHECK(deepest >= 2);
+        CHECK(deepest <= 3);
+    }
+    SECTION("fragmented files have several runs and real data") {
+        REQUIRE(s.fragmented_files > 10);
+        REQUIRE_FALSE(s.fragmented_records.empty());
+        for (const auto record : s.fragmented_records) {
+            INFO("record " << record);
+            CHECK(fragments(data_clusters(tsk("istat", disk.path, {std::to_string(record)}))) > 1);
+        }
+        const auto r = run({"icat", "-o", "2048", disk.path.string(), std::to_string(s.fragmented_records.front())});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.substr(0, 4) == "GFRG");
+        CHECK(std::count(r.out.begin(), r.out.end(), '\0') < static_cast<std::ptrdiff_t>(r.out.size() / 16));
+    }
+    SECTION("runlists spill into extension records behind an $ATTRIBUTE_LIST") {
+        REQUIRE(s.attribute_list_records.size() >= 2);
+        const auto istat = tsk("istat", disk.path, {std::to_string(s.attribute_list_records.front())});
+        const std::string text = joined(istat);
+        CHECK(text.find("$ATTRIBUTE_LIST") != std::string::npos);
+        // Attribute-list entries name the $DATA extents held in other MFT records.
+        std::set<std::string> data_records;
+        for (const auto& line : istat)
+            if (line.starts_with("Type: 128-")) data_records.insert(line.substr(line.find("MFT Entry: ")));
+        CHECK(data_records.size() >= 3);
+        CHECK(fragments(data_clusters(istat)) > 300);
+    }
+    SECTION("named streams and a sparse file") {
+        const std::string fls = joined(tsk("fls", disk.path, {"-r", "-p"}));
+        CHECK(fls.find(":Zone.Identifier") != std::string::npos);
+        CHECK(fls.find(":AFP_Resource") != std::string::npos);
+        CHECK(s.named_streams >= 5);
+        REQUIRE(s.named_stream_record != 0);
+        const std::string named = joined(tsk("istat", disk.path, {std::to_string(s.named_stream_record)}));
+        CHECK((named.find("Name: Zone.Identifier") != std::string::npos ||
+               named.find("Name: AFP_Resource") != std::string::npos));
+
+        REQUIRE(s.sparse_record != 0);
+        const auto sparse = tsk("istat", disk.path, {std::to_string(s.sparse_record)});
+        CHECK(joined(sparse).find("Non-Resident, Sparse") != std::string::npos);
+        const auto clusters = data_clusters(sparse);
+        CHECK(std::count(clusters.begin(), clusters.end(), 0u) == 4096);  // the 16 MiB hole
+        CHECK(clusters.size() == 4096 + 2 * 16);                          // 64 KiB either side
+    }
+}
+
+TEST_CASE("mkimage: GPT and bare-volume disks", "[mkimage]") {
+    if (!have_tsk()) return;
+    SECTION("gpt") {
+        const fs::path gpt = guestfrag::test::generated_image("mkimage-gpt-64m", small("gpt"));
+        const std::string mmls = joined(tsk("mmls", gpt, {}, 0));
+        CHECK(mmls.find("GUID Partition Table") != std::string::npos);
+        // The partition ends 33 sectors before the disk: the backup GPT lives there.
+        CHECK(mmls.find("0000002048   0000131038   0000128991   Basic data partition") != std::string::npos);
+        CHECK(joined(tsk("fsstat", gpt, {})).find("File System Type: NTFS") != std::string::npos);
+        CHECK(live_files(joined(tsk("fls", gpt, {"-r", "-p"}))).size() == 400);
+    }
+    SECTION("none") {
+        const fs::path bare = guestfrag::test::generated_image("mkimage-none-64m", small("none"));
+        CHECK(joined(tsk("fsstat", bare, {}, 0)).find("File System Type: NTFS") != std::string::npos);
+        CHECK(live_files(joined(tsk("fls", bare, {"-r", "-p"}, 0))).size() == 400);
+        if (!guestfrag::test::have_tool("ntfsfix")) {
+            WARN("ntfsfix is not installed: consistency check skipped");
+            return;
+        }
+        // -n: check only. Copy first: ntfsfix opens read-write even with -n.
+        const fs::path copy = guestfrag::test::scratch_dir() / ("mkimage-none-copy." + std::to_string(::getpid()));
+        fs::copy_file(bare, copy, fs::copy_options::overwrite_existing);
+        const auto r = run({"ntfsfix", "-n", copy.string()});
+        fs::remove(copy);
+        INFO(r.out << r.err);
+        CHECK(r.status == 0);
+        CHECK(r.out.find("processed successfully") != std::string::npos);
+    }
+}
+
+TEST_CASE("mkimage: the same seed gives the same files and extents", "[mkimage]") {
+    if (!have_tsk()) return;
+    MkImageOptions o = small();
+    o.disk_size = 32ull << 20;
+    o.files = 300;
+    o.seed = 7;
+    const Generated a("mkimage-seed-a", o);
+    const Generated b("mkimage-seed-b", o);
+    const auto listing = tsk("fls", a.path, {"-r", "-p"});
+    CHECK(listing == tsk("fls", b.path, {"-r", "-p"}));
+    CHECK(a.summary.fragmented_files == b.summary.fragmented_files);
+    CHECK(a.summary.attribute_list_records == b.summary.attribute_list_records);
+    // Extents of every listed file, metadata included.
+    std::size_t compared = 0;
+    for (const auto& line : listing) {
+        if (!line.starts_with("r/r ") || line.find('*') != std::string::npos) continue;
+        const std::string address = line.substr(4, line.find(':') - 4);
+        INFO(line);
+        CHECK(data_clusters(tsk("istat", a.path, {address})) == data_clusters(tsk("istat", b.path, {address})));
+        ++compared;
+    }
+    CHECK(compared > 200);
+
+    o.seed = 8;
+    const Generated c("mkimage-seed-c", o);
+    CHECK(listing != tsk("fls", c.path, {"-r", "-p"}));
+}
+
+TEST_CASE("mkimage: the population plan is a pure function of the options", "[mkimage]") {
+    using namespace guestfrag::mkimage;
+    MkImageOptions o = small();
+    o.files = 20000;
+    const PopulationPlan p1 = plan_population(o, 1ull << 30);
+    const PopulationPlan p2 = plan_population(o, 1ull << 30);
+    REQUIRE(p1.files.size() == 20000);
+    CHECK(p1.dirs.size() == 41);  // root + one per 500 files
+    CHECK(p1.deletions == p2.deletions);
+    CHECK(p1.deletions.size() == 4000);
+    std::set<std::pair<std::uint32_t, std::string>> names;
+    std::size_t resident = 0, large = 0;
+    for (std::size_t i = 0; i < p1.files.size(); ++i) {
+        CHECK(p1.files[i].name == p2.files[i].name);
+        CHECK(p1.files[i].size == p2.files[i].size);
+        names.insert({p1.files[i].dir, p1.files[i].name});
+        resident += p1.files[i].size < 700;
+        large += p1.files[i].size >= (1u << 20);
+    }
+    CHECK(names.size() == p1.files.size());  // unique within each directory
+    CHECK(resident > 2000);                  // about a fifth are resident-sized
+    CHECK(large > 20);                       // and some are in the MiB range
+    for (const auto& d : p1.dirs) CHECK(d.depth <= 3);
+    // Pinned values: a change in the generator (or a platform whose arithmetic differs) must
+    // be noticed, because it changes every generated image.
+    CHECK(p1.files[3].name == "letter_000000.pdf");
+    CHECK(p1.files[3].size == 130706);
+    CHECK(p1.files[4].name == "record_000001.json");
+    CHECK(p1.files[4].size == 3180);
+    CHECK(p1.files[19999].name == "log_019996.jpg");
+    CHECK(p1.deletions.front() == 2060);
+    CHECK(p1.dirs[5].name == "Video-0005");
+    o.seed = 2;
+    CHECK(plan_population(o, 1ull << 30).files[3].name != p1.files[3].name);
+}
+
+TEST_CASE("mkimage: layouts", "[mkimage]") {
+    using namespace guestfrag::mkimage;
+    MkImageOptions o = small("gpt");
+    o.output = "unused.img";
+    auto layout = plan_layout(o);
+    CHECK(layout.partitioned);
+    CHECK(layout.volume_offset == 1u << 20);
+    CHECK(layout.volume_length == (64u << 20) - (1u << 20) - 33 * 512);
+    o.table = "none";
+    layout = plan_layout(o);
+    CHECK_FALSE(layout.partitioned);
+    CHECK(layout.volume_offset == 0);
+    CHECK(layout.volume_length == 64u << 20);
+}
+
+TEST_CASE("mkimage: absurd options are refused before anything is written", "[mkimage]") {
+    const fs::path out = guestfrag::test::scratch_dir() / ("mkimage-bad." + std::to_string(::getpid()) + ".img");
+    {
+        std::ofstream keep(out);
+        keep << "keep me";
+    }
+    auto refused = [&](MkImageOptions o) {
+        o.output = out;
+        try {
+            guestfrag::make_image(o);
+        } catch (const Error& e) {
+            INFO(e.what());
+            CHECK(e.kind() == ErrorKind::Unsupported);
+            CHECK(std::string(e.what()).find('\n') == std::string::npos);
+            return true;
+        }
+        return false;
+    };
+    MkImageOptions o = small();
+    o.cluster_size = 3000;
+    CHECK(refused(o));
+    o = small();
+    o.cluster_size = 256;
+    CHECK(refused(o));
+    o = small();
+    o.cluster_size = 4u << 20;
+    CHECK(refused(o));
+    o = small();
+    o.partition_start = 1000;
+    CHECK(refused(o));
+    o = small("gpt");
+    o.partition_start = 8192;  // inside the GPT entries
+    CHECK(refused(o));
+    o = small();
+    o.partition_start = 64ull << 20;
+    CHECK(refused(o));
+    o = small();
+    o.table = "bsd";
+    CHECK(refused(o));
+    o = small();
+    o.disk_size = 8ull << 20;
+    o.files = 100000;  // the MFT records alone need 100 MiB
+    CHECK(refused(o));
+    o = small();
+    o.disk_size = 1000;
+    CHECK(refused(o));
+    o = small();
+    o.delete_fraction = 1.5;
+    CHECK(refused(o));
+    o = small();
+    o.label = std::string(33, 'x');
+    CHECK(refused(o));
+    o = small();
+    o.interleave = 0;
+    CHECK(refused(o));
+
+    std::ifstream in(out);
+    std::string content;
+    std::getline(in, content);
+    CHECK(content == "keep me");
+    fs::remove(out);
+}
+
+TEST_CASE("mkimage: a full volume stops the population without failing", "[mkimage]") {
+    MkImageOptions o = small("none");
+    o.disk_size = 14ull << 20;
+    o.files = 5000;
+    const Generated disk("mkimage-full", o);
+    CHECK(disk.summary.volume_full);
+    CHECK(disk.summary.files_created > 1000);
+    CHECK(disk.summary.files_created < 5000);
+    if (!have_tsk()) return;
+    CHECK(live_files(joined(tsk("fls", disk.path, {"-r", "-p"}, 0))).size() == disk.summary.files_kept);
+}
+
+TEST_CASE("mkimage: cancellation removes every file it made", "[mkimage]") {
+    const fs::path dir = guestfrag::test::scratch_dir() / ("mkimage-cancel." + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    MkImageOptions o = small();
+    o.output = dir / "out.img";
+    std::stop_source stop;
+    guestfrag::Progress progress;
+    progress.stop = stop.get_token();
+    progress.report = [&](std::uint64_t done, std::uint64_t) {
+        if (done >= 100) stop.request_stop();
+    };
+    try {
+        guestfrag::make_image(o, progress);
+        FAIL("not cancelled");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Cancelled);
+    }
+    CHECK(fs::is_empty(dir));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("mkimage: command line", "[mkimage][cli]") {
+    const fs::path out = guestfrag::test::scratch_dir() / ("mkimage-cli." + std::to_string(::getpid()) + ".img");
+    auto r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100", "--table", "gpt",
+                                       "--cluster-size", "2K", "--seed", "3", "--label", "demo"});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("100 files, 20 deleted, 80 kept") != std::string::npos);
+    CHECK(r.out.find("32.0 MiB disk") != std::string::npos);
+    CHECK(r.err.empty());  // no progress when stderr is not a terminal
+    CHECK(fs::file_size(out) == 32u << 20);
+    fs::remove(out);
+
+    r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "12Q"});
+    CHECK(r.status == 1);
+    r = guestfrag::test::run_cli({"mkimage", out.string(), "--cluster-size", "3000"});
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with("guestfrag: error: " + out.string() + ": --cluster-size"));
+    CHECK_FALSE(fs::exists(out));
+}

@@ -58,7 +58,8 @@ private:
 };
 
 void put_le32(std::vector<std::byte>& disk, std::size_t at, std::uint32_t value) {
-    for (int i = 0; i < 4; ++i) disk[at + static_cast<std::size_t>(i)] = static_cast<std::byte>(value >> (8 * i));
+    for (int i = 0; i < 4; ++i)
+        disk[at + static_cast<std::size_t>(i)] = static_cast<std::byte>(value >> (8 * i));
 }
 
 /// Writes one 16-byte MBR/EBR entry (LBA fields only; CHS left zero as modern tools allow).
@@ -79,7 +80,8 @@ void put_ntfs_boot_sector(std::vector<std::byte>& disk, std::uint64_t sector, st
     const std::size_t at = sector * kSector;
     for (int i = 0; i < 8; ++i) disk[at + 3 + static_cast<std::size_t>(i)] = static_cast<std::byte>(oem[i]);
     // NTFS records one sector less than the volume: the backup boot sector lies beyond.
-    for (int i = 0; i < 8; ++i) disk[at + 0x28 + static_cast<std::size_t>(i)] = static_cast<std::byte>((sectors - 1) >> (8 * i));
+    for (int i = 0; i < 8; ++i)
+        disk[at + 0x28 + static_cast<std::size_t>(i)] = static_cast<std::byte>((sectors - 1) >> (8 * i));
     disk[sector * kSector + 510] = std::byte{0x55};
     disk[sector * kSector + 511] = std::byte{0xAA};
 }
@@ -140,12 +142,14 @@ std::optional<std::vector<MmlsSlot>> mmls_volumes(const fs::path& image) {
         if (s.description.find("Extended") != std::string::npos) continue;
         slots.push_back(s);
     }
-    std::sort(slots.begin(), slots.end(), [](const MmlsSlot& a, const MmlsSlot& b) { return a.start < b.start; });
+    std::sort(slots.begin(), slots.end(),
+              [](const MmlsSlot& a, const MmlsSlot& b) { return a.start < b.start; });
     return slots;
 }
 
 std::vector<Partition> by_start(std::vector<Partition> parts) {
-    std::sort(parts.begin(), parts.end(), [](const Partition& a, const Partition& b) { return a.start < b.start; });
+    std::sort(parts.begin(), parts.end(),
+              [](const Partition& a, const Partition& b) { return a.start < b.start; });
     return parts;
 }
 
@@ -202,7 +206,8 @@ void write_table_with_libparted(const fs::path& file, const char* label, const s
     const parted::DiskPtr disk(ped_disk_new_fresh(device.get(), ped_disk_type_get(label)));
     REQUIRE(disk);
     for (const auto& spec : parts) {
-        const PedFileSystemType* fs_type = spec.filesystem ? ped_file_system_type_get(spec.filesystem) : nullptr;
+        const PedFileSystemType* fs_type =
+            spec.filesystem ? ped_file_system_type_get(spec.filesystem) : nullptr;
         PedPartition* part = ped_partition_new(disk.get(), spec.type, fs_type, spec.start, spec.end);
         REQUIRE(part != nullptr);
         PedConstraint* exact = ped_constraint_exact(&part->geom);
@@ -297,7 +302,8 @@ TEST_CASE("libparted reads an in-memory image through the device adapter", "[par
         const fs::path file = test::scratch_dir() / ("memory-mbr." + std::to_string(::getpid()));
         {
             std::ofstream out(file, std::ios::binary);
-            out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+            out.write(reinterpret_cast<const char*>(bytes.data()),
+                      static_cast<std::streamsize>(bytes.size()));
         }
         const auto slots = mmls_volumes(file);
         fs::remove(file);
@@ -328,7 +334,8 @@ TEST_CASE("DFTT NTFS autodetect disk matches mmls and fsstat", "[partition][dftt
         return;
     }
     for (const auto& p : table.partitions) {
-        const auto r = test::run({"fsstat", "-f", "ntfs", "-o", std::to_string(p.start / kSector), disk.string()});
+        const auto r =
+            test::run({"fsstat", "-f", "ntfs", "-o", std::to_string(p.start / kSector), disk.string()});
         const bool tsk_ntfs = r.status == 0 && r.out.find("File System Type: NTFS") != std::string::npos;
         INFO("partition " << p.number);
         CHECK((p.filesystem == "ntfs") == tsk_ntfs);
@@ -393,7 +400,7 @@ TEST_CASE("partitions past the end of the disk are corrupt", "[partition][corrup
     SECTION("logical partition beyond the disk (in memory)") {
         std::vector<std::byte> bytes;
         build_mbr_disk(bytes, 65536);
-        put_entry(bytes, 0, 2, 0x05, 20480, 60000);           // extended container too long
+        put_entry(bytes, 0, 2, 0x05, 20480, 60000);             // extended container too long
         put_entry(bytes, 20480 + 10240, 0, 0x83, 2048, 50000);  // logical 6 runs off the disk
         std::string message;
         CHECK(kind_of_failure(MemoryImage(bytes), &message) == ErrorKind::Corrupt);

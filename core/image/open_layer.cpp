@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/image/host_file.hpp"
+#include "core/image/layer_file.hpp"
+#include "core/image/open_image.hpp"
+#include "core/image/qcow2.hpp"
+#include "core/image/raw_layer.hpp"
+#include "core/image/vhd.hpp"
+#include "core/image/vhdx.hpp"
+#include "core/image/vmdk.hpp"
+
+namespace guestfrag {
+
+ImageFormat sniff_format(const std::string& path) {
+    const HostFile file(path);
+    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), detect_head_bytes)));
+    file.read_exact(0, head, "header");
+    std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), 512)));
+    file.read_exact(file.size() - tail.size(), tail, "footer");
+    return detect_format(head, tail);
+}
+
+std::unique_ptr<LayerFile> open_layer(const std::string& path) {
+    switch (const ImageFormat format = sniff_format(path)) {
+        case ImageFormat::Raw: return std::make_unique<RawLayer>(path);
+        case ImageFormat::Qcow2: return open_qcow2(path);
+        case ImageFormat::Vhd: return open_vhd(path);
+        case ImageFormat::Vhdx: return open_vhdx(path);
+        case ImageFormat::VmdkSparse:
+        case ImageFormat::VmdkDescriptor:
+        case ImageFormat::VmdkCowd:
+        case ImageFormat::VmdkSeSparse: return open_vmdk(path);
+        default: throw Error(ErrorKind::Unsupported, std::string(format_name(format)) + " images are not supported");
+    }
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include "core/image/layer_file.hpp"
+#include "core/image/raw_image.hpp"
+
+namespace guestfrag {
+
+/// A raw file as a layer of a chain (typically a flat base image under qcow2 or VMDK
+/// deltas). Host holes are Unallocated: thin on the host, zero when read.
+class RawLayer final : public LayerFile {
+public:
+    explicit RawLayer(const std::string& path) : image_(path) {}
+
+    [[nodiscard]] std::string format() const override { return "raw"; }
+    [[nodiscard]] const std::string& path() const override { return image_.path(); }
+    [[nodiscard]] std::uint64_t virtual_size() const override { return image_.size(); }
+    [[nodiscard]] std::uint64_t granule_size() const override { return image_.layers().front().granule_size; }
+    [[nodiscard]] Mapping map(std::uint64_t offset) const override;
+    void read(std::uint64_t offset, std::span<std::byte> out) const override { image_.read(offset, out); }
+    [[nodiscard]] std::optional<ParentLink> parent() const override { return std::nullopt; }
+
+private:
+    RawImage image_;
+};
+
+}  // namespace guestfrag

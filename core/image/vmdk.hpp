@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/image/layer_file.hpp"
+
+namespace guestfrag {
+
+/// Opens one vmdk file as a layer. Throws Error (NotFound, Corrupt, Unsupported, Io).
+[[nodiscard]] std::unique_ptr<LayerFile> open_vmdk(const std::string& path);
+
+}  // namespace guestfrag
