@@ -58,7 +58,8 @@ private:
 CLI::Validator size_validator() {
     return CLI::Validator(
         [](const std::string& text) {
-            return parse_size(text) ? std::string() : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
+            return parse_size(text) ? std::string()
+                                    : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
         },
         "SIZE");
 }
@@ -78,7 +79,9 @@ void add_mkimage_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "mkimage", "Generate a sparse raw disk with a fragmented NTFS volume (deterministic per --seed)");
     cmd->add_option("OUT", opts->output, "Disk image to write (overwritten)")->required();
-    cmd->add_option("--size", opts->size, "Virtual disk size")->check(size_validator())->capture_default_str();
+    cmd->add_option("--size", opts->size, "Virtual disk size")
+        ->check(size_validator())
+        ->capture_default_str();
     cmd->add_option("--table", o.table, "Partition table: msdos, gpt, or none (bare NTFS volume)")
         ->check(CLI::IsMember({"msdos", "gpt", "none"}))
         ->capture_default_str();
@@ -93,12 +96,15 @@ void add_mkimage_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--interleave", o.interleave, "Files grown at the same time (more = more fragments)")
         ->capture_default_str();
-    cmd->add_option("--delete-fraction", o.delete_fraction, "Share of the files deleted to punch free-space holes")
+    cmd->add_option("--delete-fraction", o.delete_fraction,
+                    "Share of the files deleted to punch free-space holes")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
-    cmd->add_option("--named-stream-every", o.named_stream_every, "One file in N gets a named stream (0: none)")
+    cmd->add_option("--named-stream-every", o.named_stream_every,
+                    "One file in N gets a named stream (0: none)")
         ->capture_default_str();
-    cmd->add_option("--fill", o.fill, "Most of the volume's free space the file data may take (sizes scale down)")
+    cmd->add_option("--fill", o.fill,
+                    "Most of the volume's free space the file data may take (sizes scale down)")
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "Seed of the file population")->capture_default_str();
     cmd->add_option("--label", o.label, "Volume label")->capture_default_str();
@@ -118,9 +124,10 @@ void add_mkimage_command(CLI::App& app) {
                 ProgressMeter meter("mkimage: files");
                 s = make_image(options, InterruptGuard::wrap(meter.progress()));
             }
-            std::cout << opts->output << ": " << s.files_created << " files, " << s.files_deleted << " deleted, "
-                      << s.files_kept << " kept (" << s.fragmented_files << " fragmented), " << s.directories
-                      << " directories, " << format_size(options.disk_size) << " disk"
+            std::cout << opts->output << ": " << s.files_created << " files, " << s.files_deleted
+                      << " deleted, " << s.files_kept << " kept (" << s.fragmented_files << " fragmented), "
+                      << s.directories << (s.directories == 1 ? " directory, " : " directories, ")
+                      << format_size(options.disk_size) << " disk"
                       << (options.table == "none" ? std::string(", bare NTFS volume")
                                                   : ", " + options.table + " NTFS partition at " +
                                                         format_size(s.partition_offset))

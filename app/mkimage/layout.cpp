@@ -64,8 +64,8 @@ DiskLayout plan_layout(const MkImageOptions& options) {
         const bool gpt = options.table == "gpt";
         const std::uint64_t first = gpt ? kGptFirstUsableSector : 1;
         if (start / kSectorSize < first)
-            reject("--partition-start must be at least " + std::to_string(first * kSectorSize) + " bytes for " +
-                   options.table);
+            reject("--partition-start must be at least " + std::to_string(first * kSectorSize) +
+                   " bytes for " + options.table);
         const std::uint64_t tail = gpt ? kGptBackupSectors * kSectorSize : 0;
         if (start >= options.disk_size || options.disk_size - start <= tail)
             reject("--partition-start is beyond the end of the disk");
@@ -75,7 +75,8 @@ DiskLayout plan_layout(const MkImageOptions& options) {
         if (!gpt && (start / kSectorSize + layout.volume_length / kSectorSize) > 0xFFFFFFFFull)
             reject("--size is too large for an msdos table (2 TiB); use --table gpt");
     }
-    if (layout.volume_length < kMinVolume) reject("the NTFS volume would be smaller than 4 MiB; raise --size");
+    if (layout.volume_length < kMinVolume)
+        reject("the NTFS volume would be smaller than 4 MiB; raise --size");
     if (layout.volume_length / cluster > 0xFFFFFFFFull)
         reject("the volume would have more than 2^32 clusters; raise --cluster-size");
     return layout;

@@ -15,9 +15,9 @@ inline constexpr std::uint64_t kGptFirstUsableSector = 34;
 
 /// Where the NTFS volume goes on the disk. Bytes.
 struct DiskLayout {
-    bool partitioned = true;         ///< false for table "none"
-    std::uint64_t volume_offset = 0; ///< multiple of 512
-    std::uint64_t volume_length = 0; ///< multiple of 512
+    bool partitioned = true;          ///< false for table "none"
+    std::uint64_t volume_offset = 0;  ///< multiple of 512
+    std::uint64_t volume_length = 0;  ///< multiple of 512
 };
 
 /// Checks the options that do not depend on the file population and derives the layout.

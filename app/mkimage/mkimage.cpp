@@ -32,7 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void io_error(const std::string& what) { throw Error(ErrorKind::Io, what + ": " + std::strerror(errno)); }
+[[noreturn]] void io_error(const std::string& what) {
+    throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
+}
 
 /// A file created next to `target` with a unique name, removed on destruction unless
 /// renamed onto `target` with commit().

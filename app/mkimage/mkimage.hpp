@@ -15,14 +15,14 @@ namespace guestfrag {
 struct MkImageOptions {
     std::filesystem::path output;
     std::uint64_t disk_size = 256ull << 20;      ///< bytes of the virtual disk
-    std::string table = "msdos";                  ///< "msdos", "gpt" or "none" (bare volume)
-    std::uint64_t partition_start = 1ull << 20;   ///< bytes; ignored for "none"
+    std::string table = "msdos";                 ///< "msdos", "gpt" or "none" (bare volume)
+    std::uint64_t partition_start = 1ull << 20;  ///< bytes; ignored for "none"
     std::uint32_t cluster_size = 4096;
-    std::uint64_t files = 2000;                   ///< files to create (before deletions)
-    std::uint32_t directories = 0;                ///< 0: about one per 500 files (at least a few)
-    std::uint32_t interleave = 8;                 ///< files grown concurrently (fragmentation)
-    double delete_fraction = 0.2;                 ///< share of files deleted afterwards (free holes)
-    std::uint32_t named_stream_every = 50;        ///< one file in N gets a named $DATA stream; 0: none
+    std::uint64_t files = 2000;             ///< files to create (before deletions)
+    std::uint32_t directories = 0;          ///< 0: about one per 500 files (at least a few)
+    std::uint32_t interleave = 8;           ///< files grown concurrently (fragmentation)
+    double delete_fraction = 0.2;           ///< share of files deleted afterwards (free holes)
+    std::uint32_t named_stream_every = 50;  ///< one file in N gets a named $DATA stream; 0: none
     std::uint32_t seed = 1;
     std::string label = "guestfrag";
     /// Share of the volume's free space the file data may take at its peak. File sizes are
@@ -32,21 +32,21 @@ struct MkImageOptions {
 
 /// What make_image produced. MFT record numbers let tests look at particular files.
 struct MkImageSummary {
-    std::uint64_t files_created = 0;        ///< regular files created, deleted ones included
+    std::uint64_t files_created = 0;  ///< regular files created, deleted ones included
     std::uint64_t files_deleted = 0;
-    std::uint64_t files_kept = 0;           ///< created - deleted: what a listing shows
-    std::uint32_t directories = 0;          ///< created, the root not counted
-    std::uint64_t named_streams = 0;        ///< named $DATA streams on kept files
-    std::uint64_t fragmented_files = 0;     ///< kept files with a stream in > 1 extent
-    std::uint64_t attribute_list_files = 0; ///< kept files whose record carries $ATTRIBUTE_LIST
-    std::uint64_t data_bytes = 0;           ///< bytes of stream data in kept files
-    std::uint64_t partition_offset = 0;     ///< bytes from the start of the disk
-    std::uint64_t partition_length = 0;     ///< bytes of the NTFS volume
-    bool volume_full = false;               ///< the volume filled up; fewer files were made
+    std::uint64_t files_kept = 0;                       ///< created - deleted: what a listing shows
+    std::uint32_t directories = 0;                      ///< created, the root not counted
+    std::uint64_t named_streams = 0;                    ///< named $DATA streams on kept files
+    std::uint64_t fragmented_files = 0;                 ///< kept files with a stream in > 1 extent
+    std::uint64_t attribute_list_files = 0;             ///< kept files whose record carries $ATTRIBUTE_LIST
+    std::uint64_t data_bytes = 0;                       ///< bytes of stream data in kept files
+    std::uint64_t partition_offset = 0;                 ///< bytes from the start of the disk
+    std::uint64_t partition_length = 0;                 ///< bytes of the NTFS volume
+    bool volume_full = false;                           ///< the volume filled up; fewer files were made
     std::vector<std::uint64_t> attribute_list_records;  ///< kept files with $ATTRIBUTE_LIST
     std::vector<std::uint64_t> fragmented_records;      ///< first kept fragmented files (<= 16)
-    std::uint64_t sparse_record = 0;        ///< a file with a hole in the middle; 0: none
-    std::uint64_t named_stream_record = 0;  ///< first kept file with a named stream; 0: none
+    std::uint64_t sparse_record = 0;                    ///< a file with a hole in the middle; 0: none
+    std::uint64_t named_stream_record = 0;              ///< first kept file with a named stream; 0: none
 };
 
 /// Generates the image described by `options` (libparted + mkntfs + libntfs-3g) and

@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -92,14 +94,16 @@ void run_mkntfs(const std::filesystem::path& volume, const MkntfsParams& params)
     // The child's messages are parsed only for the error text; keep them in English.
     std::vector<std::string> env_strings;
     for (char** e = environ; *e != nullptr; ++e)
-        if (std::strncmp(*e, "LC_ALL=", 7) != 0 && std::strncmp(*e, "LANG=", 5) != 0) env_strings.emplace_back(*e);
+        if (std::strncmp(*e, "LC_ALL=", 7) != 0 && std::strncmp(*e, "LANG=", 5) != 0)
+            env_strings.emplace_back(*e);
     env_strings.emplace_back("LC_ALL=C");
     std::vector<char*> envp;
     for (auto& e : env_strings) envp.push_back(e.data());
     envp.push_back(nullptr);
 
     std::array<int, 2> fds{-1, -1};
-    if (::pipe2(fds.data(), O_CLOEXEC) != 0) throw Error(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0)
+        throw Error(ErrorKind::Io, std::string("pipe: ") + std::strerror(errno));
     UniqueFd read_end(fds[0]);
     UniqueFd write_end(fds[1]);
 

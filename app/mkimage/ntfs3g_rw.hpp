@@ -4,8 +4,6 @@
 // and the LRU caches that make hundreds of thousands of creates affordable.
 #pragma once
 
-#include <cstdarg>  // logging.h uses va_list without including <stdarg.h>
-
 #include "core/ntfs/ntfs3g.hpp"
 
 extern "C" {

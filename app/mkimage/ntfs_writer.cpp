@@ -79,8 +79,10 @@ void pack_after_last_run(ntfs_attr* na) {
     for (const runlist_element* rl = na->rl; rl->length != 0; ++rl)
         if (rl->lcn >= 0) end = rl->lcn + rl->length;
     ntfs_volume* vol = na->ni->vol;
-    if (end >= vol->mft_zone_end && end < vol->nr_clusters) vol->data1_zone_pos = end;
-    else if (end >= 0 && end < vol->mft_zone_start) vol->data2_zone_pos = end;
+    if (end >= vol->mft_zone_end && end < vol->nr_clusters)
+        vol->data1_zone_pos = end;
+    else if (end >= 0 && end < vol->mft_zone_start)
+        vol->data2_zone_pos = end;
 }
 
 }  // namespace
@@ -118,7 +120,8 @@ void NtfsFile::add_stream(std::string_view name, const void* bytes, std::size_t 
     const auto* p = static_cast<const unsigned char*>(bytes);
     for (std::size_t pos = 0; pos < n;) {
         errno = 0;
-        const s64 done = ntfs_attr_pwrite(stream.get(), static_cast<s64>(pos), static_cast<s64>(n - pos), p + pos);
+        const s64 done =
+            ntfs_attr_pwrite(stream.get(), static_cast<s64>(pos), static_cast<s64>(n - pos), p + pos);
         if (done <= 0) fail("writing stream", name);
         pos += static_cast<std::size_t>(done);
     }
@@ -216,7 +219,8 @@ std::vector<ClusterRun> NtfsWriter::clusters_of(std::uint64_t record) {
     // Walks the attribute list too, so extents held in extension records are included.
     while (ntfs_attrs_walk(ctx.get()) == 0) {
         if (!ctx->attr->non_resident) continue;
-        std::unique_ptr<runlist_element, FreeDeleter> rl(ntfs_mapping_pairs_decompress(volume_, ctx->attr, nullptr));
+        std::unique_ptr<runlist_element, FreeDeleter> rl(
+            ntfs_mapping_pairs_decompress(volume_, ctx->attr, nullptr));
         if (!rl) fail("decoding a runlist");
         for (const runlist_element* r = rl.get(); r->length != 0; ++r)
             if (r->lcn >= 0) runs.push_back({r->lcn, r->length});

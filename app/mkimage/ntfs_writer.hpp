@@ -65,8 +65,11 @@ private:
 /// destruction (or release()).
 class ClusterFence {
 public:
-    ClusterFence(ntfs_volume* volume, std::vector<runlist_element*> runs) : volume_(volume), runs_(std::move(runs)) {}
-    ClusterFence(ClusterFence&& other) noexcept : volume_(other.volume_), runs_(std::move(other.runs_)) { other.runs_.clear(); }
+    ClusterFence(ntfs_volume* volume, std::vector<runlist_element*> runs)
+        : volume_(volume), runs_(std::move(runs)) {}
+    ClusterFence(ClusterFence&& other) noexcept : volume_(other.volume_), runs_(std::move(other.runs_)) {
+        other.runs_.clear();
+    }
     ClusterFence(const ClusterFence&) = delete;
     ClusterFence& operator=(const ClusterFence&) = delete;
     ClusterFence& operator=(ClusterFence&&) = delete;

@@ -3,6 +3,7 @@
 // unix_io.c minus what only matters for block devices (locking, ioctls, geometry).
 #include "app/mkimage/offset_device.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ s64 window_pread(ntfs_device* dev, void* buf, s64 count, s64 pos) {
     const OffsetWindow& w = window(dev);
     const s64 n = clamp(w, count, pos);
     if (n <= 0) return n;
-    return ::pread(w.fd, buf, static_cast<size_t>(n), static_cast<off_t>(w.offset + static_cast<std::uint64_t>(pos)));
+    return ::pread(w.fd, buf, static_cast<size_t>(n),
+                   static_cast<off_t>(w.offset + static_cast<std::uint64_t>(pos)));
 }
 
 s64 window_pwrite(ntfs_device* dev, const void* buf, s64 count, s64 pos) {
@@ -45,7 +47,8 @@ s64 window_pwrite(ntfs_device* dev, const void* buf, s64 count, s64 pos) {
         return -1;
     }
     NDevSetDirty(dev);
-    return ::pwrite(w.fd, buf, static_cast<size_t>(n), static_cast<off_t>(w.offset + static_cast<std::uint64_t>(pos)));
+    return ::pwrite(w.fd, buf, static_cast<size_t>(n),
+                    static_cast<off_t>(w.offset + static_cast<std::uint64_t>(pos)));
 }
 
 int window_open(ntfs_device* dev, int flags) {
@@ -70,8 +73,10 @@ int window_close(ntfs_device* dev) {
 s64 window_seek(ntfs_device* dev, s64 offset, int whence) {
     OffsetWindow& w = window(dev);
     s64 base = 0;
-    if (whence == SEEK_CUR) base = w.position;
-    else if (whence == SEEK_END) base = static_cast<s64>(w.length);
+    if (whence == SEEK_CUR)
+        base = w.position;
+    else if (whence == SEEK_END)
+        base = static_cast<s64>(w.length);
     else if (whence != SEEK_SET) {
         errno = EINVAL;
         return -1;
@@ -116,7 +121,7 @@ int window_ioctl(ntfs_device*, unsigned long, void*) {
 }
 
 ntfs_device_operations g_operations = {
-    window_open, window_close, window_seek, window_read, window_write,
+    window_open,  window_close,  window_seek, window_read, window_write,
     window_pread, window_pwrite, window_sync, window_stat, window_ioctl,
 };
 

@@ -9,10 +9,10 @@ namespace guestfrag::mkimage {
 
 /// The window of a host file that holds the volume: libntfs-3g sees offset 0..length.
 struct OffsetWindow {
-    int fd = -1;                 ///< borrowed; the device neither opens nor closes it
-    std::uint64_t offset = 0;    ///< bytes
-    std::uint64_t length = 0;    ///< bytes
-    std::int64_t position = 0;   ///< for the seek/read/write calls
+    int fd = -1;                ///< borrowed; the device neither opens nor closes it
+    std::uint64_t offset = 0;   ///< bytes
+    std::uint64_t length = 0;   ///< bytes
+    std::int64_t position = 0;  ///< for the seek/read/write calls
 };
 
 /// Device operations that serve libntfs-3g from an OffsetWindow passed as d_private, so the

@@ -76,11 +76,13 @@ private:
 
 }  // namespace
 
-void write_partition_table(const std::filesystem::path& disk, const std::string& table, const DiskLayout& layout) {
+void write_partition_table(const std::filesystem::path& disk, const std::string& table,
+                           const DiskLayout& layout) {
     ExceptionScope scope;
     std::unique_ptr<PedDevice, DeviceDeleter> device(ped_device_get(disk.c_str()));
     if (!device) ExceptionScope::fail("cannot open the disk file");
-    if (device->sector_size != static_cast<long long>(kSectorSize)) ExceptionScope::fail("unexpected sector size");
+    if (device->sector_size != static_cast<long long>(kSectorSize))
+        ExceptionScope::fail("unexpected sector size");
     PedDiskType* type = ped_disk_type_get(table.c_str());
     if (type == nullptr) ExceptionScope::fail("no '" + table + "' label type");
     std::unique_ptr<PedDisk, DiskDeleter> label(ped_disk_new_fresh(device.get(), type));

@@ -14,8 +14,6 @@ namespace guestfrag::mkimage {
 
 namespace {
 
-// The Zone.Identifier Windows attaches to downloads (26 bytes, resident).
-constexpr char kZoneIdentifier[] = "[ZoneTransfer]\r\nZoneId=3\r\n";
 constexpr std::size_t kMaxSampleRecords = 16;
 
 /// What became of one planned file.
@@ -32,7 +30,12 @@ class Populator {
 public:
     Populator(NtfsWriter& ntfs, const PopulationPlan& plan, std::uint32_t seed, const Progress& progress,
               MkImageSummary& summary)
-        : ntfs_(ntfs), plan_(plan), content_(seed), progress_(progress), summary_(summary), state_(plan.files.size()) {}
+        : ntfs_(ntfs),
+          plan_(plan),
+          content_(seed),
+          progress_(progress),
+          summary_(summary),
+          state_(plan.files.size()) {}
 
     void run() {
         try {
@@ -78,7 +81,8 @@ private:
     /// Appends up to `n` bytes of the file's planned contents at `pos`.
     void write(std::size_t index, NtfsFile& file, std::uint64_t pos, std::uint64_t n) {
         while (n > 0) {
-            const auto piece = content_.bytes(index, pos, static_cast<std::size_t>(std::min<std::uint64_t>(n, FileContent::kMaxSpan)));
+            const auto piece = content_.bytes(
+                index, pos, static_cast<std::size_t>(std::min<std::uint64_t>(n, FileContent::kMaxSpan)));
             file.write(pos, piece.data(), piece.size());
             state_[index].bytes += piece.size();
             pos += piece.size();
@@ -88,8 +92,8 @@ private:
 
     void finish(std::size_t index, NtfsFile& file) {
         const FilePlan& f = plan_.files[index];
-        if (f.named_stream_size == sizeof kZoneIdentifier - 1) {
-            file.add_stream(kSmallStreamName, kZoneIdentifier, f.named_stream_size);
+        if (f.named_stream_size == kZoneIdentifier.size()) {
+            file.add_stream(kSmallStreamName, kZoneIdentifier.data(), kZoneIdentifier.size());
         } else if (f.named_stream_size != 0) {
             std::vector<unsigned char> data;
             for (std::uint64_t pos = 0; pos < f.named_stream_size;) {
@@ -118,20 +122,20 @@ private:
         for (std::size_t i = 0; i < plan_.refill_begin; ++i)
             if (plan_.files[i].role == FileRole::AttrListPair) pair.push_back(i);
         if (!pair.empty()) {
-            std::vector<Growing> open;
-            for (const std::size_t i : pair) open.push_back({i, create(i)});
+            std::vector<Growing> twins;
+            for (const std::size_t i : pair) twins.push_back({i, create(i)});
             const std::uint64_t cluster = plan_.cluster_size;
             for (std::uint64_t pos = 0; pos < plan_.files[pair[0]].size; pos += cluster) {
-                for (auto& g : open) write(g.index, g.file, pos, cluster);
+                for (auto& g : twins) write(g.index, g.file, pos, cluster);
                 if ((pos / cluster) % 64 == 0) progress_.update(created_, plan_.files.size());
             }
-            for (auto& g : open) finish(g.index, g.file);
+            for (auto& g : twins) finish(g.index, g.file);
         }
         for (std::size_t i = 0; i < plan_.refill_begin; ++i) {
             const FilePlan& f = plan_.files[i];
             if (f.role != FileRole::Sparse) continue;
             NtfsFile file = create(i);
-            const std::uint64_t piece = std::max<std::uint64_t>(64 * 1024, plan_.cluster_size);
+            const std::uint64_t piece = sparse_piece(plan_.cluster_size);
             write(i, file, 0, piece);
             // Writing beyond the end of an NTFS 3.x $DATA makes libntfs-3g insert a sparse
             // run instead of allocating the gap.
@@ -148,7 +152,8 @@ private:
         std::size_t next = first;
         while (next < last) {
             std::vector<Growing> group;
-            for (; next < last && group.size() < plan_.interleave; ++next) group.push_back({next, create(next)});
+            for (; next < last && group.size() < plan_.interleave; ++next)
+                group.push_back({next, create(next)});
             std::vector<std::uint64_t> written(group.size(), 0);
             std::vector<bool> done(group.size(), false);
             for (std::size_t active = group.size(); active > 0;) {
@@ -156,7 +161,8 @@ private:
                 for (std::size_t g = 0; g < group.size(); ++g) {
                     if (done[g]) continue;
                     const FilePlan& f = plan_.files[group[g].index];
-                    const std::uint64_t step = std::min<std::uint64_t>(f.size - written[g], f.chunk_clusters * cluster);
+                    const std::uint64_t step =
+                        std::min<std::uint64_t>(f.size - written[g], f.chunk_clusters * cluster);
                     write(group[g].index, group[g].file, written[g], step);
                     written[g] += step;
                     if (written[g] == f.size) {
@@ -195,7 +201,8 @@ private:
     /// wherever a hole ends.
     void write_refills() {
         if (plan_.refill_begin == plan_.files.size()) return;
-        std::sort(freed_.begin(), freed_.end(), [](const ClusterRun& a, const ClusterRun& b) { return a.lcn < b.lcn; });
+        std::sort(freed_.begin(), freed_.end(),
+                  [](const ClusterRun& a, const ClusterRun& b) { return a.lcn < b.lcn; });
         ClusterFence fence = ntfs_.fence_free_space(freed_);
         write_interleaved(plan_.refill_begin, plan_.files.size());
         fence.release();
@@ -215,7 +222,8 @@ private:
             }
             if (s.fragments > 1) {
                 summary_.fragmented_files++;
-                if (summary_.fragmented_records.size() < kMaxSampleRecords) summary_.fragmented_records.push_back(s.record);
+                if (summary_.fragmented_records.size() < kMaxSampleRecords)
+                    summary_.fragmented_records.push_back(s.record);
             }
             if (s.attribute_list) {
                 summary_.attribute_list_files++;

@@ -25,15 +25,15 @@ constexpr std::uint64_t kResidentLimit = 700;
 // spans several extension records.
 constexpr std::uint64_t kAttrListRuns = 1200;
 constexpr std::uint64_t kMftRecordSize = 1024;
-constexpr std::size_t kSpecialFiles = 3;        // the attribute-list pair and the sparse file
+constexpr std::size_t kSpecialFiles = 3;  // the attribute-list pair and the sparse file
 constexpr std::uint64_t kMinFilesForSpecials = 8;
 
 constexpr std::array<const char*, 24> kDirWords{
-    "Documents", "Projects", "Archive", "Photos", "Reports", "Data",      "Backup", "Music",
-    "Video",     "Downloads", "Drivers", "Logs",  "Temp",    "Cache",     "Config", "Shared",
-    "Tools",     "Setup",    "Source",  "Assets", "Fonts",   "Templates", "Help",   "Resources"};
+    "Documents", "Projects",  "Archive", "Photos", "Reports", "Data",      "Backup", "Music",
+    "Video",     "Downloads", "Drivers", "Logs",   "Temp",    "Cache",     "Config", "Shared",
+    "Tools",     "Setup",     "Source",  "Assets", "Fonts",   "Templates", "Help",   "Resources"};
 constexpr std::array<const char*, 20> kStems{
-    "report", "invoice", "photo", "IMG",  "setup",  "readme", "data",   "notes",  "backup", "log",
+    "report", "invoice", "photo",  "IMG",  "setup", "readme", "data",   "notes",  "backup", "log",
     "config", "library", "module", "scan", "draft", "budget", "letter", "manual", "chart",  "record"};
 // Extensions by size class, so a listing looks like a used Windows volume.
 constexpr std::array<const char*, 5> kTinyExt{".ini", ".lnk", ".url", ".txt", ".dat"};
@@ -48,7 +48,8 @@ const char* pick(SeededRandom& rng, const std::array<const char*, N>& words) {
 
 std::string padded(std::uint64_t value, int width) {
     std::string text = std::to_string(value);
-    if (text.size() < static_cast<std::size_t>(width)) text.insert(0, static_cast<std::size_t>(width) - text.size(), '0');
+    if (text.size() < static_cast<std::size_t>(width))
+        text.insert(0, static_cast<std::size_t>(width) - text.size(), '0');
     return text;
 }
 
@@ -80,8 +81,10 @@ std::uint64_t clusters_of(std::uint64_t bytes, std::uint64_t cluster) {
 
 std::uint64_t cluster_bytes(const FilePlan& f, std::uint64_t cluster) {
     std::uint64_t n = clusters_of(f.named_stream_size, cluster);
-    if (f.role == FileRole::Sparse) n += 2 * clusters_of(std::max<std::uint64_t>(64 * 1024, cluster), cluster);
-    else n += clusters_of(f.size, cluster);
+    if (f.role == FileRole::Sparse)
+        n += 2 * clusters_of(sparse_piece(cluster), cluster);
+    else
+        n += clusters_of(f.size, cluster);
     return n * cluster;
 }
 
@@ -115,7 +118,8 @@ void fit_sizes(std::vector<FilePlan>& files, std::size_t first, std::size_t last
         for (std::size_t i = first; i < last; ++i) {
             auto scale = [&](std::uint64_t bytes) -> std::uint64_t {
                 if (bytes < kResidentLimit) return bytes;
-                return std::max(kResidentLimit, static_cast<std::uint64_t>(static_cast<double>(bytes) * factor));
+                return std::max(kResidentLimit,
+                                static_cast<std::uint64_t>(static_cast<double>(bytes) * factor));
             };
             files[i].size = scale(drawn[i - first].size);
             files[i].named_stream_size = scale(drawn[i - first].stream);
@@ -141,7 +145,8 @@ std::vector<DirPlan> plan_dirs(SeededRandom& rng, std::uint32_t count) {
                 }
             }
         }
-        dirs.push_back({std::string(pick(rng, kDirWords)) + "-" + padded(i, 4), parent, dirs[parent].depth + 1});
+        dirs.push_back(
+            {std::string(pick(rng, kDirWords)) + "-" + padded(i, 4), parent, dirs[parent].depth + 1});
     }
     return dirs;
 }
@@ -158,20 +163,24 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
 
     std::uint32_t dir_count = options.directories;
     if (dir_count == 0)
-        dir_count = static_cast<std::uint32_t>(std::max<std::uint64_t>(files / 500, std::min<std::uint64_t>(8, files / 10 + 1)));
+        dir_count = static_cast<std::uint32_t>(
+            std::max<std::uint64_t>(files / 500, std::min<std::uint64_t>(8, files / 10 + 1)));
 
     // Room check before drawing anything big: records, index entries and mkntfs's metadata.
     const std::uint64_t records = files + dir_count + 64 + (files >= kMinFilesForSpecials ? 16 : 0);
     const std::uint64_t index_bytes = files * 256 + dir_count * std::max<std::uint64_t>(4096, cluster);
-    const std::uint64_t fixed = logfile_bytes(volume_length) + (2ull << 20) + volume_length / cluster / 8 + 8 * cluster;
+    const std::uint64_t fixed =
+        logfile_bytes(volume_length) + (2ull << 20) + volume_length / cluster / 8 + 8 * cluster;
     const std::uint64_t overhead = fixed + records * kMftRecordSize + index_bytes;
     if (overhead + overhead / 4 > volume_length) {
         const std::uint64_t need_mib = ((overhead + overhead / 4) >> 20) + 1;
-        throw Error(ErrorKind::Unsupported, "the volume is too small for " + std::to_string(files) + " files and " +
-                                                std::to_string(dir_count) + " directories (needs about " +
-                                                std::to_string(need_mib) + " MiB); raise --size");
+        throw Error(ErrorKind::Unsupported, "the volume is too small for " + std::to_string(files) +
+                                                " files and " + std::to_string(dir_count) +
+                                                " directories (needs about " + std::to_string(need_mib) +
+                                                " MiB); raise --size");
     }
-    const auto budget = static_cast<std::uint64_t>(static_cast<double>(volume_length - overhead) * options.fill);
+    const auto budget =
+        static_cast<std::uint64_t>(static_cast<double>(volume_length - overhead) * options.fill);
 
     plan.dirs = plan_dirs(rng, dir_count);
 
@@ -182,7 +191,7 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
         const std::uint64_t runs = std::min(kAttrListRuns, budget / cluster / 8);
         plan.files.push_back({"CBS.log", runs * cluster, 0, 0, 1, FileRole::AttrListPair, false});
         plan.files.push_back({"WindowsUpdate.log", runs * cluster, 0, 0, 1, FileRole::AttrListPair, false});
-        const std::uint64_t piece = std::max<std::uint64_t>(64 * 1024, cluster);
+        const std::uint64_t piece = sparse_piece(cluster);
         const std::uint64_t hole = std::max<std::uint64_t>(16ull << 20, 4 * cluster);
         plan.files.push_back({"SparseDatabase.edb", piece + hole + piece, 0, 0, 1, FileRole::Sparse, false});
     }
@@ -190,7 +199,8 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
     for (const auto& f : plan.files) special_bytes += cluster_bytes(f, cluster);
 
     const std::uint64_t normal = files - specials;
-    const auto wanted_deletions = static_cast<std::uint64_t>(std::llround(options.delete_fraction * static_cast<double>(files)));
+    const auto wanted_deletions =
+        static_cast<std::uint64_t>(std::llround(options.delete_fraction * static_cast<double>(files)));
     const std::uint64_t deletions = std::min(wanted_deletions, normal);
     const std::uint64_t refills = std::min(deletions / 2, normal - deletions);
     const std::uint64_t first_pass = normal - refills;
@@ -207,7 +217,8 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
             // Most carry the resident Zone.Identifier of a download; every eighth a large,
             // non-resident stream (a Mac resource fork saved through SMB).
             const bool large = (k / stream_every) % 8 == 7;
-            f.named_stream_size = large ? static_cast<std::uint64_t>(rng.log_uniform(64.0 * 1024, 3.0)) : 26;
+            f.named_stream_size = large ? static_cast<std::uint64_t>(rng.log_uniform(64.0 * 1024, 3.0))
+                                        : kZoneIdentifier.size();
         }
         plan.files.push_back(std::move(f));
     }
@@ -237,7 +248,8 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
         FilePlan& f = plan.files[i];
         const std::uint64_t n = std::max<std::uint64_t>(1, (f.size + cluster - 1) / cluster);
         const std::uint64_t pieces = rng.chance(0.35) ? 1 : rng.between(2, 16);
-        f.chunk_clusters = static_cast<std::uint32_t>(std::min<std::uint64_t>((n + pieces - 1) / pieces, 0xFFFFFFFFu));
+        f.chunk_clusters =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>((n + pieces - 1) / pieces, 0xFFFFFFFFu));
     }
     return plan;
 }

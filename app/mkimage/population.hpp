@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/mkimage/mkimage.hpp"
@@ -18,19 +19,19 @@ struct DirPlan {
 
 /// Why a file exists; decides how populate() writes it.
 enum class FileRole : std::uint8_t {
-    Normal,       ///< grown in round-robin chunks with its interleave group
-    Refill,       ///< written after the deletions, into the holes they left
-    AttrListPair, ///< grown one cluster at a time against its twin: hundreds of runs
-    Sparse,       ///< data at the start and far beyond, a hole between
+    Normal,        ///< grown in round-robin chunks with its interleave group
+    Refill,        ///< written after the deletions, into the holes they left
+    AttrListPair,  ///< grown one cluster at a time against its twin: hundreds of runs
+    Sparse,        ///< data at the start and far beyond, a hole between
 };
 
 /// One regular file to create.
 struct FilePlan {
     std::string name;
-    std::uint64_t size = 0;                ///< bytes of the unnamed $DATA stream
-    std::uint64_t named_stream_size = 0;   ///< 0: no named stream
-    std::uint32_t dir = 0;                 ///< index into PopulationPlan::dirs
-    std::uint32_t chunk_clusters = 1;      ///< append step for Normal files
+    std::uint64_t size = 0;               ///< bytes of the unnamed $DATA stream
+    std::uint64_t named_stream_size = 0;  ///< 0: no named stream
+    std::uint32_t dir = 0;                ///< index into PopulationPlan::dirs
+    std::uint32_t chunk_clusters = 1;     ///< append step for Normal files
     FileRole role = FileRole::Normal;
     bool deleted = false;
 };
@@ -38,10 +39,10 @@ struct FilePlan {
 /// The whole population, drawn up front so its size can be checked before anything is
 /// written and so the result depends on the options alone.
 struct PopulationPlan {
-    std::vector<DirPlan> dirs;               ///< [0] is the root
-    std::vector<FilePlan> files;             ///< creation order
-    std::size_t refill_begin = 0;            ///< files[refill_begin..] are Refill files
-    std::vector<std::uint32_t> deletions;    ///< indices into files, in deletion order
+    std::vector<DirPlan> dirs;             ///< [0] is the root
+    std::vector<FilePlan> files;           ///< creation order
+    std::size_t refill_begin = 0;          ///< files[refill_begin..] are Refill files
+    std::vector<std::uint32_t> deletions;  ///< indices into files, in deletion order
     std::uint32_t interleave = 1;
     std::uint64_t cluster_size = 4096;
 };
@@ -49,6 +50,13 @@ struct PopulationPlan {
 /// Names of the named streams the generator writes (small resident / large non-resident).
 inline constexpr const char* kSmallStreamName = "Zone.Identifier";
 inline constexpr const char* kLargeStreamName = "AFP_Resource";
+/// What Windows writes into Zone.Identifier for a file downloaded from the Internet.
+inline constexpr std::string_view kZoneIdentifier = "[ZoneTransfer]\r\nZoneId=3\r\n";
+
+/// Bytes of data at each end of the sparse file (the hole between is 16 MiB or more).
+[[nodiscard]] inline std::uint64_t sparse_piece(std::uint64_t cluster_size) {
+    return cluster_size > 64 * 1024 ? cluster_size : 64 * 1024;
+}
 
 /// Draws the population for `options` on a volume of `volume_length` bytes. Sizes are
 /// scaled down to fit `options.fill`. Throws Error(Unsupported) when even the file records

@@ -21,15 +21,19 @@ namespace {
 constexpr std::size_t kBuffer = 1 << 20;
 constexpr std::size_t kBlock = 4096;
 
-[[noreturn]] void io_error(const char* what) { throw Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(errno)); }
+[[noreturn]] void io_error(const char* what) {
+    throw Error(ErrorKind::Io, std::string(what) + ": " + std::strerror(errno));
+}
 
 bool all_zero(const unsigned char* p, std::size_t n) {
     return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0);
 }
 
-void copy_range(int from, int to, off_t begin, off_t end, std::uint64_t offset, std::vector<unsigned char>& buf) {
+void copy_range(int from, int to, off_t begin, off_t end, std::uint64_t offset,
+                std::vector<unsigned char>& buf) {
     for (off_t pos = begin; pos < end;) {
-        const auto want = static_cast<std::size_t>(std::min<off_t>(end - pos, static_cast<off_t>(buf.size())));
+        const auto want =
+            static_cast<std::size_t>(std::min<off_t>(end - pos, static_cast<off_t>(buf.size())));
         const ssize_t got = ::pread(from, buf.data(), want, pos);
         if (got < 0) {
             if (errno == EINTR) continue;
@@ -41,7 +45,8 @@ void copy_range(int from, int to, off_t begin, off_t end, std::uint64_t offset, 
             if (all_zero(buf.data() + at, n)) continue;
             const auto target = static_cast<off_t>(offset + static_cast<std::uint64_t>(pos) + at);
             for (std::size_t done = 0; done < n;) {
-                const ssize_t put = ::pwrite(to, buf.data() + at + done, n - done, target + static_cast<off_t>(done));
+                const ssize_t put =
+                    ::pwrite(to, buf.data() + at + done, n - done, target + static_cast<off_t>(done));
                 if (put < 0 && errno == EINTR) continue;
                 if (put <= 0) io_error("writing the disk image");
                 done += static_cast<std::size_t>(put);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/host_file.hpp"
 #include "core/image/open_chain.hpp"
 #include "core/image/raw_image.hpp"
 
@@ -72,18 +73,20 @@ ImageFormat detect_format(std::span<const std::byte> head, std::span<const std::
     return ImageFormat::Raw;
 }
 
+ImageFormat sniff_format(const std::string& path) {
+    const HostFile file(path);
+    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), detect_head_bytes)));
+    file.read_exact(0, head, "header");
+    std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), 512)));
+    file.read_exact(file.size() - tail.size(), tail, "footer");
+    return detect_format(head, tail);
+}
+
 std::unique_ptr<DiskImage> open_image(const std::string& path, const std::vector<std::string>& parents) {
-    // The raw reader doubles as the prober: it already turns open/stat failures into
-    // our error kinds, and when the content is raw it is the answer.
+    // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
+    // into our error kinds, and when the content is raw it is the answer.
     auto raw = std::make_unique<RawImage>(path);
-    const std::uint64_t size = raw->size();
-
-    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(size, detect_head_bytes)));
-    raw->read(0, head);
-    std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(size, 512)));
-    raw->read(size - tail.size(), tail);
-
-    if (detect_format(head, tail) == ImageFormat::Raw) {
+    if (sniff_format(path) == ImageFormat::Raw) {
         if (!parents.empty()) throw Error(ErrorKind::Unsupported, "a raw image has no parent; --parent does not apply");
         return raw;
     }

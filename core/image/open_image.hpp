@@ -38,6 +38,10 @@ inline constexpr std::size_t detect_head_bytes = 1024;
 [[nodiscard]] ImageFormat detect_format(std::span<const std::byte> head,
                                         std::span<const std::byte> tail) noexcept;
 
+/// The format of the file at `path` by its content (detect_format on its first and last
+/// bytes). Throws Error(NotFound / Io) when it cannot be read.
+[[nodiscard]] ImageFormat sniff_format(const std::string& path);
+
 /// Opens a disk image read-only, choosing the reader from the file's content: raw files
 /// directly, container formats as a chain of layers resolved as the hypervisor would
 /// (`parents[i]` overrides the parent of the layer at depth i; see open_chain). The caller

