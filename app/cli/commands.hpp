@@ -9,5 +9,7 @@ namespace guestfrag::cli {
 // on error. Output goes to stdout; diagnostics and progress to stderr.
 void add_analyze_command(CLI::App& app);
 void add_mkimage_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
+void add_estimate_command(CLI::App& app);
 
 }  // namespace guestfrag::cli

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
     app.require_subcommand(1);
     add_analyze_command(app);
+    add_plan_command(app);
+    add_estimate_command(app);
     add_mkimage_command(app);
     try {
         app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/image/layer_file.hpp"
 #include "core/image/vmdk_descriptor.hpp"
 #include "core/image/vmdk_extent.hpp"
@@ -52,7 +53,7 @@ public:
 
 private:
     [[nodiscard]] std::size_t extent_at(std::uint64_t offset) const;
-    [[noreturn]] void rethrow_in_extent(std::size_t index) const;
+    [[noreturn]] void rethrow_in_extent(std::size_t index, const Error& error) const;
 
     std::string path_;
     std::optional<VmdkDescriptor> descriptor_;

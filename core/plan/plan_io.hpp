@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <string>
+
+#include "core/plan/plan.hpp"
+
+namespace guestfrag {
+
+/// Reads a `guestfrag.plan.v1` JSON file. Throws Error(NotFound) / Error(Corrupt, "...")
+/// for unreadable or malformed documents (wrong schema, missing or out-of-range fields,
+/// absurd numbers), naming the first offending move ("move 17: ...").
+[[nodiscard]] Plan read_plan(const std::string& path);
+
+/// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures.
+[[nodiscard]] std::string plan_to_json(const Plan& plan, const VolumeMap& before);
+
+}  // namespace guestfrag
