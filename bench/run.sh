@@ -26,7 +26,8 @@ echo "guestfrag: $ours" >&2
 
 db=$work/tsk.db
 rm -f "$db"
-tsk_time=$( { /usr/bin/time -f "%e %M" tsk_loaddb -d "$db" "$image" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+/usr/bin/time -o "$work/tsk.time" -f "%e %M" tsk_loaddb -d "$db" "$image" >/dev/null 2>&1
+tsk_time=$(tail -1 "$work/tsk.time")
 echo "tsk_loaddb: $tsk_time (seconds, peak KiB)" >&2
 
 python3 - "$ours" "$tsk_time" <<'PY'

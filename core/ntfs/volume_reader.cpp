@@ -99,14 +99,27 @@ ClusterSet free_extents(const std::vector<std::uint8_t>& bitmap, std::int64_t cl
     return free;
 }
 
-// The preferred name of a file: Win32 (or Win32+DOS) first, then POSIX, DOS last.
-const ntfs::NameAttribute* preferred_name(const std::vector<ntfs::NameAttribute>& names) {
-    static constexpr std::array<std::uint8_t, 4> kRank{1, 0, 3, 0};  // POSIX, Win32, DOS, Win32+DOS
-    const ntfs::NameAttribute* best = nullptr;
-    for (const auto& n : names)
-        if (best == nullptr || kRank[n.name_space & 3] < kRank[best->name_space & 3]) best = &n;
-    return best;
+// Namespace preference for a file's display name: Win32 (or Win32+DOS) first, then
+// POSIX, DOS last. Lower is better.
+int name_rank(std::uint8_t name_space) {
+    static constexpr std::array<int, 4> kRank{1, 0, 3, 0};  // POSIX, Win32, DOS, Win32+DOS
+    return kRank[name_space & 3];
 }
+
+// A base record as the scan keeps it: the file entry with its best name so far. Only the
+// best name is kept, so memory stays at one name per file however many hard links exist.
+struct BaseRecord {
+    FileEntry entry;
+    std::uint16_t sequence = 0;
+    int rank = 4;  // worse than any real name
+
+    void offer(ntfs::NameAttribute& name) {
+        if (name_rank(name.name_space) >= rank) return;
+        rank = name_rank(name.name_space);
+        entry.parent = name.parent;
+        entry.name = std::move(name.name);
+    }
+};
 
 struct SegmentRef {
     std::uint64_t base;
@@ -122,27 +135,41 @@ std::string describe(std::uint64_t record, const ntfs::AttributeSegment& s) {
     return "MFT record " + std::to_string(record) + ": attribute " + probe.label();
 }
 
-// Joins attribute segments (base and extension records) into streams. Segments of one
-// attribute must tile its VCN range without gaps or overlaps.
-std::vector<Stream> assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_size) {
+std::int64_t clusters_for(std::uint64_t bytes, std::uint32_t cluster_size) {
+    return static_cast<std::int64_t>((bytes + cluster_size - 1) / cluster_size);
+}
+
+// A stream described by its first segment; the caller adds the runs.
+Stream stream_from(std::uint64_t base, const ntfs::AttributeSegment& first) {
+    Stream s;
+    s.mft_record = base;
+    s.type = first.type;
+    s.name = first.name;
+    s.flags = first.flags;
+    s.size = first.data_size;
+    s.allocated_size = first.allocated_size;
+    return s;
+}
+
+// Whether a segment is a whole attribute by itself (the common case, no attribute list).
+bool is_whole(const ntfs::AttributeSegment& seg, std::uint32_t cluster_size) {
+    return seg.lowest_vcn == 0 && seg.highest_vcn + 1 >= clusters_for(seg.allocated_size, cluster_size);
+}
+
+// Joins the segments of attributes spread over several records into streams. Segments of
+// one attribute must tile its VCN range without gaps or overlaps.
+void assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_size, std::vector<Stream>& streams) {
     std::ranges::sort(segments, [](const SegmentRef& a, const SegmentRef& b) {
         return std::tie(a.base, a.segment.type, a.segment.name, a.segment.lowest_vcn) <
                std::tie(b.base, b.segment.type, b.segment.name, b.segment.lowest_vcn);
     });
-    std::vector<Stream> streams;
     for (std::size_t i = 0; i < segments.size();) {
-        std::size_t j = i;
         const auto& first = segments[i].segment;
         if (first.lowest_vcn != 0)
             throw Error(ErrorKind::Corrupt, describe(segments[i].base, first) + " lacks its first runlist segment");
-        Stream s;
-        s.mft_record = segments[i].base;
-        s.type = first.type;
-        s.name = first.name;
-        s.flags = first.flags;
-        s.size = first.data_size;
-        s.allocated_size = first.allocated_size;
+        Stream s = stream_from(segments[i].base, first);
         std::int64_t next_vcn = 0;
+        std::size_t j = i;
         for (; j < segments.size() && segments[j].base == s.mft_record && segments[j].segment.type == s.type &&
                segments[j].segment.name == s.name;
              ++j) {
@@ -151,19 +178,18 @@ std::vector<Stream> assemble_streams(std::vector<SegmentRef>& segments, std::uin
                 throw Error(ErrorKind::Corrupt, describe(s.mft_record, seg) + " has a runlist " +
                                                     (seg.lowest_vcn < next_vcn ? "overlap" : "gap") + " at VCN " +
                                                     std::to_string(std::min(seg.lowest_vcn, next_vcn)));
-            for (const Extent& e : seg.runs) s.extents.push_back(e);
+            s.extents.insert(s.extents.end(), seg.runs.begin(), seg.runs.end());
             next_vcn = seg.highest_vcn + 1;
         }
         // An attribute's allocation covers its data: fewer mapped clusters than the size
         // needs means extension records are missing.
-        const auto needed = static_cast<std::int64_t>((s.allocated_size + cluster_size - 1) / cluster_size);
+        const std::int64_t needed = clusters_for(s.allocated_size, cluster_size);
         if (next_vcn < needed)
             throw Error(ErrorKind::Corrupt, describe(s.mft_record, first) + " maps " + std::to_string(next_vcn) +
                                                 " of its " + std::to_string(needed) + " clusters");
         streams.push_back(std::move(s));
         i = j;
     }
-    return streams;
 }
 
 }  // namespace
@@ -205,14 +231,18 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     map.mft_records_total = mft_bytes / record_size;
     const std::uint64_t records = std::min<std::uint64_t>(map.mft_records_total, mft_bitmap.size() * 8);
 
-    struct NamedRecord {
-        std::uint16_t sequence;
-        bool directory;
-        std::vector<ntfs::NameAttribute> names;
-    };
-    std::vector<std::pair<std::uint64_t, NamedRecord>> bases;
-    std::vector<std::tuple<std::uint64_t, std::uint16_t, std::vector<ntfs::NameAttribute>>> extension_names;
-    std::vector<SegmentRef> segments;
+    std::vector<BaseRecord> bases;  // ascending record numbers: the scan is in order
+    std::vector<std::tuple<std::uint64_t, std::uint16_t, ntfs::NameAttribute>> extension_names;
+    // Whole attributes become streams at once; only attributes split over several records
+    // wait in `pending`, so the scan never holds two copies of the runlists.
+    std::vector<SegmentRef> pending;
+
+    // Allocated records bound the files and, closely, the streams: reserving avoids the
+    // doubling reallocations that would otherwise set the peak memory of a large scan.
+    std::uint64_t allocated_records = 0;
+    for (std::uint8_t byte : mft_bitmap) allocated_records += static_cast<std::uint64_t>(std::popcount(byte));
+    bases.reserve(allocated_records);
+    map.streams.reserve(allocated_records);
 
     constexpr std::uint64_t kChunkRecords = 4096;  // 4 MiB reads at 1 KiB records
     std::vector<std::byte> chunk(kChunkRecords * record_size);
@@ -231,13 +261,24 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
             if (!ntfs::parse_mft_record(*vol, bytes, number, record)) continue;
             ++map.mft_records_in_use;
             const bool extension = record.base != number;
-            for (auto& seg : record.segments)
-                segments.push_back({record.base, record.base_sequence, extension, std::move(seg)});
+            for (auto& seg : record.segments) {
+                if (!extension && is_whole(seg, map.cluster_size)) {
+                    Stream& stream = map.streams.emplace_back(stream_from(number, seg));
+                    stream.extents = std::move(seg.runs);
+                } else {
+                    pending.push_back({record.base, record.base_sequence, extension, std::move(seg)});
+                }
+            }
             if (extension) {
-                if (!record.names.empty())
-                    extension_names.emplace_back(record.base, record.base_sequence, std::move(record.names));
+                for (auto& name : record.names)
+                    extension_names.emplace_back(record.base, record.base_sequence, std::move(name));
             } else {
-                bases.emplace_back(number, NamedRecord{record.sequence, record.directory, std::move(record.names)});
+                BaseRecord& base = bases.emplace_back();
+                base.entry.mft_record = number;
+                base.entry.parent = kRootRecord;
+                base.entry.directory = record.directory;
+                base.sequence = record.sequence;
+                for (auto& name : record.names) base.offer(name);
             }
         }
     }
@@ -245,31 +286,26 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
 
     // Extension records of a base that is gone (or reused, so its sequence moved on) are
     // leftovers NTFS no longer reads; so do we.
-    auto live_base = [&](std::uint64_t base, std::uint16_t sequence) -> NamedRecord* {
-        auto it = std::ranges::lower_bound(bases, base, {}, &std::pair<std::uint64_t, NamedRecord>::first);
-        if (it == bases.end() || it->first != base) return nullptr;
-        if (sequence != 0 && it->second.sequence != sequence) return nullptr;
-        return &it->second;
+    auto live_base = [&](std::uint64_t base, std::uint16_t sequence) -> BaseRecord* {
+        auto it = std::ranges::lower_bound(bases, base, {}, [](const BaseRecord& b) { return b.entry.mft_record; });
+        if (it == bases.end() || it->entry.mft_record != base) return nullptr;
+        if (sequence != 0 && it->sequence != sequence) return nullptr;
+        return &*it;
     };
-    for (auto& [base, sequence, names] : extension_names)
-        if (NamedRecord* owner = live_base(base, sequence))
-            for (auto& n : names) owner->names.push_back(std::move(n));
-    std::erase_if(segments, [&](const SegmentRef& s) { return s.extension && !live_base(s.base, s.base_sequence); });
+    for (auto& [base, sequence, name] : extension_names)
+        if (BaseRecord* owner = live_base(base, sequence)) owner->offer(name);
+    std::erase_if(pending, [&](const SegmentRef& s) { return s.extension && !live_base(s.base, s.base_sequence); });
 
     map.files.reserve(bases.size());
-    for (auto& [number, rec] : bases) {
-        FileEntry entry;
-        entry.mft_record = number;
-        entry.directory = rec.directory;
-        if (const auto* name = preferred_name(rec.names)) {
-            entry.parent = name->parent;
-            entry.name = name->name;
-        } else {
-            entry.parent = kRootRecord;
-        }
-        map.files.push_back(std::move(entry));
-    }
-    map.streams = assemble_streams(segments, map.cluster_size);
+    for (BaseRecord& b : bases) map.files.push_back(std::move(b.entry));
+    map.files.shrink_to_fit();
+    bases = {};
+    assemble_streams(pending, map.cluster_size, map.streams);
+    pending = {};
+    std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) {
+        return std::tie(a.mft_record, a.type, a.name) < std::tie(b.mft_record, b.type, b.name);
+    });
+    map.streams.shrink_to_fit();
     map.free = free_extents(read_attribute(vol->lcnbmp_na, "$Bitmap"), map.total_clusters);
     ntfs::classify_placement(map);
     return map;
