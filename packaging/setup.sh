@@ -4,6 +4,7 @@
 #   packaging/setup.sh demo   install what is missing, build, generate demo.img, analyse it
 #   packaging/setup.sh test   install what is missing, build, run the whole test suite
 #   packaging/setup.sh asan   the same suite built with AddressSanitizer + UBSan
+#   packaging/setup.sh fuzz   each container-format parser under libFuzzer for FUZZ_SECONDS (30)
 set -euo pipefail
 
 mode=${1:-demo}
@@ -12,7 +13,11 @@ jobs=$(nproc)
 
 install_deps() {
     mapfile -t wanted < <(grep -v '^\s*#' "$root/packaging/debian-build-deps.txt" | sed '/^\s*$/d')
-    local missing=()
+    install_packages "${wanted[@]}"
+}
+
+install_packages() {
+    local wanted=("$@") missing=()
     for p in "${wanted[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
@@ -36,7 +41,7 @@ case "$mode" in
     demo)
         build "$root/build"
         demo="$root/build/demo.img"
-        [ -f "$demo" ] || "$root/build/app/cli/guestfrag" mkimage "$demo" --size 2GiB --files 20000 --seed 1
+        [ -f "$demo" ] || "$root/build/app/cli/guestfrag" mkimage "$demo" --size 2GiB --table gpt --files 20000 --interleave 16 --delete-fraction 0.3 --seed 42
         "$root/build/app/cli/guestfrag" analyze "$demo"
         ;;
     test)
@@ -51,8 +56,30 @@ case "$mode" in
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
             ctest --test-dir "$root/build-asan" -j "$jobs" --output-on-failure
         ;;
+    fuzz)
+        install_packages clang-14 libclang-rt-14-dev
+        build "$root/build-fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+            -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF \
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        for fuzzer in "$root"/build-fuzz/tests/fuzz/*_fuzz; do
+            name=$(basename "$fuzzer" _fuzz)
+            corpus="$root/build-fuzz/corpus/$name"
+            mkdir -p "$corpus"
+            # Seeds: small valid images of the format, made by qemu-img.
+            case "$name" in
+                qcow2) qemu-img create -q -f qcow2 "$corpus/seed" 4M ;;
+                vhd) qemu-img create -q -f vpc "$corpus/seed" 4M ;;
+                vhdx) qemu-img create -q -f vhdx "$corpus/seed" 4M ;;
+                vmdk) qemu-img create -q -f vmdk "$corpus/seed" 4M ;;
+            esac
+            echo "fuzzing $name for ${FUZZ_SECONDS:-30} s"
+            ASAN_OPTIONS=suppressions=$root/tests/asan.supp:detect_leaks=0 \
+                "$fuzzer" -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -print_final_stats=1 \
+                "$corpus" 2>&1 | tail -3
+        done
+        ;;
     *)
-        echo "usage: $0 demo|test|asan" >&2
+        echo "usage: $0 demo|test|asan|fuzz" >&2
         exit 1
         ;;
 esac
