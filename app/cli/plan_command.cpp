@@ -1,5 +1,212 @@
-// placeholder until implemented
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag plan`: make a plan (or check one) for one NTFS volume of an image.
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include "analyzers/analysis.hpp"
 #include "app/cli/commands.hpp"
+#include "app/cli/failure.hpp"
+#include "app/cli/progress_meter.hpp"
+#include "app/cli/sizes.hpp"
+#include "core/error.hpp"
+#include "core/image/open_image.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/plan_io.hpp"
+#include "core/plan/planner.hpp"
+
 namespace guestfrag::cli {
-void add_plan_command(CLI::App& app) { app.add_subcommand("plan", "not implemented yet"); }
+
+namespace {
+
+struct Options {
+    std::string image;
+    std::optional<int> partition;
+    std::string strategy = "defrag";
+    std::string max_growth;
+    std::string max_moved;
+    std::string granule;
+    std::vector<std::string> exclude;
+    std::vector<std::string> parents;
+    std::string output;
+    bool json = false;
+    std::string check;
+};
+
+CLI::Validator size_check() {
+    return CLI::Validator(
+        [](const std::string& text) {
+            return parse_size(text) ? std::string() : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
+        },
+        "SIZE");
+}
+
+std::optional<std::uint64_t> size_option(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    return parse_size(text);  // validated by size_check() already
+}
+
+/// The one volume the command works on: `wanted`, or the only NTFS volume of the disk.
+const VolumeAnalysis& choose_volume(const ImageAnalysis& analysis, const std::string& image) {
+    if (analysis.volumes.size() == 1) return analysis.volumes.front();
+    std::string numbers;
+    for (const VolumeAnalysis& v : analysis.volumes)
+        numbers += (numbers.empty() ? "" : ", ") + std::to_string(v.map.partition);
+    throw Failure(image, "the disk holds " + std::to_string(analysis.volumes.size()) +
+                             " NTFS volumes (partitions " + numbers + "): choose one with --partition",
+                  kUsage);
+}
+
+std::string percent(const std::optional<double>& value) {
+    if (!value) return "-";
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << *value << " %";
+    return out.str();
+}
+
+std::string without_numbers(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const bool digit = text[i] >= '0' && text[i] <= '9';
+        if (!digit) {
+            out += text[i];
+        } else if (i == 0 || text[i - 1] < '0' || text[i - 1] > '9') {
+            out += 'N';
+        }
+    }
+    return out;
+}
+
+constexpr int kNameWidth = 36;
+
+/// "  name            value" for figures without a before and after.
+void line(std::ostream& out, const std::string& name, const std::string& value) {
+    out << "  " << std::left << std::setw(kNameWidth) << name << std::right << std::setw(14) << value << '\n';
+}
+
+void row(std::ostream& out, const std::string& name, const std::string& before, const std::string& after) {
+    out << "  " << std::left << std::setw(kNameWidth) << name << std::right << std::setw(14) << before << "  ->  "
+        << std::left << after << '\n';
+}
+
+void print_summary(std::ostream& out, const Plan& plan, const VolumeMap& volume, const std::string& image) {
+    const PlanSummary& s = plan.summary;
+    out << "Plan for " << image << ", partition " << volume.partition << " (strategy " << plan.strategy << ")\n";
+    line(out, "moves", std::to_string(s.moves));
+    line(out, "data moved", format_size(s.moved_bytes));
+    row(out, "fragments", std::to_string(s.fragments_before), std::to_string(s.fragments_after));
+    row(out, "fragmented streams", std::to_string(s.fragmented_streams_before),
+        std::to_string(s.fragmented_streams_after));
+    row(out, "free extents", std::to_string(s.free_extents_before), std::to_string(s.free_extents_after));
+    row(out, "largest free extent", format_size(s.largest_free_extent_clusters_before * volume.cluster_size),
+        format_size(s.largest_free_extent_clusters_after * volume.cluster_size));
+    row(out, "free-space fragmentation", percent(s.free_space_fragmentation_percent_before),
+        percent(s.free_space_fragmentation_percent_after));
+    row(out, "reclaimable (" + format_size(s.granule_size) + " granules)", format_size(s.reclaimable_bytes_before),
+        format_size(s.reclaimable_bytes_after));
+    line(out, "thin growth", format_size(s.thin_growth_bytes));
+    line(out, "clone delta growth", format_size(s.clone_delta_growth_bytes));
+    if (!plan.skipped.empty()) {
+        // Reasons repeat with different numbers ("no free region of 12 clusters ..."): group them
+        // with every number written N.
+        std::map<std::string, std::size_t> reasons;
+        for (const Plan::Skipped& k : plan.skipped) ++reasons[without_numbers(k.reason)];
+        out << "  skipped " << plan.skipped.size() << " streams:\n";
+        for (const auto& [reason, count] : reasons) out << "    " << count << " x " << reason << '\n';
+    }
+    for (const std::string& note : plan.notes) out << "  note: " << note << '\n';
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) throw Failure(path, "cannot write the plan", kBadInput);
+}
+
+void run(const Options& opts) {
+    // With --check the plan says which partition it is for; read it first.
+    std::optional<Plan> checked;
+    if (!opts.check.empty()) on_behalf_of(opts.check, [&] { checked = read_plan(opts.check); });
+    std::optional<int> partition = opts.partition;
+    if (checked && !partition) partition = checked->identity.partition;
+
+    on_behalf_of(opts.image, [&] {
+        const auto image = open_image(opts.image, opts.parents);
+        ImageAnalysis analysis;
+        {
+            ProgressMeter meter("reading MFT");
+            analysis = analyze_image(*image, partition, meter.progress());
+        }
+        const VolumeAnalysis& volume = choose_volume(analysis, opts.image);
+        const VolumeMap& map = volume.map;
+        const PlanIdentity identity = identify(map, image->path(), image->size());
+        const std::optional<std::uint64_t> granule = size_option(opts.granule);
+
+        Plan plan;
+        VolumeMap after;
+        if (checked) {
+            on_behalf_of(opts.check, [&] {
+                plan = std::move(*checked);
+                check_identity(plan.identity, identity);
+                after = apply_plan(map, plan);
+                plan.summary = summarize_plan(map, after, analysis.layers,
+                                              granule.value_or(plan.summary.granule_size), plan);
+            });
+        } else {
+            PlanOptions options;
+            options.strategy = *parse_strategy(opts.strategy);
+            options.max_growth = size_option(opts.max_growth);
+            options.max_moved = size_option(opts.max_moved);
+            options.granule = granule.value_or(0);
+            options.exclude = opts.exclude;
+            {
+                ProgressMeter meter("planning");
+                PlanOutcome outcome = plan_and_apply(map, analysis.layers, identity, options, meter.progress());
+                plan = std::move(outcome.plan);
+                after = std::move(outcome.after);
+            }
+        }
+        plan.summary.free_space_fragmentation_percent_before = volume.free_space.fragmentation_percent;
+        plan.summary.free_space_fragmentation_percent_after = analyze_free_space(after).fragmentation_percent;
+
+        if (!opts.output.empty() || opts.json) {
+            const std::string json = plan_to_json(plan, map);
+            if (!opts.output.empty()) write_file(opts.output, json);
+            if (opts.json) std::cout << json;
+        }
+        if (!opts.json) print_summary(std::cout, plan, map, opts.image);
+    });
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+    auto opts = std::make_shared<Options>();
+    CLI::App* cmd = app.add_subcommand("plan", "Plan moves that defragment or pack one NTFS volume (nothing is written)");
+    cmd->add_option("IMAGE", opts->image, "Disk image")->required();
+    cmd->add_option("--partition", opts->partition, "Partition number (needed when the disk has several NTFS volumes)");
+    cmd->add_option("--strategy", opts->strategy, "defrag, consolidate, thin-safe or shrink")
+        ->check(CLI::IsMember({"defrag", "consolidate", "thin-safe", "shrink"}))
+        ->capture_default_str();
+    cmd->add_option("--max-growth", opts->max_growth, "Most the top layer may grow (thin plus clone delta growth)")
+        ->check(size_check());
+    cmd->add_option("--max-moved", opts->max_moved, "Most data the plan may move")->check(size_check());
+    cmd->add_option("--granule", opts->granule,
+                    "Allocation granule for growth, reclaimable space and shrink (default: the top layer's)")
+        ->check(size_check());
+    cmd->add_option("--exclude", opts->exclude, "Never move files whose path matches this glob (repeatable)");
+    cmd->add_option("--parent", opts->parents, "Parent (backing) image for the layer at depth 1, 2, ...");
+    cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
+    cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
+    cmd->add_option("--check", opts->check,
+                    "Validate this plan against IMAGE (identity and every move) and print its summary");
+    cmd->callback([opts] { run(*opts); });
+}
+
 }  // namespace guestfrag::cli

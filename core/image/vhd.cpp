@@ -42,9 +42,7 @@ std::size_t bit_run_end(const std::uint8_t* bits, std::size_t from, std::size_t 
 /// accepted too and the missing byte taken as zero.
 vhd::Footer read_footer(const HostFile& file, std::uint64_t& footer_offset) {
     std::array<std::byte, vhd::kFooterSize> bytes{};
-    const auto cookie_at = [&](std::size_t at) {
-        return std::memcmp(bytes.data() + at, "conectix", 8) == 0;
-    };
+    const auto cookie_at = [&](std::size_t at) { return std::memcmp(bytes.data() + at, "conectix", 8) == 0; };
     if (file.size() >= vhd::kFooterSize) {
         file.read_exact(file.size() - vhd::kFooterSize, bytes, "vhd footer");
         if (cookie_at(0)) {
@@ -64,7 +62,8 @@ vhd::Footer read_footer(const HostFile& file, std::uint64_t& footer_offset) {
     std::array<std::byte, 8> head{};
     if (file.size() >= head.size()) file.read_exact(0, head, "vhd footer copy");
     if (std::memcmp(head.data(), "conectix", 8) == 0)
-        throw Error(ErrorKind::Corrupt, "vhd: no footer at the end of the file (" + std::to_string(file.size()) +
+        throw Error(ErrorKind::Corrupt, "vhd: no footer at the end of the file (" +
+                                            std::to_string(file.size()) +
                                             " bytes); the file is probably truncated");
     throw Error(ErrorKind::Corrupt, "vhd: no \"conectix\" footer at the end of the file");
 }
@@ -82,9 +81,10 @@ public:
         footer_ = read_footer(file_, footer_offset_);
         if (footer_.disk_type == vhd::DiskType::Fixed) {
             if (footer_.current_size > footer_offset_)
-                throw Error(ErrorKind::Corrupt, "vhd: fixed disk of " + std::to_string(footer_.current_size) +
-                                                    " bytes but only " + std::to_string(footer_offset_) +
-                                                    " bytes precede the footer; the file is probably truncated");
+                throw Error(ErrorKind::Corrupt,
+                            "vhd: fixed disk of " + std::to_string(footer_.current_size) +
+                                " bytes but only " + std::to_string(footer_offset_) +
+                                " bytes precede the footer; the file is probably truncated");
             return;
         }
         open_sparse();
@@ -97,12 +97,15 @@ public:
         return footer_.disk_type == vhd::DiskType::Dynamic ? block_size_ : kSectorSize;
     }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return parent_; }
-    [[nodiscard]] std::optional<std::string> identity() const override { return vhd::guid_text(footer_.unique_id); }
+    [[nodiscard]] std::optional<std::string> identity() const override {
+        return vhd::guid_text(footer_.unique_id);
+    }
 
     [[nodiscard]] Mapping map(std::uint64_t offset) const override {
         const std::uint64_t size = footer_.current_size;
         if (offset >= size)
-            throw Error(ErrorKind::Internal, "vhd: map at offset " + std::to_string(offset) + " past the end of the disk");
+            throw Error(ErrorKind::Internal,
+                        "vhd: map at offset " + std::to_string(offset) + " past the end of the disk");
         if (footer_.disk_type == vhd::DiskType::Fixed) return {Allocation::Data, size - offset, offset};
         return map_sparse(offset);
     }
@@ -110,8 +113,9 @@ public:
     void read(std::uint64_t offset, std::span<std::byte> out) const override {
         const std::uint64_t size = footer_.current_size;
         if (offset > size || out.size() > size - offset)
-            throw Error(ErrorKind::Corrupt, "vhd: read past the end of the disk (offset " + std::to_string(offset) +
-                                                ", " + std::to_string(out.size()) + " bytes)");
+            throw Error(ErrorKind::Corrupt, "vhd: read past the end of the disk (offset " +
+                                                std::to_string(offset) + ", " + std::to_string(out.size()) +
+                                                " bytes)");
         if (footer_.disk_type == vhd::DiskType::Fixed) {
             file_.read_exact(offset, out, "vhd data");
             return;
@@ -121,7 +125,8 @@ public:
         while (!out.empty()) {
             const std::uint64_t block = offset / block_size_;
             const std::uint64_t within = offset % block_size_;
-            const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), block_size_ - within));
+            const auto n =
+                static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), block_size_ - within));
             const std::uint32_t entry = bat_[block];
             if (entry == vhd::kBatUnused)
                 std::memset(out.data(), 0, n);
@@ -141,7 +146,8 @@ private:
         const std::uint64_t size = footer_.current_size;
         const std::uint64_t header_offset = footer_.data_offset;
         if (header_offset > footer_offset_ || footer_offset_ - header_offset < vhd::kDynamicHeaderSize)
-            throw Error(ErrorKind::Corrupt, "vhd: dynamic disk header at offset " + std::to_string(header_offset) +
+            throw Error(ErrorKind::Corrupt, "vhd: dynamic disk header at offset " +
+                                                std::to_string(header_offset) +
                                                 " lies past the end of the file (footer at offset " +
                                                 std::to_string(footer_offset_) + ")");
         std::array<std::byte, vhd::kDynamicHeaderSize> header_bytes{};
@@ -167,7 +173,8 @@ private:
         bat_.resize(static_cast<std::size_t>(blocks));
         for (std::size_t i = 0; i < bat_.size(); ++i) {
             std::uint32_t entry = 0;
-            for (std::size_t k = 0; k < 4; ++k) entry = (entry << 8) | std::to_integer<std::uint32_t>(table[4 * i + k]);
+            for (std::size_t k = 0; k < 4; ++k)
+                entry = (entry << 8) | std::to_integer<std::uint32_t>(table[4 * i + k]);
             bat_[i] = entry;
         }
 
@@ -184,15 +191,17 @@ private:
             const std::uint64_t used = std::min<std::uint64_t>(block_size_, size - i * block_size_);
             const std::uint64_t end = begin + bitmap_size_ + used;
             if (end > footer_offset_)
-                throw Error(ErrorKind::Corrupt,
-                            "vhd: block allocation table entry " + std::to_string(i) + " (block at file offset " +
-                                std::to_string(begin) + ", " + std::to_string(end - begin) + " bytes) lies past " +
-                                (end > file_.size() ? "the end of the file (" + std::to_string(file_.size()) + " bytes)"
-                                                    : "the start of the footer (offset " +
-                                                          std::to_string(footer_offset_) + ")"));
+                throw Error(
+                    ErrorKind::Corrupt,
+                    "vhd: block allocation table entry " + std::to_string(i) + " (block at file offset " +
+                        std::to_string(begin) + ", " + std::to_string(end - begin) + " bytes) lies past " +
+                        (end > file_.size()
+                             ? "the end of the file (" + std::to_string(file_.size()) + " bytes)"
+                             : "the start of the footer (offset " + std::to_string(footer_offset_) + ")"));
             extents.push_back({begin, end, "block " + std::to_string(i)});
         }
-        std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
+        std::sort(extents.begin(), extents.end(),
+                  [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
         for (std::size_t i = 1; i < extents.size(); ++i)
             if (extents[i].begin < extents[i - 1].end)
                 throw Error(ErrorKind::Corrupt, "vhd: " + extents[i - 1].what + " and " + extents[i].what +
@@ -216,12 +225,13 @@ private:
         std::vector<std::uint64_t> order;  // block indices in file order
         for (std::size_t i = 0; i < bat_.size(); ++i)
             if (bat_[i] != vhd::kBatUnused) order.push_back(i);
-        std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) { return bat_[a] < bat_[b]; });
+        std::sort(order.begin(), order.end(),
+                  [&](std::uint64_t a, std::uint64_t b) { return bat_[a] < bat_[b]; });
         for (std::size_t slot = 0; slot < order.size(); ++slot) {
             const std::uint64_t block = order[slot];
             bitmap_slot_[block] = static_cast<std::uint32_t>(slot);
-            const std::span<std::byte> into(reinterpret_cast<std::byte*>(bitmaps_.data()) + slot * bitmap_bytes_,
-                                            bitmap_bytes_);
+            const std::span<std::byte> into(
+                reinterpret_cast<std::byte*>(bitmaps_.data()) + slot * bitmap_bytes_, bitmap_bytes_);
             file_.read_exact(std::uint64_t{bat_[block]} * kSectorSize, into, "vhd sector bitmap");
         }
     }
@@ -241,7 +251,8 @@ private:
             if (entry != vhd::kBatUnused) {
                 state = Allocation::Data;
                 if (differencing) {
-                    const std::uint8_t* bits = bitmaps_.data() + std::size_t{bitmap_slot_[block]} * bitmap_bytes_;
+                    const std::uint8_t* bits =
+                        bitmaps_.data() + std::size_t{bitmap_slot_[block]} * bitmap_bytes_;
                     const auto first = static_cast<std::size_t>((pos - block_start) / kSectorSize);
                     const auto limit = static_cast<std::size_t>((block_end - block_start) / kSectorSize);
                     const bool set = bit_at(bits, first);
@@ -251,7 +262,8 @@ private:
             }
             if (pos == offset) {
                 result.state = state;
-                if (state == Allocation::Data) result.file_offset = data_offset(entry) + (offset - block_start);
+                if (state == Allocation::Data)
+                    result.file_offset = data_offset(entry) + (offset - block_start);
             } else if (state != result.state) {
                 break;
             }
@@ -269,9 +281,9 @@ private:
     vhd::Footer footer_;
     std::uint64_t footer_offset_ = 0;  ///< where the footer at the end of the file starts
     std::uint64_t block_size_ = 0;
-    std::size_t bitmap_bytes_ = 0;   ///< bitmap bytes that describe one block's sectors
-    std::uint64_t bitmap_size_ = 0;  ///< bitmap bytes stored before each block (whole sectors)
-    std::vector<std::uint32_t> bat_;  ///< one entry per block of the virtual disk: sector or unused
+    std::size_t bitmap_bytes_ = 0;            ///< bitmap bytes that describe one block's sectors
+    std::uint64_t bitmap_size_ = 0;           ///< bitmap bytes stored before each block (whole sectors)
+    std::vector<std::uint32_t> bat_;          ///< one entry per block of the virtual disk: sector or unused
     std::vector<std::uint32_t> bitmap_slot_;  ///< differencing: block → index into bitmaps_
     std::vector<std::uint8_t> bitmaps_;       ///< differencing: bitmaps of stored blocks
     std::optional<ParentLink> parent_;

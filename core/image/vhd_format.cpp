@@ -12,7 +12,8 @@ namespace {
 
 std::uint32_t be32(std::span<const std::byte> bytes, std::size_t offset) {
     std::uint32_t value = 0;
-    for (std::size_t i = 0; i < 4; ++i) value = (value << 8) | std::to_integer<std::uint32_t>(bytes[offset + i]);
+    for (std::size_t i = 0; i < 4; ++i)
+        value = (value << 8) | std::to_integer<std::uint32_t>(bytes[offset + i]);
     return value;
 }
 
@@ -88,17 +89,18 @@ std::uint32_t checksum(std::span<const std::byte> bytes, std::size_t checksum_of
 }
 
 Footer parse_footer(std::span<const std::byte, kFooterSize> bytes) {
-    if (!has_cookie(bytes, "conectix")) throw Error(ErrorKind::Corrupt, "vhd: footer has no \"conectix\" cookie");
+    if (!has_cookie(bytes, "conectix"))
+        throw Error(ErrorKind::Corrupt, "vhd: footer has no \"conectix\" cookie");
     const std::uint32_t stored = be32(bytes, kFooterChecksum);
     const std::uint32_t computed = checksum(bytes, kFooterChecksum);
     if (stored != computed)
-        throw Error(ErrorKind::Corrupt, "vhd: footer checksum mismatch (stored " + hex32(stored) + ", computed " +
-                                            hex32(computed) + ")");
+        throw Error(ErrorKind::Corrupt, "vhd: footer checksum mismatch (stored " + hex32(stored) +
+                                            ", computed " + hex32(computed) + ")");
     // Only the major half of the version decides the layout.
     const std::uint32_t version = be32(bytes, kFooterVersion);
     if ((version >> 16) != (kVersion1 >> 16))
-        throw Error(ErrorKind::Unsupported, "vhd: file format version " + std::to_string(version >> 16) + "." +
-                                                std::to_string(version & 0xffff) + " is not supported");
+        throw Error(ErrorKind::Unsupported, "vhd: file format version " + std::to_string(version >> 16) +
+                                                "." + std::to_string(version & 0xffff) + " is not supported");
 
     Footer footer;
     footer.data_offset = be64(bytes, kFooterDataOffset);
@@ -118,18 +120,20 @@ Footer parse_footer(std::span<const std::byte, kFooterSize> bytes) {
     return footer;
 }
 
-DynamicHeader parse_dynamic_header(std::span<const std::byte, kDynamicHeaderSize> bytes, std::uint64_t virtual_size) {
+DynamicHeader parse_dynamic_header(std::span<const std::byte, kDynamicHeaderSize> bytes,
+                                   std::uint64_t virtual_size) {
     if (!has_cookie(bytes, "cxsparse"))
         throw Error(ErrorKind::Corrupt, "vhd: dynamic disk header has no \"cxsparse\" cookie");
     const std::uint32_t stored = be32(bytes, kHeaderChecksum);
     const std::uint32_t computed = checksum(bytes, kHeaderChecksum);
     if (stored != computed)
-        throw Error(ErrorKind::Corrupt, "vhd: dynamic disk header checksum mismatch (stored " + hex32(stored) +
-                                            ", computed " + hex32(computed) + ")");
+        throw Error(ErrorKind::Corrupt, "vhd: dynamic disk header checksum mismatch (stored " +
+                                            hex32(stored) + ", computed " + hex32(computed) + ")");
     const std::uint32_t version = be32(bytes, kHeaderVersion);
     if ((version >> 16) != (kVersion1 >> 16))
-        throw Error(ErrorKind::Unsupported, "vhd: dynamic disk header version " + std::to_string(version >> 16) +
-                                                "." + std::to_string(version & 0xffff) + " is not supported");
+        throw Error(ErrorKind::Unsupported, "vhd: dynamic disk header version " +
+                                                std::to_string(version >> 16) + "." +
+                                                std::to_string(version & 0xffff) + " is not supported");
 
     DynamicHeader header;
     header.table_offset = be64(bytes, kHeaderTableOffset);

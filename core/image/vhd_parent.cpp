@@ -58,14 +58,16 @@ std::string decode_locator(const HostFile& file, const Locator& locator, std::si
     file.read_exact(locator.data_offset, data, what.c_str());
     switch (static_cast<LocatorCode>(locator.code)) {
         case LocatorCode::W2ru:
-        case LocatorCode::W2ku: return utf16_to_utf8(data, false);
+        case LocatorCode::W2ku:
+            return utf16_to_utf8(data, false);
         case LocatorCode::Wi2r:
         case LocatorCode::Wi2k:
             return trim_nul(std::string(reinterpret_cast<const char*>(data.data()), data.size()));
         case LocatorCode::Mac:
         case LocatorCode::MacX:
             return file_url_path(std::string(reinterpret_cast<const char*>(data.data()), data.size()));
-        case LocatorCode::None: break;
+        case LocatorCode::None:
+            break;
     }
     return {};
 }
@@ -78,13 +80,24 @@ RecordedPaths recorded_paths(const HostFile& file, const DynamicHeader& header) 
         const Locator& locator = header.locators[i];
         std::string* slot = nullptr;
         switch (static_cast<LocatorCode>(locator.code)) {
-            case LocatorCode::W2ru: slot = &w2ru; break;
-            case LocatorCode::Wi2r: slot = &wi2r; break;
-            case LocatorCode::W2ku: slot = &w2ku; break;
-            case LocatorCode::Wi2k: slot = &wi2k; break;
+            case LocatorCode::W2ru:
+                slot = &w2ru;
+                break;
+            case LocatorCode::Wi2r:
+                slot = &wi2r;
+                break;
+            case LocatorCode::W2ku:
+                slot = &w2ku;
+                break;
+            case LocatorCode::Wi2k:
+                slot = &wi2k;
+                break;
             case LocatorCode::Mac:
-            case LocatorCode::MacX: slot = &mac; break;
-            case LocatorCode::None: break;
+            case LocatorCode::MacX:
+                slot = &mac;
+                break;
+            case LocatorCode::None:
+                break;
         }
         // Unknown platform codes are skipped: other platforms' locators are not ours to read.
         if (slot == nullptr || locator.data_length == 0 || !slot->empty()) continue;
@@ -118,7 +131,8 @@ ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
 
     std::vector<std::string> candidates;
     const auto add = [&](std::string candidate) {
-        if (!candidate.empty() && std::find(candidates.begin(), candidates.end(), candidate) == candidates.end())
+        if (!candidate.empty() &&
+            std::find(candidates.begin(), candidates.end(), candidate) == candidates.end())
             candidates.push_back(std::move(candidate));
     };
     // A relative locator with a drive letter ("D:x.vhd") or a root ("\\x.vhd") is relative

@@ -107,7 +107,7 @@ VhdxLayer::Parts VhdxLayer::load(const std::string& path) {
     const auto second = read_header_slot(host, kHeaderOffsets[1]);
     if (!first && !second && host.size() < kRegionTableOffsets[0])
         corrupt("the file (" + std::to_string(host.size()) + " bytes) ends before its headers");
-    const Header header = current_header(first, second, host.size());
+    const Header header = current_header(first, second);
     LogReplay replay = replay_log(host, header);
     FileView file(std::move(host), std::move(replay));
 

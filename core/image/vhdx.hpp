@@ -8,7 +8,10 @@
 
 namespace guestfrag {
 
-/// Opens one vhdx file as a layer. Throws Error (NotFound, Corrupt, Unsupported, Io).
+/// Opens one VHDX file (fixed, dynamic or differencing; MS-VHDX v1.0) as a layer; see
+/// VhdxLayer (core/image/vhdx_layer.hpp) for what map() reports and what is validated. A
+/// log left by a disk that was not closed cleanly is replayed in memory (never written).
+/// Throws Error (NotFound, Corrupt, Unsupported, Io).
 [[nodiscard]] std::unique_ptr<LayerFile> open_vhdx(const std::string& path);
 
 }  // namespace guestfrag

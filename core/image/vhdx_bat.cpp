@@ -101,7 +101,10 @@ Bat::Bat(std::span<const std::byte> raw, const Metadata& metadata, std::uint64_t
 
     // No two stored things may share file bytes (the spec forbids it; a crafted file could
     // otherwise alias the BAT or another block).
-    std::sort(used.begin(), used.end(), [](const Used& a, const Used& b) { return a.start < b.start; });
+    // Reserved areas sort first among equal starts, so messages name the block, not them.
+    std::sort(used.begin(), used.end(), [](const Used& a, const Used& b) {
+        return a.start != b.start ? a.start < b.start : (a.what == -1) > (b.what == -1);
+    });
     const auto name = [&](const Used& u) {
         if (u.what == -1) return reserved[u.reserved].name;
         if (u.what < -1) return "the sector bitmap of chunk " + std::to_string(-u.what - 2);

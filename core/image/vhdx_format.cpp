@@ -152,8 +152,7 @@ std::optional<Header> parse_header(std::span<const std::byte> bytes) {
     return h;
 }
 
-Header current_header(const std::optional<Header>& first, const std::optional<Header>& second,
-                      std::uint64_t /*file_size*/) {
+Header current_header(const std::optional<Header>& first, const std::optional<Header>& second) {
     if (!first && !second)
         corrupt("neither header (at 64 KiB and 128 KiB) has a valid signature and checksum");
     // The spec: the valid header with the greater sequence number is current.

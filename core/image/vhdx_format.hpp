@@ -86,8 +86,7 @@ struct Header {
 /// Chooses the current header from the two slots (either may be nullopt) and checks its
 /// fields. Throws Error(Corrupt) when neither is valid or the log fields are malformed,
 /// Error(Unsupported) for versions other than 1 and log versions other than 0.
-[[nodiscard]] Header current_header(const std::optional<Header>& first, const std::optional<Header>& second,
-                                    std::uint64_t file_size);
+[[nodiscard]] Header current_header(const std::optional<Header>& first, const std::optional<Header>& second);
 
 /// A region table entry.
 struct Region {

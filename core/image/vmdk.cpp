@@ -35,7 +35,7 @@ Magic magic_of(const HostFile& file) {
     return Magic::Other;
 }
 
-/// The directory names in the descriptor are relative to: that of the path as given.
+/// Names in a descriptor are relative to the directory of the descriptor's path as given.
 fs::path directory_of(const std::string& path) { return fs::path(path).parent_path(); }
 
 std::string join(const fs::path& dir, const std::string& name) {
@@ -48,11 +48,11 @@ bool is_windows_absolute(const std::string& name) {
     return drive || name.starts_with("\\\\");
 }
 
-/// Host paths to try for a parentFileNameHint (or an extent name), in the order VMware
-/// products resolve them: a relative name against the child's directory; an absolute
-/// name as written (a datastore or Windows path usually does not exist here), then its
-/// last component in the child's directory, where copied disks usually sit side by side.
-/// Windows separators are turned into '/' for the relative lookups.
+/// Host paths to try for a parentFileNameHint (or an extent name), in order: a relative
+/// name against the child's directory; an absolute name as written (a datastore or
+/// Windows path that rarely exists on this host), then its last component in the child's
+/// directory, where copied disks usually sit side by side. Windows separators become '/'
+/// for the lookups in the child's directory.
 std::vector<std::string> candidates_for(const std::string& name, const fs::path& dir) {
     std::vector<std::string> out;
     const auto add = [&](const std::string& candidate) {
@@ -76,8 +76,8 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
     if (!d.parent_hint && !has_parent_cid) return std::nullopt;
     ParentLink link;
     if (d.parent_hint) {
-        // qemu follows the hint even when parentCID says "none"; VMware would not open
-        // such a disk at all, and the hint is the better guess of what the writer meant.
+        // A hint with parentCID ffffffff is inconsistent; like qemu, follow the hint (there
+        // is then no identity to check the parent by).
         link.recorded = *d.parent_hint;
         link.candidates = candidates_for(*d.parent_hint, dir);
     } else {
@@ -140,8 +140,8 @@ std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t 
         case VmdkExtentType::Sparse:
         case VmdkExtentType::VmfsSparse:
         case VmdkExtentType::SeSparse: {
-            // Like qemu, go by the file's magic: SPARSE and VMFSSPARSE lines are known to
-            // name either kind of file.
+            // Go by the file's magic, as qemu does for SPARSE and VMFSSPARSE lines: the
+            // line's type is a hint, the header is what the file is.
             auto extent = open_sparse(open_extent_file(line, index, dir));
             if (extent->size() != bytes)
                 throw Error(ErrorKind::Corrupt, "the descriptor gives it " + std::to_string(line.sectors) +
@@ -184,7 +184,8 @@ std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const H
         try {
             extents.push_back({start, open_extent(line, i, dir, parent.has_value()), line.file});
         } catch (const Error& e) {
-            if (e.kind() == ErrorKind::NotFound) throw;  // already names the extent
+            // Missing files are already named; "not supported" stands on its own.
+            if (e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::Unsupported) throw;
             throw Error(e.kind(), "extent " + std::to_string(i + 1) + " (" +
                                       (line.file.empty() ? std::string("ZERO") : line.file) + "): " + e.what());
         }

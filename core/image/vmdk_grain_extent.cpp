@@ -80,6 +80,24 @@ VmdkGrain VmdkGrainExtent::grain(std::uint64_t grain) const {
 
 Mapping VmdkGrainExtent::map(std::uint64_t offset) const {
     if (offset >= size_) throw Error(ErrorKind::Internal, "vmdk extent mapped past its end");
+    {
+        const std::lock_guard lock(runs_mutex_);
+        for (const Run& run : runs_)
+            if (run.begin <= offset && offset < run.end) {
+                Mapping m = run.mapping;
+                m.length = run.end - offset;
+                if (m.file_offset) *m.file_offset += offset - run.begin;
+                return m;
+            }
+    }
+    const Mapping m = scan(offset);
+    const std::lock_guard lock(runs_mutex_);
+    runs_[next_run_] = {offset, offset + m.length, m};
+    next_run_ = (next_run_ + 1) % kRunSlots;
+    return m;
+}
+
+Mapping VmdkGrainExtent::scan(std::uint64_t offset) const {
     std::uint64_t g = offset / grain_bytes_;
     std::uint64_t table_index = g / grains_per_table_;
     auto t = table(table_index);

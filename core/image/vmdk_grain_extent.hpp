@@ -102,6 +102,18 @@ private:
     mutable std::unordered_map<std::uint64_t, std::shared_ptr<const VmdkGrainTable>> tables_;
     mutable std::size_t cached_entries_ = 0;
 
+    /// Recently computed runs: reads come in small pieces and each asks map() first, so
+    /// repeating the scan for every piece of one long run would cost O(run) per read.
+    struct Run {
+        std::uint64_t begin = 0, end = 0;
+        Mapping mapping;  ///< as computed at `begin`
+    };
+    static constexpr std::size_t kRunSlots = 8;
+    [[nodiscard]] Mapping scan(std::uint64_t offset) const;
+    mutable std::mutex runs_mutex_;
+    mutable std::array<Run, kRunSlots> runs_{};
+    mutable std::size_t next_run_ = 0;
+
     static constexpr std::size_t kInflatedSlots = 8;
     mutable std::mutex inflated_mutex_;
     mutable std::array<std::pair<std::uint64_t, std::shared_ptr<const Inflated>>, kInflatedSlots> inflated_{};

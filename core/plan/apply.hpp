@@ -10,9 +10,24 @@ namespace guestfrag {
 /// free space updated. Pure; the image is never touched. Validates as it goes and throws
 /// Error(Corrupt, "move N: ...") naming the first move whose source is not owned by its
 /// stream at that moment or whose destination is not free (or is unmovable/out of range).
+/// Move numbers in its messages are 0-based: "move N" is `moves[N]` of the plan (and of its
+/// JSON document). Stream `(mft_record, label)` must be Placement::Movable; a move's source
+/// [from_lcn, from_lcn + clusters) must be exactly what the stream maps at VCNs
+/// [vcn, vcn + clusters) (allocated, LCN-contiguous); its destination must be free, inside
+/// the volume and outside `unmovable`. Runs are split and merged as needed.
+/// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream's
+/// runs are held in an ordered map while it is being edited, so a stream moved in many
+/// pieces costs O(runs · log runs), never quadratic.
 [[nodiscard]] VolumeMap apply_plan(const VolumeMap& before, const Plan& plan);
 
 /// The identity a plan for `volume` on the image at `image_path` of `virtual_size` carries.
+/// The digest is FNV-1a 64 over the free extents and every stream's (record, type, name,
+/// runs), in VolumeMap order (docs/planner.md §4). O(free extents + runs).
 [[nodiscard]] PlanIdentity identify(const VolumeMap& volume, const std::string& image_path, std::uint64_t virtual_size);
+
+/// Throws Error(Corrupt, "plan was made for another image or the image changed since (...)")
+/// naming the first field of `actual` that differs from `planned`. The image path is not
+/// compared: an image may be moved or named relatively without changing.
+void check_identity(const PlanIdentity& planned, const PlanIdentity& actual);
 
 }  // namespace guestfrag

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Move {
     friend bool operator==(const Move&, const Move&) = default;
 };
 
+/// Largest number a plan may carry in any LCN, VCN or cluster count: NTFS addresses at most
+/// 2^64 clusters but no real volume comes near 2^62, and the bound keeps every sum of two
+/// such numbers inside int64_t.
+inline constexpr std::int64_t kMaxPlanNumber = std::int64_t{1} << 62;
+
 /// What a plan was made for, so that a plan is never applied to another or a changed
 /// image (checked before any use of the plan).
 struct PlanIdentity {
@@ -39,6 +45,34 @@ struct PlanIdentity {
     friend bool operator==(const PlanIdentity&, const PlanIdentity&) = default;
 };
 
+/// What a plan claims it achieves (docs/planner.md §2 gives every formula). Counting figures
+/// follow docs/metrics.md exactly, so analysing apply_plan's result gives the same numbers.
+/// Growth and reclaimable figures are at `granule_size` bytes (docs/planner.md §3).
+struct PlanSummary {
+    std::uint64_t moves = 0;
+    std::uint64_t moved_clusters = 0;
+    std::uint64_t moved_bytes = 0;              ///< moved_clusters · cluster size
+    std::uint64_t fragments_before = 0;         ///< Σ Stream::fragments() over the volume
+    std::uint64_t fragments_after = 0;
+    std::uint64_t fragmented_streams_before = 0;  ///< streams with more than one fragment
+    std::uint64_t fragmented_streams_after = 0;
+    std::uint64_t free_extents_before = 0;      ///< intervals of VolumeMap::free
+    std::uint64_t free_extents_after = 0;
+    std::uint64_t largest_free_extent_clusters_before = 0;
+    std::uint64_t largest_free_extent_clusters_after = 0;
+    /// ZFS-weighted free-space fragmentation (docs/metrics.md §3); the core has no copy of
+    /// the penalty table, so whoever links the analyzers fills these (the CLI does).
+    std::optional<double> free_space_fragmentation_percent_before;
+    std::optional<double> free_space_fragmentation_percent_after;
+    std::uint64_t granule_size = 0;             ///< granule of the figures below, bytes
+    std::uint64_t thin_growth_bytes = 0;
+    std::uint64_t clone_delta_growth_bytes = 0;
+    std::uint64_t reclaimable_bytes_before = 0;
+    std::uint64_t reclaimable_bytes_after = 0;
+
+    friend bool operator==(const PlanSummary&, const PlanSummary&) = default;
+};
+
 /// Intent only: an ordered list of moves and the strategy that chose them. Applying it is
 /// a separate step (apply_plan) that never touches an image.
 struct Plan {
@@ -51,8 +85,14 @@ struct Plan {
         std::uint64_t mft_record = 0;
         std::string stream;
         std::string reason;
+
+        friend bool operator==(const Skipped&, const Skipped&) = default;
     };
     std::vector<Skipped> skipped;
+    /// Remarks for people about the plan as a whole ("3 streams were placed inside the MFT
+    /// zone: nothing else was large enough").
+    std::vector<std::string> notes;
+    PlanSummary summary;
 };
 
 }  // namespace guestfrag

@@ -62,7 +62,8 @@ void exercise(const guestfrag::LayerFile& layer) {
         offset += m.length;
     }
     for (const std::uint64_t at : {std::uint64_t{0}, size / 2, size > 4096 ? size - 4096 : 0}) {
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), size - std::min(at, size)));
+        const auto n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), size - std::min(at, size)));
         layer.read(at, std::span(buf).first(n));
     }
 }
@@ -85,12 +86,14 @@ std::uint64_t be(const std::vector<std::uint8_t>& bytes, std::size_t at, int n) 
     return v;
 }
 
-void put_checksum(std::vector<std::uint8_t>& bytes, std::size_t begin, std::size_t length, std::size_t field) {
+void put_checksum(std::vector<std::uint8_t>& bytes, std::size_t begin, std::size_t length,
+                  std::size_t field) {
     std::uint32_t sum = 0;
     for (std::size_t i = 0; i < length; ++i)
         if (i < field || i >= field + 4) sum += bytes[begin + i];
     sum = ~sum;
-    for (int i = 0; i < 4; ++i) bytes[begin + field + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(sum >> (24 - 8 * i));
+    for (int i = 0; i < 4; ++i)
+        bytes[begin + field + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(sum >> (24 - 8 * i));
 }
 
 /// The input with valid footer and dynamic header checksums, so mutations get past the
@@ -101,7 +104,8 @@ std::vector<std::uint8_t> with_checksums(const std::uint8_t* data, std::size_t s
     const std::size_t footer = size - 512;
     put_checksum(bytes, footer, 512, 64);
     const std::uint64_t header = be(bytes, footer + 16, 8);
-    if (header <= footer && footer - header >= 1024) put_checksum(bytes, static_cast<std::size_t>(header), 1024, 36);
+    if (header <= footer && footer - header >= 1024)
+        put_checksum(bytes, static_cast<std::size_t>(header), 1024, 36);
     return bytes;
 }
 

@@ -51,7 +51,8 @@ void write_at(const fs::path& path, std::uint64_t offset, const std::vector<std:
 
 std::uint64_t be_at(const std::vector<std::byte>& buf, std::size_t at, int bytes) {
     std::uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v = (v << 8) | std::to_integer<std::uint64_t>(buf.at(at + static_cast<std::size_t>(i)));
+    for (int i = 0; i < bytes; ++i)
+        v = (v << 8) | std::to_integer<std::uint64_t>(buf.at(at + static_cast<std::size_t>(i)));
     return v;
 }
 
@@ -86,11 +87,11 @@ std::uint32_t geometry(std::uint64_t size) {
 std::vector<std::byte> make_footer(const VhdSpec& spec, std::uint64_t data_offset) {
     std::vector<std::byte> f(512);
     put_text(f, 0, "conectix");
-    put_be(f, 8, 2, 4);              // features: reserved bit set
-    put_be(f, 12, 0x00010000, 4);    // file format version
+    put_be(f, 8, 2, 4);            // features: reserved bit set
+    put_be(f, 12, 0x00010000, 4);  // file format version
     put_be(f, 16, data_offset, 8);
-    put_be(f, 24, 0x2d000000, 4);    // timestamp
-    put_text(f, 28, "win ");         // creator: makes qemu use current size, as Hyper-V does
+    put_be(f, 24, 0x2d000000, 4);  // timestamp
+    put_text(f, 28, "win ");       // creator: makes qemu use current size, as Hyper-V does
     put_be(f, 32, 0x000a0000, 4);
     put_text(f, 36, "Wi2k");
     put_be(f, 40, spec.virtual_size, 8);
@@ -162,7 +163,8 @@ VhdLayout write_vhd(const fs::path& path, const VhdSpec& spec) {
         put_be(h, at + 4, round_up(std::max<std::uint64_t>(loc.data.size(), 1), kSector), 4);
         put_be(h, at + 8, loc.data.size(), 4);
         put_be(h, at + 16, locator_offsets[i], 8);
-        std::copy(loc.data.begin(), loc.data.end(), file.begin() + static_cast<std::ptrdiff_t>(locator_offsets[i]));
+        std::copy(loc.data.begin(), loc.data.end(),
+                  file.begin() + static_cast<std::ptrdiff_t>(locator_offsets[i]));
     }
     put_be(h, 36, sum_except(h, 36), 4);
     std::copy(h.begin(), h.end(), file.begin() + static_cast<std::ptrdiff_t>(layout.header_offset));
@@ -181,7 +183,8 @@ VhdLayout write_vhd(const fs::path& path, const VhdSpec& spec) {
         const std::uint64_t s = sector % sectors_per_block;
         const std::uint64_t at = layout.block_offsets.at(b);
         file[static_cast<std::size_t>(at + s / 8)] |= static_cast<std::byte>(0x80u >> (s % 8));
-        std::copy(bytes.begin(), bytes.end(), file.begin() + static_cast<std::ptrdiff_t>(at + bitmap_size + s * kSector));
+        std::copy(bytes.begin(), bytes.end(),
+                  file.begin() + static_cast<std::ptrdiff_t>(at + bitmap_size + s * kSector));
     }
 
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

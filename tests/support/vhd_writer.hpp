@@ -37,7 +37,7 @@ struct VhdSpec {
     std::uint32_t block_size = 2u << 20;
     VhdGuid unique_id{};
     VhdGuid parent_id{};
-    std::string parent_name;  ///< ASCII/UTF-8, stored as UTF-16 big-endian
+    std::string parent_name;               ///< ASCII/UTF-8, stored as UTF-16 big-endian
     std::vector<VhdLocatorSpec> locators;  ///< at most 8
     /// Sectors this layer stores (sector number → 512 bytes); their bitmap bits are set.
     std::map<std::uint64_t, std::vector<std::byte>> sectors;

@@ -21,10 +21,13 @@
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/raw_image.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
+
+using guestfrag::test::kind_of;
 
 namespace {
 
@@ -43,18 +46,6 @@ fs::path patterned_file(const std::string& name, std::uint64_t size) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return path;
-}
-
-template <typename F>
-ErrorKind kind_of(F&& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.kind();
-    }
-    FAIL("no guestfrag::Error thrown");
-    return ErrorKind::Internal;
 }
 
 /// data:true ranges of `qemu-img map --output=json` for a raw file.

@@ -25,10 +25,13 @@
 #include "core/image/qcow2_inflate.hpp"
 #include "core/image/qcow2_l2.hpp"
 #include "core/image/qcow2_layer.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
+
+using guestfrag::test::kind_of;
 
 namespace {
 
@@ -284,18 +287,6 @@ std::unique_ptr<DiskImage> check_image(const fs::path& path, std::size_t layers,
     return image;
 }
 
-template <typename F>
-ErrorKind kind_of(F&& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.kind();
-    }
-    FAIL("no guestfrag::Error thrown");
-    return ErrorKind::Internal;
-}
-
 void patch(const fs::path& path, std::uint64_t offset, const std::vector<std::uint8_t>& bytes) {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(static_cast<std::streamoff>(offset));
@@ -413,6 +404,13 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
         const Mapping m = layer->map(20 * MiB + 4 * KiB);
         CHECK(m.state == Allocation::Unallocated);  // allocated cluster, unallocated subcluster
         CHECK(m.length == 4 * KiB);
+    }
+    SECTION("after an internal snapshot, the active state is read") {
+        // Clusters shared with the snapshot lose their COPIED flag; writes then copy them.
+        const fs::path image = convert(raw, dir / "snap.qcow2", {});
+        run_ok({"qemu-img", "snapshot", "-c", "before", image.string()});
+        qemu_io(image, {"write -P 0x77 0 4K", "write -z 3M 64K", "write -P 0x78 " + at(11 * MiB) + " 64K"});
+        check_image(image, 1, 64 * KiB);
     }
 }
 

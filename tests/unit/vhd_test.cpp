@@ -23,6 +23,7 @@
 #include "core/image/layer_file.hpp"
 #include "core/image/open_chain.hpp"
 #include "core/image/vhd.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/vhd_writer.hpp"
 
@@ -30,18 +31,29 @@ namespace fs = std::filesystem;
 using namespace guestfrag;
 using Bytes = std::vector<std::byte>;
 
+using guestfrag::test::kind_of;
+
 namespace {
 
 constexpr std::uint64_t kMiB = 1 << 20;
 constexpr std::uint64_t kBlock = 2 * kMiB;
 
-/// A fresh directory per test case and process (ctest runs cases in parallel).
-fs::path work_dir(const std::string& name) {
-    const fs::path dir = test::scratch_dir() / ("vhd-" + name + "." + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+/// A fresh directory per test case and process (ctest runs cases in parallel), removed
+/// with everything in it when the case ends.
+struct WorkDir {
+    fs::path path;
+    explicit WorkDir(const std::string& name)
+        : path(test::scratch_dir() / ("vhd-" + name + "." + std::to_string(::getpid()))) {
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~WorkDir() {
+        std::error_code ignored;
+        fs::remove_all(path, ignored);
+    }
+    WorkDir(const WorkDir&) = delete;
+    WorkDir& operator=(const WorkDir&) = delete;
+};
 
 std::byte pattern_at(std::uint64_t offset, std::uint64_t seed) {
     std::uint64_t x = (offset / 8) * 0x9e3779b97f4a7c15ull + seed;
@@ -105,7 +117,8 @@ std::vector<QemuEntry> qemu_map(const fs::path& image) {
     const std::regex object_re(R"(\{[^}]*\})");
     const auto number = [](const std::string& object, const char* key) -> std::optional<std::uint64_t> {
         std::smatch m;
-        if (!std::regex_search(object, m, std::regex(std::string("\"") + key + R"(":\s*(\d+))"))) return std::nullopt;
+        if (!std::regex_search(object, m, std::regex(std::string("\"") + key + R"(":\s*(\d+))")))
+            return std::nullopt;
         return std::stoull(m[1]);
     };
     const auto flag = [](const std::string& object, const char* key) {
@@ -113,7 +126,8 @@ std::vector<QemuEntry> qemu_map(const fs::path& image) {
         REQUIRE(std::regex_search(object, m, std::regex(std::string("\"") + key + R"(":\s*(true|false))")));
         return m[1] == "true";
     };
-    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), object_re); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), object_re); it != std::sregex_iterator();
+         ++it) {
         const std::string object = it->str();
         QemuEntry e;
         e.start = number(object, "start").value();
@@ -130,7 +144,8 @@ std::vector<QemuEntry> qemu_map(const fs::path& image) {
 
 std::string describe(const ByteSet& set) {
     std::string text;
-    for (const auto& iv : set) text += "[" + std::to_string(iv.lower()) + "," + std::to_string(iv.upper()) + ") ";
+    for (const auto& iv : set)
+        text += "[" + std::to_string(iv.lower()) + "," + std::to_string(iv.upper()) + ") ";
     return text;
 }
 
@@ -152,24 +167,15 @@ std::int64_t first_difference(const Bytes& a, const Bytes& b) {
     return x == a.end() ? -1 : x - a.begin();
 }
 
-template <typename F>
-ErrorKind kind_of(F&& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.kind();
-    }
-    FAIL("no guestfrag::Error thrown");
-    return ErrorKind::Internal;
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 /// A 512-byte sector with content derived from `tag` (never all zero, never the filler).
 Bytes sector_of(std::uint64_t tag) {
     Bytes s(512);
-    for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<std::byte>(((tag * 37 + i * 11) % 200) + 20);
+    for (std::size_t i = 0; i < s.size(); ++i)
+        s[i] = static_cast<std::byte>(((tag * 37 + i * 11) % 200) + 20);
     return s;
 }
 
@@ -183,8 +189,10 @@ void check_allocation_against_qemu(const DiskImage& image, const fs::path& file)
     for (const QemuEntry& e : qemu_map(file)) {
         covered += span(e.start, e.start + e.length);
         CHECK(e.present);
-        if (e.data) qemu_data += span(e.start, e.start + e.length);
-        else if (e.zero) qemu_zero_only += span(e.start, e.start + e.length);
+        if (e.data)
+            qemu_data += span(e.start, e.start + e.length);
+        else if (e.zero)
+            qemu_zero_only += span(e.start, e.start + e.length);
     }
     ByteSet all;
     all += span(0, image.size());
@@ -210,9 +218,10 @@ void check_file_offsets_against_qemu(const LayerFile& layer, const fs::path& fil
     }
 }
 
-void make_vpc(const fs::path& raw, const fs::path& vhd, const std::string& subformat, bool preallocate = false) {
-    std::vector<std::string> argv{"qemu-img", "convert", "-f", "raw", "-O", "vpc", "-o",
-                                  "subformat=" + subformat + ",force_size=on"};
+void make_vpc(const fs::path& raw, const fs::path& vhd, const std::string& subformat,
+              bool preallocate = false) {
+    std::vector<std::string> argv{"qemu-img", "convert", "-f", "raw",
+                                  "-O",       "vpc",     "-o", "subformat=" + subformat + ",force_size=on"};
     if (preallocate) argv.emplace_back("-S0");
     argv.push_back(raw.string());
     argv.push_back(vhd.string());
@@ -226,7 +235,8 @@ bool have_qemu() {
 }
 
 /// A qemu-made dynamic parent of `size` bytes with data in `regions`.
-fs::path qemu_parent(const fs::path& dir, const std::string& name, std::uint64_t size, const ByteSet& regions) {
+fs::path qemu_parent(const fs::path& dir, const std::string& name, std::uint64_t size,
+                     const ByteSet& regions) {
     const fs::path raw = patterned_raw(dir / (name + ".raw"), size, regions, 7);
     const fs::path vhd = dir / name;
     make_vpc(raw, vhd, "dynamic");
@@ -266,7 +276,8 @@ test::VhdSpec child_spec(const fs::path& parent, std::uint64_t size) {
 
 TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("fixed");
+    const WorkDir work("fixed");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 9 * kMiB + 3 * 512;
     ByteSet regions;
     regions += span(0, 4096);
@@ -306,7 +317,8 @@ TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
 
 TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("footer511");
+    const WorkDir work("footer511");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 2 * kMiB;
     ByteSet regions;
     regions += span(0, size);
@@ -322,14 +334,15 @@ TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
 
 TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("dynamic");
+    const WorkDir work("dynamic");
+    const fs::path& dir = work.path;
     // 6.5 blocks: the last block is only half inside the disk.
     const std::uint64_t size = 13 * kMiB;
     ByteSet regions;
-    regions += span(512, 1024);                         // block 0: a few bytes
-    regions += span(2 * kBlock, 3 * kBlock);            // block 2: all of it
+    regions += span(512, 1024);                             // block 0: a few bytes
+    regions += span(2 * kBlock, 3 * kBlock);                // block 2: all of it
     regions += span(4 * kBlock - 4096, 4 * kBlock + 8192);  // blocks 3 and 4 around their border
-    regions += span(size - 512, size);                  // the disk's last sector (block 6)
+    regions += span(size - 512, size);                      // the disk's last sector (block 6)
     const fs::path raw = patterned_raw(dir / "src.raw", size, regions, 3);
     const fs::path vhd = dir / "dyn.vhd";
     make_vpc(raw, vhd, "dynamic");
@@ -363,9 +376,11 @@ TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
     CHECK(last.length == 512);
 }
 
-TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, partial bitmaps", "[image][vhd]") {
+TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, partial bitmaps",
+          "[image][vhd]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("dynwriter");
+    const WorkDir work("dynwriter");
+    const fs::path& dir = work.path;
     test::VhdSpec spec;
     spec.disk_type = 3;
     spec.block_size = 64 * 1024;
@@ -389,9 +404,11 @@ TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, part
 
 TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("big");
+    const WorkDir work("big");
+    const fs::path& dir = work.path;
     const fs::path vhd = dir / "big.vhd";
-    run_ok({"qemu-img", "create", "-q", "-f", "vpc", "-o", "subformat=dynamic,force_size=on", vhd.string(), "2000G"});
+    run_ok({"qemu-img", "create", "-q", "-f", "vpc", "-o", "subformat=dynamic,force_size=on", vhd.string(),
+            "2000G"});
     const auto file = open_vhd(vhd.string());
     CHECK(file->virtual_size() == 2000ull << 30);
     const Mapping m = file->map(0);
@@ -406,7 +423,8 @@ TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
 
 TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("diff");
+    const WorkDir work("diff");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 11 * kMiB;  // 5.5 blocks
     ByteSet parent_regions;
     parent_regions += span(0, kBlock);
@@ -496,7 +514,9 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
                 for (int i = 0; i < 200; ++i) {
                     const std::uint64_t at = rng() % (size - buf.size());
                     image->read(at, buf);
-                    if (!std::equal(buf.begin(), buf.end(), expected.begin() + static_cast<std::ptrdiff_t>(at))) ++bad;
+                    if (!std::equal(buf.begin(), buf.end(),
+                                    expected.begin() + static_cast<std::ptrdiff_t>(at)))
+                        ++bad;
                 }
             });
         for (auto& t : threads) t.join();
@@ -525,7 +545,8 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
 
 TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chain]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("locators");
+    const WorkDir work("locators");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 4 * kMiB;
     ByteSet regions;
     regions += span(0, 8192);
@@ -610,7 +631,8 @@ TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chai
 
 TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][chain][bad]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("badchain");
+    const WorkDir work("badchain");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 4 * kMiB;
     ByteSet regions;
     regions += span(0, 8192);
@@ -622,7 +644,8 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
         spec.parent_id = guid(9);
         spec.locators = {{test::kVhdW2ru, test::vhd_utf16le(".\\parent.vhd")}};
         test::write_vhd(dir / "child.vhd", spec);
-        CHECK(kind_of([&] { (void)open_chain((dir / "child.vhd").string()); }, &message) == ErrorKind::Corrupt);
+        CHECK(kind_of([&] { (void)open_chain((dir / "child.vhd").string()); }, &message) ==
+              ErrorKind::Corrupt);
         CHECK(contains(message, guid_string(guid(9))));
         CHECK(contains(message, guid_string(test::vhd_unique_id(parent))));
     }
@@ -632,7 +655,8 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
         spec.locators = {{test::kVhdW2ru, test::vhd_utf16le(".\\gone.vhd")},
                          {test::kVhdW2ku, test::vhd_utf16le("C:\\VMs\\gone.vhd")}};
         test::write_vhd(dir / "orphan.vhd", spec);
-        CHECK(kind_of([&] { (void)open_chain((dir / "orphan.vhd").string()); }, &message) == ErrorKind::NotFound);
+        CHECK(kind_of([&] { (void)open_chain((dir / "orphan.vhd").string()); }, &message) ==
+              ErrorKind::NotFound);
         CHECK(contains(message, "C:\\VMs\\gone.vhd"));
         CHECK(contains(message, (dir / "gone.vhd").string()));
     }
@@ -657,14 +681,16 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
         self.locators = {{test::kVhdW2ru, test::vhd_utf16le(".\\link.vhd")}};
         test::write_vhd(dir / "self.vhd", self);
         fs::create_symlink("self.vhd", dir / "link.vhd");
-        CHECK(kind_of([&] { (void)open_chain((dir / "self.vhd").string()); }, &message) == ErrorKind::Corrupt);
+        CHECK(kind_of([&] { (void)open_chain((dir / "self.vhd").string()); }, &message) ==
+              ErrorKind::Corrupt);
         CHECK(contains(message, "loop"));
     }
 }
 
 TEST_CASE("vhd refuses damaged and unsupported files", "[image][vhd][bad]") {
     if (!have_qemu()) return;
-    const fs::path dir = work_dir("bad");
+    const WorkDir work("bad");
+    const fs::path& dir = work.path;
     const std::uint64_t size = 8 * kMiB;
     ByteSet regions;
     regions += span(0, 3 * kBlock);
@@ -799,7 +825,5 @@ TEST_CASE("vhd refuses damaged and unsupported files", "[image][vhd][bad]") {
         CHECK(refused(vhd) == ErrorKind::Corrupt);
         CHECK(contains(message, "locator 0"));
     }
-    SECTION("the pristine file still opens") {
-        CHECK_NOTHROW(open_chain(pristine.string()));
-    }
+    SECTION("the pristine file still opens") { CHECK_NOTHROW(open_chain(pristine.string())); }
 }

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/estimate/io.hpp"
+
+namespace guestfrag {
+
+// Device time models for `guestfrag estimate` (DESIGN §4). All of them serve one IO at a
+// time (queue depth 1) and know nothing of caches beyond what is stated; the parameters,
+// their sources and what the models leave out are in docs/estimate.md. `distance` is the
+// vscsiStats seek distance from the previous IO (seek_distance), absent for the first IO
+// of a workload.
+
+/// A 7200 rpm hard disk: a non-sequential IO pays a seek and, on average, half a
+/// revolution; every IO pays its transfer at the media rate. The heads start at LBN 0, so
+/// the first IO seeks |lbn| sectors.
+struct HddModel {
+    double rpm = 7200;
+    double settle_seconds = 0.5e-3;      ///< seek of 0 sectors (head settle, track-to-track)
+    double full_stroke_seconds = 15e-3;  ///< seek across `stroke_bytes` or more
+    double stroke_bytes = 1e12;          ///< the platter surface the disk's LBNs span (1 TB)
+    double transfer_bytes_per_second = 150e6;
+
+    /// Average rotational latency: half a revolution, 30 / rpm seconds (4.17 ms at 7200 rpm).
+    [[nodiscard]] double rotational_latency_seconds() const noexcept { return 30.0 / rpm; }
+    /// settle + (full_stroke − settle) · √min(1, |sectors| · 512 / stroke_bytes): the
+    /// square-root seek curve (Ruemmler and Wilkes 1994).
+    [[nodiscard]] double seek_seconds(std::int64_t sectors) const noexcept;
+    /// Transfer, plus seek and rotational latency unless distance == 1.
+    [[nodiscard]] double io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept;
+};
+
+/// A SATA SSD: a fixed latency per IO plus transfer; where the data lies costs nothing.
+struct SsdModel {
+    double io_latency_seconds = 80e-6;
+    double transfer_bytes_per_second = 500e6;
+
+    [[nodiscard]] double io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept;
+};
+
+/// A thin-provisioned enterprise array behind a SAN link: a random IO pays the array's
+/// read latency; an IO that starts less than `sequential_window_bytes` after the previous
+/// IO's end (a forward gap of 0 … window − 512 bytes: distance 1 … window/512) is served
+/// from the array's read-ahead cache at the lower latency; every IO pays the link's
+/// transfer time.
+struct ArrayModel {
+    double random_io_seconds = 0.3e-3;
+    double sequential_io_seconds = 0.05e-3;
+    std::uint64_t sequential_window_bytes = 1 << 20;
+    double transfer_bytes_per_second = 1e9;
+
+    /// Whether an IO at `distance` counts as sequential for the array's read-ahead.
+    [[nodiscard]] bool sequential(std::optional<std::int64_t> distance) const noexcept;
+    [[nodiscard]] double io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept;
+};
+
+/// The three models `estimate` reports, with their documented default parameters.
+struct DeviceModels {
+    HddModel hdd;
+    SsdModel ssd;
+    ArrayModel array;
+};
+
+}  // namespace guestfrag

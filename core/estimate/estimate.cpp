@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/estimate/estimate.hpp"
+
+#include "core/estimate/scan_workload.hpp"
+#include "core/estimate/stream_ios.hpp"
+#include "core/estimate/trace_source.hpp"
+
+namespace guestfrag {
+
+PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io, const DiskImage& image,
+                                  const VolumeMap& volume) {
+    check_max_io(max_io);
+    PreparedWorkload prepared;
+    prepared.workload = workload;
+    prepared.max_io = max_io;
+    switch (workload.kind) {
+        case Workload::Kind::Scan:
+            break;
+        case Workload::Kind::Trace:
+            prepared.trace_paths = load_trace(workload.trace_source, image, volume);
+            break;
+        case Workload::Kind::Write:
+            prepared.write_sizes = write_file_sizes(volume, workload.files);
+            break;
+    }
+    return prepared;
+}
+
+WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& workload) {
+    WorkloadIos out;
+    switch (workload.workload.kind) {
+        case Workload::Kind::Scan:
+            out.ios = scan_ios(volume, workload.max_io);
+            break;
+        case Workload::Kind::Trace: {
+            TraceIos trace = trace_ios(volume, workload.trace_paths, workload.max_io);
+            out.ios = std::move(trace.ios);
+            out.trace = std::move(trace.outcome);
+            break;
+        }
+        case Workload::Kind::Write: {
+            WriteIos write = write_ios(volume, workload.write_sizes, workload.max_io);
+            out.ios = std::move(write.ios);
+            out.write = write.outcome;
+            break;
+        }
+    }
+    return out;
+}
+
+WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
+                                   const DeviceModels& models) {
+    WorkloadIos ios = workload_ios(volume, workload);
+    WorkloadEstimate estimate;
+    estimate.stats = summarize_ios(ios.ios, models);
+    estimate.trace = std::move(ios.trace);
+    estimate.write = ios.write;
+    return estimate;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/estimate/scan_workload.hpp"
+
+#include <algorithm>
+
+#include "core/estimate/stream_ios.hpp"
+
+namespace guestfrag {
+
+std::vector<const Stream*> scan_streams(const VolumeMap& volume) {
+    std::vector<const Stream*> streams;
+    for (const Stream& s : volume.streams)
+        if (s.type == static_cast<std::uint32_t>(AttrType::Data) && s.size > 0) streams.push_back(&s);
+    // Every label here is "$DATA" or "$DATA:name", so comparing names orders labels: the
+    // unnamed stream ("" name) first, then named streams by name. The map is usually sorted
+    // already; sorting anyway keeps the order a contract rather than an accident.
+    std::stable_sort(streams.begin(), streams.end(), [](const Stream* a, const Stream* b) {
+        if (a->mft_record != b->mft_record) return a->mft_record < b->mft_record;
+        return a->name < b->name;
+    });
+    return streams;
+}
+
+std::vector<Io> scan_ios(const VolumeMap& volume, std::uint64_t max_io) {
+    check_max_io(max_io);
+    std::vector<Io> ios;
+    for (const Stream* s : scan_streams(volume)) append_stream_ios(volume, *s, max_io, ios);
+    return ios;
+}
+
+}  // namespace guestfrag

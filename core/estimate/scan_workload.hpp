@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/estimate/io.hpp"
+#include "core/model/volume_map.hpp"
+
+namespace guestfrag {
+
+/// The streams the scan workload reads, in its order (DESIGN §4): every $DATA stream of
+/// the map (unnamed or named; the map holds only non-resident ones) with size > 0,
+/// ordered by (mft_record, label). Metadata files ($MFT, $LogFile, ...) and excluded
+/// files (pagefile.sys, ...) are included: a backup or antivirus scan reads them too.
+/// The pointers point into `volume.streams`. O(streams · log streams).
+[[nodiscard]] std::vector<const Stream*> scan_streams(const VolumeMap& volume);
+
+/// The IOs of the scan workload: append_stream_ios over scan_streams in order.
+/// Throws as append_stream_ios. O(streams · log streams + IOs).
+[[nodiscard]] std::vector<Io> scan_ios(const VolumeMap& volume, std::uint64_t max_io);
+
+}  // namespace guestfrag

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/estimate/io.hpp"
+#include "core/model/volume_map.hpp"
+
+namespace guestfrag {
+
+/// How the paths of a trace matched the volume.
+struct TraceOutcome {
+    std::uint64_t paths = 0;         ///< paths in the trace, repeats included
+    std::uint64_t read = 0;          ///< paths whose unnamed $DATA was read (possibly 0 IOs: empty file)
+    std::uint64_t without_data = 0;  ///< found, but a directory or a file with resident or no $DATA
+    std::uint64_t missing = 0;       ///< paths naming no file of the volume, repeats included
+    std::vector<std::string> missing_paths;  ///< each missing path once, as given, in trace order
+};
+
+/// The IOs of a trace workload and how its paths matched.
+struct TraceIos {
+    std::vector<Io> ios;
+    TraceOutcome outcome;
+};
+
+/// The form trace paths are compared in: '/' becomes '\\', a leading '\\' is added when
+/// missing, trailing '\\' are dropped (except the root's), and ASCII letters are folded to
+/// lower case. NTFS compares names through the volume's $UpCase table; folding only ASCII
+/// means non-ASCII names must match case exactly (docs/estimate.md).
+[[nodiscard]] std::string fold_trace_path(std::string_view path);
+
+/// Reads, for each path in order, the unnamed $DATA of the file it names like the scan
+/// workload does (append_stream_ios). Paths are matched case-insensitively
+/// (fold_trace_path) against VolumeMap::path_of; unknown paths are counted, not fatal.
+/// A path named twice is read twice. Throws as append_stream_ios.
+/// O(files · path depth · log files) to index the volume, then O(paths + IOs).
+[[nodiscard]] TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths,
+                                 std::uint64_t max_io);
+
+}  // namespace guestfrag

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace guestfrag {
+
+/// A workload `estimate` replays on a volume (DESIGN §4), as named on the command line.
+struct Workload {
+    enum class Kind {
+        Scan,   ///< "scan": read every non-resident $DATA stream
+        Trace,  ///< "trace:SOURCE": read the files a trace names, in order
+        Write,  ///< "write:N": create N files sized like the volume's files
+    };
+    /// Most files a write workload may create (it is a model, not a benchmark).
+    static constexpr std::uint64_t kMaxWriteFiles = 10'000'000;
+
+    Kind kind = Kind::Scan;
+    std::string trace_source;  ///< Trace only: host file, "@prefetch" or "@layout" (load_trace)
+    std::uint64_t files = 0;   ///< Write only: N, 1 … kMaxWriteFiles
+
+    /// The command-line spelling: "scan", "trace:SOURCE", "write:N".
+    [[nodiscard]] std::string text() const;
+};
+
+/// Parses "scan", "trace:SOURCE" (SOURCE non-empty) or "write:N" (decimal N in
+/// 1 … Workload::kMaxWriteFiles). Throws Error(Unsupported, reason) for anything else.
+[[nodiscard]] Workload parse_workload(std::string_view text);
+
+}  // namespace guestfrag

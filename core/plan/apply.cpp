@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/plan/apply.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/plan/intervals.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+/// A stream's runs keyed by VCN while moves edit it.
+using Runs = std::map<std::int64_t, Extent>;
+
+[[noreturn]] void reject(std::size_t index, const std::string& what) {
+    throw Error(ErrorKind::Corrupt, "move " + std::to_string(index) + ": " + what);
+}
+
+std::string range_text(std::int64_t lo, std::int64_t clusters) {
+    return "[" + std::to_string(lo) + ", " + std::to_string(lo + clusters) + ")";
+}
+
+/// (mft_record, label) → stream index, built once. Records hold few streams, so a lookup is
+/// a binary search on the record plus a label comparison per stream of that record.
+/// Independent of the order of `streams`.
+class StreamLookup {
+public:
+    explicit StreamLookup(const std::vector<Stream>& streams) {
+        by_record_.reserve(streams.size());
+        labels_.reserve(streams.size());
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            by_record_.emplace_back(streams[i].mft_record, i);
+            labels_.push_back(streams[i].label());
+        }
+        std::ranges::stable_sort(by_record_, {}, &std::pair<std::uint64_t, std::size_t>::first);
+    }
+
+    [[nodiscard]] std::optional<std::size_t> find(std::uint64_t record, const std::string& label) const {
+        auto it = std::ranges::lower_bound(by_record_, record, {}, &std::pair<std::uint64_t, std::size_t>::first);
+        for (; it != by_record_.end() && it->first == record; ++it)
+            if (labels_[it->second] == label) return it->second;
+        return std::nullopt;
+    }
+
+private:
+    std::vector<std::pair<std::uint64_t, std::size_t>> by_record_;
+    std::vector<std::string> labels_;  ///< Stream::label() of each stream, computed once
+};
+
+/// Makes a run start at `vcn` by splitting the run that contains it (holes split too).
+void split_at(Runs& runs, std::int64_t vcn) {
+    auto it = runs.upper_bound(vcn);
+    if (it == runs.begin()) return;
+    --it;
+    Extent& e = it->second;
+    if (e.vcn == vcn || e.vcn + e.clusters <= vcn) return;
+    const std::int64_t head = vcn - e.vcn;
+    Extent tail{vcn, e.lcn < 0 ? e.lcn : e.lcn + head, e.clusters - head};
+    e.clusters = head;
+    runs.emplace_hint(std::next(it), vcn, tail);
+}
+
+/// Checks that VCNs [m.vcn, m.vcn + m.clusters) of `runs` are allocated at LCNs
+/// [m.from_lcn, ...) one after the other.
+/// "record 64 $DATA", built only for messages.
+std::string who(const Move& m) { return "record " + std::to_string(m.mft_record) + " " + m.stream; }
+
+void check_source(const Runs& runs, const Move& m, std::size_t index) {
+    const std::int64_t end = m.vcn + m.clusters;
+    auto it = runs.upper_bound(m.vcn);
+    if (it != runs.begin()) --it;
+    for (std::int64_t pos = m.vcn; pos < end;) {
+        if (it == runs.end() || it->first > pos || it->second.vcn + it->second.clusters <= pos)
+            reject(index, who(m) + " maps nothing at VCN " + std::to_string(pos));
+        const Extent& e = it->second;
+        if (e.lcn < 0) reject(index, who(m) + " has a hole at VCN " + std::to_string(pos));
+        const std::int64_t actual = e.lcn + (pos - e.vcn);
+        const std::int64_t expected = m.from_lcn + (pos - m.vcn);
+        if (actual != expected)
+            reject(index, who(m) + " has VCN " + std::to_string(pos) + " at LCN " + std::to_string(actual) +
+                              ", not at LCN " + std::to_string(expected));
+        pos = std::min(end, e.vcn + e.clusters);
+        ++it;
+    }
+}
+
+/// Replaces VCNs [m.vcn, m.vcn + m.clusters) by one run at m.to_lcn, merged with neighbours
+/// that continue it on disk.
+void rewrite(Runs& runs, const Move& m) {
+    const std::int64_t end = m.vcn + m.clusters;
+    split_at(runs, m.vcn);
+    split_at(runs, end);
+    runs.erase(runs.lower_bound(m.vcn), runs.lower_bound(end));
+    auto it = runs.emplace(m.vcn, Extent{m.vcn, m.to_lcn, m.clusters}).first;
+    if (it != runs.begin()) {
+        auto left = std::prev(it);
+        const Extent& l = left->second;
+        if (l.lcn >= 0 && l.vcn + l.clusters == m.vcn && l.lcn + l.clusters == m.to_lcn) {
+            left->second.clusters += m.clusters;
+            runs.erase(it);
+            it = left;
+        }
+    }
+    if (auto right = std::next(it); right != runs.end()) {
+        const Extent& r = right->second;
+        Extent& here = it->second;
+        if (r.lcn >= 0 && here.vcn + here.clusters == r.vcn && here.lcn + here.clusters == r.lcn) {
+            here.clusters += r.clusters;
+            runs.erase(right);
+        }
+    }
+}
+
+/// The volume's free clusters while moves edit them: start → end of each extent. A plain
+/// map, converted back to a ClusterSet once at the end (icl's interval comparisons cost more
+/// than the rest of apply_plan together).
+class FreeMap {
+public:
+    explicit FreeMap(const ClusterSet& free) {
+        for (const auto& i : free) extents_.emplace_hint(extents_.end(), first_cluster(i), end_cluster(i));
+    }
+
+    /// The first cluster of [lo, hi) that is not free, nullopt when all are.
+    [[nodiscard]] std::optional<std::int64_t> first_busy(std::int64_t lo, std::int64_t hi) const {
+        auto it = extents_.upper_bound(lo);
+        if (it == extents_.begin()) return lo;
+        --it;
+        if (it->second <= lo) return lo;
+        if (it->second < hi) return it->second;
+        return std::nullopt;
+    }
+
+    /// Removes [lo, hi), which first_busy() found free.
+    void remove(std::int64_t lo, std::int64_t hi) {
+        auto it = std::prev(extents_.upper_bound(lo));
+        const auto [a, b] = *it;
+        extents_.erase(it);
+        if (a < lo) extents_.emplace(a, lo);
+        if (hi < b) extents_.emplace(hi, b);
+    }
+
+    /// Adds [lo, hi), merging with whatever it touches or overlaps.
+    void add(std::int64_t lo, std::int64_t hi) {
+        auto it = extents_.upper_bound(lo);
+        if (it != extents_.begin() && std::prev(it)->second >= lo) --it;
+        while (it != extents_.end() && it->first <= hi) {
+            lo = std::min(lo, it->first);
+            hi = std::max(hi, it->second);
+            it = extents_.erase(it);
+        }
+        extents_.emplace_hint(it, lo, hi);
+    }
+
+    [[nodiscard]] ClusterSet to_set() const {
+        ClusterSet out;
+        for (const auto& [a, b] : extents_) out.add(out.end(), cluster_range(a, b));
+        return out;
+    }
+
+private:
+    std::map<std::int64_t, std::int64_t> extents_;
+};
+
+bool in_range(std::int64_t value) { return value >= 0 && value <= kMaxPlanNumber; }
+
+}  // namespace
+
+VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
+    VolumeMap after = before;
+    const StreamLookup lookup(after.streams);
+    FreeMap free(before.free);
+    std::unordered_map<std::size_t, Runs> edited;  // stream index → its runs while edited
+
+    for (std::size_t index = 0; index < plan.moves.size(); ++index) {
+        const Move& m = plan.moves[index];
+        if (!in_range(m.vcn) || !in_range(m.from_lcn) || !in_range(m.to_lcn) || !in_range(m.clusters))
+            reject(index, "vcn, from_lcn, to_lcn and clusters must lie in [0, 2^62]");
+        if (m.clusters == 0) reject(index, "moves no clusters");
+
+        const std::optional<std::size_t> found = lookup.find(m.mft_record, m.stream);
+        if (!found) reject(index, who(m) + " does not exist on this volume");
+        const Stream& stream = after.streams[*found];
+        if (stream.placement != Placement::Movable)
+            reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
+                              (stream.reason.empty() ? "" : " (" + stream.reason + ")"));
+
+        auto [slot, inserted] = edited.try_emplace(*found);
+        Runs& runs = slot->second;
+        if (inserted)
+            for (const Extent& e : stream.extents) runs.emplace_hint(runs.end(), e.vcn, e);
+        check_source(runs, m, index);
+
+        const auto destination = cluster_range(m.to_lcn, m.to_lcn + m.clusters);
+        if (m.to_lcn + m.clusters > after.total_clusters)
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " lies outside the volume's " +
+                              std::to_string(after.total_clusters) + " clusters");
+        if (boost::icl::intersects(after.unmovable, destination))
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " holds unmovable clusters");
+        if (const auto busy = free.first_busy(m.to_lcn, m.to_lcn + m.clusters))
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " is not free at cluster " +
+                              std::to_string(*busy));
+
+        rewrite(runs, m);
+        free.remove(m.to_lcn, m.to_lcn + m.clusters);
+        free.add(m.from_lcn, m.from_lcn + m.clusters);
+    }
+    after.free = free.to_set();
+
+    for (auto& [i, runs] : edited) {
+        std::vector<Extent>& extents = after.streams[i].extents;
+        extents.clear();
+        extents.reserve(runs.size());
+        for (auto& [vcn, e] : runs) extents.push_back(e);
+    }
+    return after;
+}
+
+}  // namespace guestfrag

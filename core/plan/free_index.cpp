@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/plan/free_index.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+[[noreturn]] void broken(const std::string& what, std::int64_t lo, std::int64_t hi) {
+    throw Error(ErrorKind::Internal,
+                "free-space index: " + what + " [" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+}
+
+}  // namespace
+
+FreeIndex::FreeIndex(const ClusterSet& initial) {
+    for (const auto& i : initial) {
+        // icl keeps touching intervals joined, so every interval is one extent.
+        extents_.emplace_hint(extents_.end(), first_cluster(i), end_cluster(i));
+        by_size_.emplace(end_cluster(i) - first_cluster(i), first_cluster(i));
+    }
+}
+
+void FreeIndex::insert(std::int64_t lo, std::int64_t hi) {
+    extents_.emplace(lo, hi);
+    by_size_.emplace(hi - lo, lo);
+}
+
+void FreeIndex::erase(std::map<std::int64_t, std::int64_t>::iterator it) {
+    by_size_.erase({it->second - it->first, it->first});
+    extents_.erase(it);
+}
+
+void FreeIndex::take(std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return;
+    auto it = extents_.upper_bound(lo);
+    if (it == extents_.begin()) broken("taking clusters that are not free", lo, hi);
+    --it;
+    const auto [a, b] = *it;
+    if (b < hi || a > lo) broken("taking clusters that are not free", lo, hi);
+    erase(it);
+    if (a < lo) insert(a, lo);
+    if (hi < b) insert(hi, b);
+}
+
+void FreeIndex::give(std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return;
+    auto next = extents_.lower_bound(lo);  // first extent starting at or after lo
+    if (next != extents_.end() && next->first < hi) broken("freeing clusters that are free", lo, hi);
+    std::int64_t a = lo;
+    std::int64_t b = hi;
+    if (next != extents_.begin()) {
+        const auto previous = std::prev(next);
+        if (previous->second > lo) broken("freeing clusters that are free", lo, hi);
+        if (previous->second == lo) {
+            a = previous->first;
+            erase(previous);
+        }
+    }
+    if (next != extents_.end() && next->first == hi) {
+        b = next->second;
+        erase(next);
+    }
+    insert(a, b);
+}
+
+std::optional<std::int64_t> FreeIndex::best_fit(std::int64_t clusters) const {
+    const auto it = by_size_.lower_bound({clusters, std::numeric_limits<std::int64_t>::min()});
+    if (it == by_size_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::optional<FreeIndex::Range> FreeIndex::extent_from(std::int64_t lcn) const {
+    auto it = extents_.upper_bound(lcn);
+    if (it != extents_.begin() && std::prev(it)->second > lcn) --it;
+    if (it == extents_.end()) return std::nullopt;
+    return *it;
+}
+
+std::vector<FreeIndex::Range> FreeIndex::overlapping(std::int64_t lo, std::int64_t hi, bool clipped) const {
+    std::vector<Range> out;
+    auto it = extents_.upper_bound(lo);
+    if (it != extents_.begin() && std::prev(it)->second > lo) --it;
+    for (; it != extents_.end() && it->first < hi; ++it)
+        out.emplace_back(clipped ? std::max(lo, it->first) : it->first, clipped ? std::min(hi, it->second) : it->second);
+    return out;
+}
+
+std::int64_t FreeIndex::largest() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
+
+ClusterSet FreeIndex::clusters() const {
+    ClusterSet out;
+    for (const auto& [a, b] : extents_) out.add(out.end(), cluster_range(a, b));
+    return out;
+}
+
+}  // namespace guestfrag

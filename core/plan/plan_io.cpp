@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The guestfrag.plan.v1 document (docs/planner.md §9).
+#include "core/plan/plan_io.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/plan/planner.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+using Json = nlohmann::json;
+/// Written documents keep their keys in the documented order.
+using OrderedJson = nlohmann::ordered_json;
+constexpr std::string_view kSchema = "guestfrag.plan.v1";
+
+[[noreturn]] void corrupt(const std::string& what) { throw Error(ErrorKind::Corrupt, what); }
+
+std::string hex16(std::uint64_t value) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string out(16, '0');
+    for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<std::size_t>(i)] = kDigits[value & 0xF];
+    return out;
+}
+
+/// Reads fields of one JSON object, naming the object ("move 3", "identity") in errors.
+class Fields {
+public:
+    Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
+        if (!object_.is_object()) corrupt(where_ + ": must be an object");
+    }
+
+    [[nodiscard]] const Json& at(const char* key) const {
+        const auto it = object_.find(key);
+        if (it == object_.end()) corrupt(where_ + ": missing field \"" + key + "\"");
+        return *it;
+    }
+    [[nodiscard]] bool has(const char* key) const { return object_.contains(key); }
+
+    /// An integer in [min, 2^62].
+    [[nodiscard]] std::int64_t number(const char* key, std::int64_t min = 0) const {
+        const Json& v = at(key);
+        bool ok = false;
+        std::int64_t value = 0;
+        if (v.is_number_unsigned()) {
+            const auto u = v.get<std::uint64_t>();
+            ok = u <= static_cast<std::uint64_t>(kMaxPlanNumber);
+            value = ok ? static_cast<std::int64_t>(u) : 0;
+        } else if (v.is_number_integer()) {
+            value = v.get<std::int64_t>();
+            ok = value <= kMaxPlanNumber;
+        }
+        if (!ok || value < min)
+            corrupt(where_ + ": \"" + key + "\" must be an integer from " + std::to_string(min) + " to 2^62");
+        return value;
+    }
+    [[nodiscard]] std::uint64_t unsigned_number(const char* key) const {
+        return static_cast<std::uint64_t>(number(key));
+    }
+    [[nodiscard]] std::string text(const char* key, bool allow_empty = true) const {
+        const Json& v = at(key);
+        if (!v.is_string() || (!allow_empty && v.get_ref<const std::string&>().empty()))
+            corrupt(where_ + ": \"" + key + "\" must be a" + (allow_empty ? "" : " non-empty") + " string");
+        return v.get<std::string>();
+    }
+    /// 1 to 16 hexadecimal digits (how 64-bit identities are written: JSON numbers above
+    /// 2^53 lose precision in many readers).
+    [[nodiscard]] std::uint64_t hex(const char* key) const {
+        const std::string s = text(key);
+        std::uint64_t value = 0;
+        if (s.empty() || s.size() > 16) corrupt(where_ + ": \"" + key + "\" must be 1 to 16 hexadecimal digits");
+        for (const char c : s) {
+            int digit = -1;
+            if (c >= '0' && c <= '9') digit = c - '0';
+            if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+            if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
+            if (digit < 0) corrupt(where_ + ": \"" + key + "\" must be 1 to 16 hexadecimal digits");
+            value = value << 4 | static_cast<std::uint64_t>(digit);
+        }
+        return value;
+    }
+    [[nodiscard]] std::optional<double> optional_percent(const char* key) const {
+        if (!has(key)) return std::nullopt;
+        const Json& v = at(key);
+        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 100)
+            corrupt(where_ + ": \"" + key + "\" must be a number from 0 to 100");
+        return v.get<double>();
+    }
+
+private:
+    const Json& object_;
+    std::string where_;
+};
+
+const Json& array_field(const Fields& fields, const char* key, const std::string& where) {
+    const Json& v = fields.at(key);
+    if (!v.is_array()) corrupt(where + ": \"" + key + "\" must be an array");
+    return v;
+}
+
+OrderedJson summary_json(const PlanSummary& s) {
+    OrderedJson j = {
+        {"moves", s.moves},
+        {"moved_clusters", s.moved_clusters},
+        {"moved_bytes", s.moved_bytes},
+        {"fragments_before", s.fragments_before},
+        {"fragments_after", s.fragments_after},
+        {"fragmented_streams_before", s.fragmented_streams_before},
+        {"fragmented_streams_after", s.fragmented_streams_after},
+        {"free_extents_before", s.free_extents_before},
+        {"free_extents_after", s.free_extents_after},
+        {"largest_free_extent_clusters_before", s.largest_free_extent_clusters_before},
+        {"largest_free_extent_clusters_after", s.largest_free_extent_clusters_after},
+        {"granule_size", s.granule_size},
+        {"thin_growth_bytes", s.thin_growth_bytes},
+        {"clone_delta_growth_bytes", s.clone_delta_growth_bytes},
+        {"reclaimable_bytes", s.reclaimable_bytes_after},
+        {"reclaimable_bytes_before", s.reclaimable_bytes_before},
+        {"reclaimable_bytes_after", s.reclaimable_bytes_after},
+    };
+    if (s.free_space_fragmentation_percent_before)
+        j["free_space_fragmentation_percent_before"] = *s.free_space_fragmentation_percent_before;
+    if (s.free_space_fragmentation_percent_after)
+        j["free_space_fragmentation_percent_after"] = *s.free_space_fragmentation_percent_after;
+    return j;
+}
+
+PlanSummary read_summary(const Json& object) {
+    const Fields f(object, "summary");
+    PlanSummary s;
+    s.moves = f.unsigned_number("moves");
+    s.moved_clusters = f.unsigned_number("moved_clusters");
+    s.moved_bytes = f.unsigned_number("moved_bytes");
+    s.fragments_before = f.unsigned_number("fragments_before");
+    s.fragments_after = f.unsigned_number("fragments_after");
+    s.fragmented_streams_before = f.unsigned_number("fragmented_streams_before");
+    s.fragmented_streams_after = f.unsigned_number("fragmented_streams_after");
+    s.free_extents_before = f.unsigned_number("free_extents_before");
+    s.free_extents_after = f.unsigned_number("free_extents_after");
+    s.largest_free_extent_clusters_before = f.unsigned_number("largest_free_extent_clusters_before");
+    s.largest_free_extent_clusters_after = f.unsigned_number("largest_free_extent_clusters_after");
+    s.granule_size = f.unsigned_number("granule_size");
+    s.thin_growth_bytes = f.unsigned_number("thin_growth_bytes");
+    s.clone_delta_growth_bytes = f.unsigned_number("clone_delta_growth_bytes");
+    s.reclaimable_bytes_before = f.unsigned_number("reclaimable_bytes_before");
+    s.reclaimable_bytes_after = f.unsigned_number("reclaimable_bytes_after");
+    s.free_space_fragmentation_percent_before = f.optional_percent("free_space_fragmentation_percent_before");
+    s.free_space_fragmentation_percent_after = f.optional_percent("free_space_fragmentation_percent_after");
+    return s;
+}
+
+/// `value` on one line; invalid UTF-8 (never expected from the reader) becomes U+FFFD.
+std::string compact(const OrderedJson& value) {
+    return value.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+}
+
+/// `value` pretty-printed, its inner lines indented by `indent` more spaces.
+std::string nested(const OrderedJson& value, int indent) {
+    const std::string text = value.dump(2, ' ', false, OrderedJson::error_handler_t::replace);
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        out += c;
+        if (c == '\n') out.append(static_cast<std::size_t>(indent), ' ');
+    }
+    return out;
+}
+
+}  // namespace
+
+Plan read_plan(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const int error = errno;
+        throw Error(error == ENOENT ? ErrorKind::NotFound : ErrorKind::Io,
+                    "cannot open plan: " + std::string(std::strerror(error)));
+    }
+    Json doc;
+    try {
+        doc = Json::parse(in);
+    } catch (const Json::parse_error& e) {
+        corrupt(std::string("plan is not valid JSON: ") + e.what());
+    }
+    if (in.bad()) throw Error(ErrorKind::Io, "cannot read plan");
+
+    const Fields root(doc, "plan");
+    if (root.text("schema") != kSchema) corrupt("plan: schema is not " + std::string(kSchema));
+    Plan plan;
+    const Fields image(root.at("image"), "image");
+    plan.identity.image_path = image.text("path");
+    plan.identity.virtual_size = image.unsigned_number("virtual_size");
+    const std::int64_t partition = root.number("partition");
+    if (partition > 1'000'000) corrupt("plan: \"partition\" must be a partition number");
+    plan.identity.partition = static_cast<int>(partition);
+    const Fields id(root.at("identity"), "identity");
+    plan.identity.volume_serial = id.hex("volume_serial");
+    const std::int64_t cluster_size = id.number("cluster_size", 1);
+    if (cluster_size > (std::int64_t{1} << 31)) corrupt("identity: \"cluster_size\" is too large");
+    plan.identity.cluster_size = static_cast<std::uint32_t>(cluster_size);
+    plan.identity.total_clusters = id.number("total_clusters");
+    plan.identity.allocation_digest = id.hex("allocation_digest");
+    plan.strategy = root.text("strategy");
+    if (!parse_strategy(plan.strategy)) corrupt("plan: unknown strategy \"" + plan.strategy + "\"");
+
+    const Json& moves = array_field(root, "moves", "plan");
+    plan.moves.reserve(moves.size());
+    for (std::size_t i = 0; i < moves.size(); ++i) {
+        const Fields m(moves[i], "move " + std::to_string(i));
+        Move move;
+        move.mft_record = m.unsigned_number("mft_record");
+        move.stream = m.text("stream", false);
+        move.vcn = m.number("vcn");
+        move.from_lcn = m.number("from_lcn");
+        move.to_lcn = m.number("to_lcn");
+        move.clusters = m.number("clusters", 1);
+        plan.moves.push_back(std::move(move));
+    }
+    if (root.has("summary")) plan.summary = read_summary(root.at("summary"));
+    if (root.has("skipped")) {
+        const Json& skipped = array_field(root, "skipped", "plan");
+        for (std::size_t i = 0; i < skipped.size(); ++i) {
+            const Fields s(skipped[i], "skipped " + std::to_string(i));
+            plan.skipped.push_back({s.unsigned_number("mft_record"), s.text("stream"), s.text("reason")});
+        }
+    }
+    if (root.has("notes")) {
+        const Json& notes = array_field(root, "notes", "plan");
+        for (const Json& note : notes) {
+            if (!note.is_string()) corrupt("plan: \"notes\" must hold strings");
+            plan.notes.push_back(note.get<std::string>());
+        }
+    }
+    return plan;
+}
+
+std::string plan_to_json(const Plan& plan, const VolumeMap& before) {
+    const OrderedJson image = {{"path", plan.identity.image_path}, {"virtual_size", plan.identity.virtual_size}};
+    const OrderedJson identity = {
+        {"volume_serial", hex16(plan.identity.volume_serial)},
+        {"cluster_size", plan.identity.cluster_size},
+        {"total_clusters", plan.identity.total_clusters},
+        {"allocation_digest", hex16(plan.identity.allocation_digest)},
+    };
+    // Moves and skipped streams one per line: plans run to hundreds of thousands of moves.
+    std::ostringstream out;
+    out << "{\n  \"schema\": " << compact(OrderedJson(kSchema)) << ",\n  \"image\": " << nested(image, 2)
+        << ",\n  \"partition\": " << plan.identity.partition << ",\n  \"identity\": " << nested(identity, 2)
+        << ",\n  \"strategy\": " << compact(OrderedJson(plan.strategy)) << ",\n  \"moves\": [";
+    for (std::size_t i = 0; i < plan.moves.size(); ++i) {
+        const Move& m = plan.moves[i];
+        const OrderedJson move = {{"mft_record", m.mft_record}, {"stream", m.stream},     {"vcn", m.vcn},
+                           {"from_lcn", m.from_lcn},     {"to_lcn", m.to_lcn},     {"clusters", m.clusters}};
+        out << (i == 0 ? "\n    " : ",\n    ") << compact(move);
+    }
+    out << (plan.moves.empty() ? "]" : "\n  ]") << ",\n  \"summary\": " << nested(summary_json(plan.summary), 2)
+        << ",\n  \"skipped\": [";
+    for (std::size_t i = 0; i < plan.skipped.size(); ++i) {
+        const Plan::Skipped& s = plan.skipped[i];
+        const OrderedJson entry = {{"mft_record", s.mft_record},
+                            {"path", before.path_of(s.mft_record)},
+                            {"stream", s.stream},
+                            {"reason", s.reason}};
+        out << (i == 0 ? "\n    " : ",\n    ") << compact(entry);
+    }
+    out << (plan.skipped.empty() ? "]" : "\n  ]") << ",\n  \"notes\": " << nested(OrderedJson(plan.notes), 2) << "\n}\n";
+    return out.str();
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/plan/planner.hpp"
+
+#include <array>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/strategy.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+constexpr std::array<std::pair<Strategy, std::string_view>, 4> kNames{{
+    {Strategy::Defrag, "defrag"},
+    {Strategy::Consolidate, "consolidate"},
+    {Strategy::ThinSafe, "thin-safe"},
+    {Strategy::Shrink, "shrink"},
+}};
+
+char fold(char c) {
+    if (c == '/') return '\\';
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+/// Matches one bracket expression at glob[g] ('[' ...']') against c; sets `end` past it.
+/// Returns nullopt when the bracket is not closed (then '[' is an ordinary character).
+std::optional<bool> match_bracket(std::string_view glob, std::size_t g, char c, std::size_t& end) {
+    std::size_t i = g + 1;
+    const bool negate = i < glob.size() && (glob[i] == '!' || glob[i] == '^');
+    if (negate) ++i;
+    bool matched = false;
+    bool first = true;
+    for (; i < glob.size() && (glob[i] != ']' || first); first = false) {
+        char lo = fold(glob[i]);
+        char hi = lo;
+        if (i + 2 < glob.size() && glob[i + 1] == '-' && glob[i + 2] != ']') {
+            hi = fold(glob[i + 2]);
+            i += 3;
+        } else {
+            ++i;
+        }
+        if (lo <= c && c <= hi) matched = true;
+    }
+    if (i >= glob.size()) return std::nullopt;
+    end = i + 1;
+    return matched != negate;
+}
+
+}  // namespace
+
+std::string_view strategy_name(Strategy strategy) noexcept {
+    for (const auto& [s, name] : kNames)
+        if (s == strategy) return name;
+    return "defrag";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view name) noexcept {
+    for (const auto& [s, n] : kNames)
+        if (n == name) return s;
+    return std::nullopt;
+}
+
+bool path_matches(std::string_view glob, std::string_view path) {
+    // Iterative wildcard matching: on a mismatch, let the last '*' swallow one more character.
+    std::size_t g = 0;
+    std::size_t p = 0;
+    std::optional<std::pair<std::size_t, std::size_t>> star;  // (glob after '*', path position)
+    while (p < path.size()) {
+        const char c = fold(path[p]);
+        if (g < glob.size()) {
+            if (glob[g] == '*') {
+                star = {++g, p};
+                continue;
+            }
+            if (glob[g] == '?') {
+                ++g;
+                ++p;
+                continue;
+            }
+            if (glob[g] == '[') {
+                std::size_t end = 0;
+                if (const auto hit = match_bracket(glob, g, c, end)) {
+                    if (*hit) {
+                        g = end;
+                        ++p;
+                        continue;
+                    }
+                } else if (c == '[') {
+                    ++g;
+                    ++p;
+                    continue;
+                }
+            } else if (fold(glob[g]) == c) {
+                ++g;
+                ++p;
+                continue;
+            }
+        }
+        if (!star) return false;
+        g = star->first;
+        p = ++star->second;
+    }
+    while (g < glob.size() && glob[g] == '*') ++g;
+    return g == glob.size();
+}
+
+Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
+               const PlanOptions& options, const Progress& progress) {
+    return plan_and_apply(volume, layers, identity, options, progress).plan;
+}
+
+PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
+                           const PlanOptions& options, const Progress& progress) {
+    PlanOutcome out;
+    Plan& plan = out.plan;
+    plan.identity = identity;
+    plan.strategy = std::string(strategy_name(options.strategy));
+    planner::Builder builder(volume, layers, options, plan);
+    switch (options.strategy) {
+        case Strategy::Defrag:
+            planner::plan_defrag(builder, false, progress);
+            break;
+        case Strategy::ThinSafe:
+            planner::plan_defrag(builder, true, progress);
+            break;
+        case Strategy::Consolidate:
+            planner::plan_consolidate(builder, progress);
+            break;
+        case Strategy::Shrink:
+            planner::plan_shrink(builder, progress);
+            break;
+    }
+
+    try {
+        out.after = apply_plan(volume, plan);
+    } catch (const Error& e) {
+        // The planner's own output failing the validator is our bug, not bad input.
+        throw Error(ErrorKind::Internal, std::string("planner produced an invalid plan: ") + e.what());
+    }
+    plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
+    return out;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/image/disk_image.hpp"
+#include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
+#include "core/progress.hpp"
+
+namespace guestfrag {
+
+/// The planning strategies of DESIGN §5; each algorithm is spelled out in docs/planner.md.
+enum class Strategy { Defrag, Consolidate, ThinSafe, Shrink };
+
+/// "defrag", "consolidate", "thin-safe", "shrink".
+[[nodiscard]] std::string_view strategy_name(Strategy strategy) noexcept;
+/// The strategy of that name, nullopt for anything else.
+[[nodiscard]] std::optional<Strategy> parse_strategy(std::string_view name) noexcept;
+
+/// What the planner is asked to do and within which limits.
+struct PlanOptions {
+    Strategy strategy = Strategy::Defrag;
+    /// Growth budget: thin growth plus clone delta growth may not exceed it (bytes).
+    std::optional<std::uint64_t> max_growth;
+    /// Data the plan may move (bytes).
+    std::optional<std::uint64_t> max_moved;
+    /// Granule of the growth and reclaimable figures and of shrink's packing (bytes);
+    /// 0: the top layer's granule (the cluster size without layers).
+    std::uint64_t granule = 0;
+    /// Streams whose file path matches one of these (fnmatch-style, case-insensitive, `/`
+    /// and `\` both separate, `*` crosses separators) are never moved.
+    std::vector<std::string> exclude;
+};
+
+/// Plans `options.strategy` for `volume` of an image with `layers` (top layer first; may be
+/// empty, then nothing counts as allocated). The plan carries `identity` and its summary,
+/// computed on apply_plan's result (so every plan returned has passed the validator).
+/// Throws Error(Cancelled) from `progress` (reported in streams considered) and
+/// Error(Internal) if the planner ever produced a plan the validator rejects.
+/// Cost: O(streams · log streams + runs + moves · log free extents); memory O(runs).
+[[nodiscard]] Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
+                             const PlanOptions& options, const Progress& progress = {});
+
+/// make_plan and the volume after the plan (apply_plan's result, which make_plan computes
+/// anyway), for callers that analyse the after-state too.
+struct PlanOutcome {
+    Plan plan;
+    VolumeMap after;
+};
+[[nodiscard]] PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& layers,
+                                         const PlanIdentity& identity, const PlanOptions& options,
+                                         const Progress& progress = {});
+
+/// The summary of `plan` taking `before` to `after` (= apply_plan(before, plan)), growth and
+/// reclaimable figures at `granule` (0: the top layer's). Leaves the free-space
+/// fragmentation percentages unset (see PlanSummary). O(streams + runs + free extents).
+[[nodiscard]] PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after,
+                                         const std::vector<Layer>& layers, std::uint64_t granule, const Plan& plan);
+
+/// Whether `path` matches the fnmatch-style `glob` as PlanOptions::exclude describes.
+[[nodiscard]] bool path_matches(std::string_view glob, std::string_view path);
+
+}  // namespace guestfrag

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/plan/strategy.hpp"
+
+#include "core/plan/intervals.hpp"
+
+namespace guestfrag::planner {
+
+std::vector<Piece> pieces_of(const Stream& stream) {
+    std::vector<Piece> pieces;
+    for (const Extent& e : stream.extents) {
+        if (e.lcn < 0 || e.clusters <= 0) continue;
+        if (!pieces.empty()) {
+            Piece& last = pieces.back();
+            if (last.vcn + last.clusters == e.vcn && last.lcn + last.clusters == e.lcn) {
+                last.clusters += e.clusters;
+                continue;
+            }
+        }
+        pieces.push_back({e.vcn, e.lcn, e.clusters});
+    }
+    return pieces;
+}
+
+std::vector<std::int64_t> fragment_sizes(const Stream& stream) {
+    std::vector<std::int64_t> sizes;
+    std::int64_t next_lcn = -1;  // where the last fragment ends on disk
+    for (const Extent& e : stream.extents) {
+        if (e.lcn < 0 || e.clusters <= 0) continue;
+        if (!sizes.empty() && e.lcn == next_lcn)
+            sizes.back() += e.clusters;
+        else
+            sizes.push_back(e.clusters);
+        next_lcn = e.lcn + e.clusters;
+    }
+    return sizes;
+}
+
+Pool::Pool(const ClusterSet& free, ClusterSet allowed, ClusterSet avoid)
+    : allowed_(std::move(allowed)), avoid_(std::move(avoid)), all_(free & allowed_) {}
+
+std::optional<Pool::Fit> Pool::best_fit(std::int64_t clusters) const {
+    // Best fit over room outside `avoid`: the smallest extent that does not touch it, or a
+    // smaller stretch outside `avoid` of one of the few extents that do.
+    std::optional<std::pair<std::int64_t, std::int64_t>> best;  // (length, start)
+    const auto offer = [&best](std::int64_t lo, std::int64_t hi) {
+        if (!best || std::pair{hi - lo, lo} < *best) best = std::pair{hi - lo, lo};
+    };
+    (void)all_.first_by_size(clusters, [&](FreeIndex::Range e) -> std::optional<bool> {
+        if (boost::icl::intersects(avoid_, cluster_range(e.first, e.second))) return std::nullopt;
+        offer(e.first, e.second);
+        return true;
+    });
+    for (const auto& zone : avoid_) {
+        for (const auto& [a, b] : all_.overlapping(first_cluster(zone), end_cluster(zone), false)) {
+            ClusterSet parts(cluster_range(a, b));
+            parts -= clip(avoid_, cluster_range(a, b));
+            for (const auto& p : parts)
+                if (end_cluster(p) - first_cluster(p) >= clusters) offer(first_cluster(p), end_cluster(p));
+        }
+    }
+    if (best) return Fit{best->second, false};
+    if (const auto lcn = all_.best_fit(clusters)) return Fit{*lcn, true};
+    return std::nullopt;
+}
+
+void Pool::take(std::int64_t lo, std::int64_t hi) { all_.take(lo, hi); }
+
+void Pool::give(std::int64_t lo, std::int64_t hi) {
+    if (lo >= hi) return;
+    const auto range = cluster_range(lo, hi);
+    if (boost::icl::contains(allowed_, range)) {  // the common case: no ClusterSet to build
+        all_.give(lo, hi);
+        return;
+    }
+    for (const auto& i : clip(allowed_, range)) all_.give(first_cluster(i), end_cluster(i));
+}
+
+ClusterSet Pool::take_all_in(std::int64_t lo, std::int64_t hi) {
+    ClusterSet taken;
+    for (const auto& [a, b] : all_.overlapping(lo, hi)) {
+        take(a, b);
+        taken.add(taken.end(), cluster_range(a, b));
+    }
+    return taken;
+}
+
+Builder::Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options, Plan& plan)
+    : volume_(volume), options_(options), plan_(plan), growth_(volume, layers, options.granule) {}
+
+std::optional<std::string> Builder::excluded_by(const Stream& stream) const {
+    if (options_.exclude.empty()) return std::nullopt;
+    const std::string path = volume_.path_of(stream.mft_record);
+    for (const std::string& glob : options_.exclude)
+        if (path_matches(glob, path)) return glob;
+    return std::nullopt;
+}
+
+bool Builder::over_moved_budget(std::int64_t clusters) const {
+    if (!options_.max_moved) return false;
+    const std::uint64_t bytes = static_cast<std::uint64_t>(clusters) * volume_.cluster_size;
+    return bytes > *options_.max_moved || moved_bytes_ > *options_.max_moved - bytes;
+}
+
+std::string Builder::moved_budget_reason() const {
+    return "--max-moved budget of " + bytes_text(options_.max_moved.value_or(0)) + " reached (" +
+           bytes_text(moved_bytes_) + " moved)";
+}
+
+std::optional<std::string> Builder::over_growth_budget(std::int64_t lcn, std::int64_t clusters) const {
+    if (!options_.max_growth) return std::nullopt;
+    const GrowthFigures add = growth_.would_add(lcn, clusters);
+    const std::uint64_t more = add.thin_growth_bytes + add.clone_delta_growth_bytes;
+    const GrowthFigures& now = growth_.total();
+    const std::uint64_t used = now.thin_growth_bytes + now.clone_delta_growth_bytes;
+    const std::uint64_t budget = *options_.max_growth;
+    if (used + more <= budget) return std::nullopt;
+    return "would grow the top layer by " + bytes_text(more) + ", past the --max-growth budget (" +
+           bytes_text(budget > used ? budget - used : 0) + " left)";
+}
+
+void Builder::move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination) {
+    const std::string label = stream.label();
+    std::int64_t to = destination;
+    for (const Piece& p : pieces) {
+        plan_.moves.push_back({stream.mft_record, label, p.vcn, p.lcn, to, p.clusters});
+        to += p.clusters;
+    }
+    const std::int64_t clusters = to - destination;
+    growth_.write(destination, clusters);
+    moved_bytes_ += static_cast<std::uint64_t>(clusters) * volume_.cluster_size;
+}
+
+void Builder::skip(const Stream& stream, std::string reason) {
+    plan_.skipped.push_back({stream.mft_record, stream.label(), std::move(reason)});
+}
+
+std::string bytes_text(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+}  // namespace guestfrag::planner

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Pieces shared by the strategies (internal to core/plan).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan/free_index.hpp"
+#include "core/plan/growth.hpp"
+#include "core/plan/planner.hpp"
+
+namespace guestfrag::planner {
+
+/// A maximal stretch of a stream that is contiguous in both VCN and LCN: what one move
+/// carries.
+struct Piece {
+    std::int64_t vcn = 0;
+    std::int64_t lcn = 0;
+    std::int64_t clusters = 0;
+};
+
+/// The stream's allocated runs merged into pieces, in VCN order. O(runs).
+[[nodiscard]] std::vector<Piece> pieces_of(const Stream& stream);
+
+/// Sizes in clusters of the stream's fragments (docs/metrics.md: holes do not break one).
+[[nodiscard]] std::vector<std::int64_t> fragment_sizes(const Stream& stream);
+
+/// Free clusters a strategy may write to (free ∩ allowed), searched best-fit in two tiers:
+/// room outside `avoid` (e.g. the MFT zone) first, room touching it only when nothing else
+/// is large enough. One index: an extent that touches `avoid` is judged by its largest part
+/// outside it, so the first tier costs extra only for the few extents that touch `avoid`.
+class Pool {
+public:
+    Pool(const ClusterSet& free, ClusterSet allowed, ClusterSet avoid);
+
+    struct Fit {
+        std::int64_t lcn = 0;
+        bool avoided = false;  ///< only a region touching `avoid` was large enough
+    };
+    [[nodiscard]] std::optional<Fit> best_fit(std::int64_t clusters) const;
+    /// [lo, hi) must lie inside one extent of the pool.
+    void take(std::int64_t lo, std::int64_t hi);
+    /// Adds the allowed part of [lo, hi), which must not be in the pool yet.
+    void give(std::int64_t lo, std::int64_t hi);
+    /// Removes whatever part of [lo, hi) is in the pool; returns what it removed.
+    ClusterSet take_all_in(std::int64_t lo, std::int64_t hi);
+
+    [[nodiscard]] std::int64_t largest() const { return all_.largest(); }
+    [[nodiscard]] const FreeIndex& all() const { return all_; }
+
+private:
+    ClusterSet allowed_;
+    ClusterSet avoid_;
+    FreeIndex all_;
+};
+
+/// Builds a plan: emits whole-stream moves, keeps the budgets, the growth model and the
+/// list of skipped streams. One per make_plan call.
+class Builder {
+public:
+    Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options, Plan& plan);
+
+    [[nodiscard]] const VolumeMap& volume() const { return volume_; }
+    [[nodiscard]] const PlanOptions& options() const { return options_; }
+    [[nodiscard]] GrowthModel& growth() { return growth_; }
+    [[nodiscard]] Plan& plan() { return plan_; }
+    [[nodiscard]] std::uint64_t moved_bytes() const { return moved_bytes_; }
+
+    /// The --exclude glob the stream's file matches, nullopt when none does (or none given).
+    [[nodiscard]] std::optional<std::string> excluded_by(const Stream& stream) const;
+    /// Whether moving `clusters` more would pass --max-moved.
+    [[nodiscard]] bool over_moved_budget(std::int64_t clusters) const;
+    /// Why writing [lcn, lcn + clusters) would pass --max-growth, nullopt when it fits.
+    [[nodiscard]] std::optional<std::string> over_growth_budget(std::int64_t lcn, std::int64_t clusters) const;
+    [[nodiscard]] std::string moved_budget_reason() const;
+
+    /// Moves the whole stream to [destination, destination + allocated clusters): one move
+    /// per piece, pieces laid end to end in VCN order. Records the growth and the bytes.
+    void move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination);
+    void skip(const Stream& stream, std::string reason);
+
+private:
+    const VolumeMap& volume_;
+    const PlanOptions& options_;
+    Plan& plan_;
+    GrowthModel growth_;
+    std::uint64_t moved_bytes_ = 0;
+};
+
+/// The strategies (docs/planner.md §5–§8); each fills builder.plan().
+void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress);
+void plan_consolidate(Builder& builder, const Progress& progress);
+void plan_shrink(Builder& builder, const Progress& progress);
+
+/// Defrag leaves a stream alone when every fragment is at least this big (DESIGN §5).
+inline constexpr std::uint64_t kLeaveAloneBytes = 64ull << 20;
+/// How often (in streams or granules) the strategies report progress.
+inline constexpr std::uint64_t kProgressEvery = 4096;
+
+/// Byte counts in reasons and notes: "12582912 bytes" (exact, so tests and scripts can parse it).
+[[nodiscard]] std::string bytes_text(std::uint64_t bytes);
+
+}  // namespace guestfrag::planner

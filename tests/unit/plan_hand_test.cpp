@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The strategies on small hand-built volumes whose best plans are worked out by hand.
+#include <catch2/catch.hpp>
+
+#include "core/plan/apply.hpp"
+#include "core/plan/planner.hpp"
+
+using namespace guestfrag;
+
+namespace {
+
+ClusterSet::interval_type r(std::int64_t lo, std::int64_t hi) { return ClusterSet::interval_type::right_open(lo, hi); }
+
+Stream stream(std::uint64_t record, std::vector<Extent> extents) {
+    Stream s;
+    s.mft_record = record;
+    s.type = static_cast<std::uint32_t>(AttrType::Data);
+    s.extents = std::move(extents);
+    for (const Extent& e : s.extents) s.size += static_cast<std::uint64_t>(e.clusters) * 4096;
+    s.allocated_size = s.size;
+    return s;
+}
+
+VolumeMap empty_volume(std::int64_t clusters) {
+    VolumeMap v;
+    v.partition = 1;
+    v.cluster_size = 4096;
+    v.total_clusters = clusters;
+    return v;
+}
+
+/// A raw-file-like top layer with everything in [0, bytes) allocated.
+std::vector<Layer> top_layer(std::uint64_t granule, std::uint64_t bytes) {
+    Layer l;
+    l.granule_size = granule;
+    l.allocated.add(ByteSet::interval_type::right_open(0, bytes));
+    return {l};
+}
+
+Plan plan(const VolumeMap& v, const std::vector<Layer>& layers, PlanOptions options) {
+    return make_plan(v, layers, identify(v, "hand.img", 1 << 30), options);
+}
+
+}  // namespace
+
+TEST_CASE("defrag: best fit outside the MFT zone, the zone only as a last resort", "[plan][defrag]") {
+    // 0-9 MFT zone (10 free), 10-19 A (two fragments: 10-14, 17-19 → 8 clusters), 15-16 B,
+    // 20-24 C in two fragments (20-21 and 23-24, 22 is D), 30-34 free, 40-99 E.
+    VolumeMap v = empty_volume(100);
+    v.mft_zone.add(r(0, 10));
+    v.free.add(r(0, 10));
+    v.free.add(r(25, 30));
+    v.free.add(r(30, 35));  // joins 25-29: one extent 25-34 (10 clusters)
+    v.free.add(r(35, 40));  // 25-39: 15 clusters
+    v.streams.push_back(stream(64, {{0, 10, 5}, {5, 17, 3}}));
+    v.streams.push_back(stream(65, {{0, 15, 2}}));
+    v.streams.push_back(stream(66, {{0, 20, 2}, {2, 23, 2}}));
+    v.streams.push_back(stream(67, {{0, 22, 1}}));
+    v.streams.push_back(stream(68, {{0, 40, 60}}));
+    const Plan p = plan(v, {}, {});
+    // A and C have 2 fragments each; A is larger, so it goes first: 8 clusters into 25-39
+    // (outside the zone). Then C: 4 clusters; free outside the zone is 33-39 and 10-14 +
+    // 17-19 (freed by A): best fit is 10-14 (5 clusters).
+    REQUIRE(p.moves == std::vector<Move>{{64, "$DATA", 0, 10, 25, 5},
+                                         {64, "$DATA", 5, 17, 30, 3},
+                                         {66, "$DATA", 0, 20, 10, 2},
+                                         {66, "$DATA", 2, 23, 12, 2}});
+    CHECK(p.notes.empty());
+    CHECK(p.summary.fragmented_streams_after == 0);
+    CHECK(p.summary.moved_bytes == 12 * 4096);
+
+    // With nothing outside the zone large enough, the zone is used and the plan says so.
+    VolumeMap tight = v;
+    tight.free.clear();
+    tight.free.add(r(0, 10));
+    tight.free.add(r(25, 28));
+    tight.streams[4].extents = {{0, 28, 72}};
+    const Plan z = plan(tight, {}, {});
+    REQUIRE_FALSE(z.moves.empty());
+    CHECK(z.moves[0] == Move{64, "$DATA", 0, 10, 0, 5});
+    REQUIRE(z.notes.size() == 1);
+    CHECK(z.notes[0].starts_with("1 streams were placed in the MFT zone"));
+}
+
+TEST_CASE("defrag: reasons for streams it leaves", "[plan][defrag]") {
+    // F: two 64 MiB fragments (16384 clusters each) → left alone. G: 64 MiB + 1 cluster →
+    // must move whole, but no free region holds 16385 clusters.
+    VolumeMap v = empty_volume(40000);
+    v.streams.push_back(stream(70, {{0, 0, 16384}, {16384, 16400, 16384}}));
+    v.streams.push_back(stream(71, {{0, 16384, 1}, {1, 32784, 16384}}));
+    v.streams.push_back(stream(72, {{0, 16385, 15}}));
+    v.free.add(r(33168, 40000));  // 6832 clusters
+    const Plan p = plan(v, {}, {});
+    CHECK(p.moves.empty());
+    REQUIRE(p.skipped.size() == 2);
+    // F ranks first: same fragment count, larger.
+    CHECK(p.skipped[0].mft_record == 70);
+    CHECK(p.skipped[0].reason == "every fragment is at least 64 MiB: left as it is");
+    CHECK(p.skipped[1].mft_record == 71);
+    CHECK(p.skipped[1].reason == "no free region of 16385 clusters (largest is 6832)");
+}
+
+TEST_CASE("consolidate fills holes from the start with streams from the end", "[plan][consolidate]") {
+    // 0-1 A, 2-3 free, 4-9 B, 10-11 free, 12-13 C, 14-29 D, 30-39 free.
+    VolumeMap v = empty_volume(40);
+    v.free.add(r(2, 4));
+    v.free.add(r(10, 12));
+    v.free.add(r(30, 40));
+    v.streams.push_back(stream(64, {{0, 0, 2}}));
+    v.streams.push_back(stream(65, {{0, 4, 6}}));
+    v.streams.push_back(stream(66, {{0, 12, 2}}));
+    v.streams.push_back(stream(67, {{0, 14, 16}}));
+    PlanOptions options;
+    options.strategy = Strategy::Consolidate;
+    const Plan p = plan(v, {}, options);
+    // Hole 2-3: the last stream after it that fits is C. Its old place joins 10-11 into
+    // 10-13, which nothing after it (D, 16 clusters) fits; 30-39 has nothing after it.
+    REQUIRE(p.moves == std::vector<Move>{{66, "$DATA", 0, 12, 2, 2}});
+    CHECK(p.summary.free_extents_before == 3);
+    CHECK(p.summary.free_extents_after == 2);
+    CHECK(p.summary.largest_free_extent_clusters_after == 10);
+}
+
+TEST_CASE("consolidate packs small streams towards the start", "[plan][consolidate]") {
+    // 0-3 free, 4-5 A, 6-7 B, 8-9 C, 10-99 free.
+    VolumeMap v = empty_volume(100);
+    v.free.add(r(0, 4));
+    v.free.add(r(10, 100));
+    v.streams.push_back(stream(64, {{0, 4, 2}}));
+    v.streams.push_back(stream(65, {{0, 6, 2}}));
+    v.streams.push_back(stream(66, {{0, 8, 2}}));
+    PlanOptions options;
+    options.strategy = Strategy::Consolidate;
+    const Plan p = plan(v, {}, options);
+    // Hole 0-3: the last stream after it is C → 0-1 (free: 2-3, 8-99). Hole 2-3: the last
+    // stream after it that fits is B → 2-3 (free: 6-99). From 4 on, nothing lies after the
+    // next hole (6-99). Two moves, one free extent.
+    REQUIRE(p.moves == std::vector<Move>{{66, "$DATA", 0, 8, 0, 2}, {65, "$DATA", 0, 6, 2, 2}});
+    CHECK(p.summary.free_extents_after == 1);
+    CHECK(p.notes.empty());
+}
+
+TEST_CASE("consolidate keeps only the prefix that leaves fewest free extents", "[plan][consolidate]") {
+    // 0-2 free, 3-7 A, 8 free, 9 B, 10-11 C, 12-19 D, 20-29 free, 30-34 and 36 U (unmovable),
+    // 35 E, 37-39 free: 4 free extents.
+    VolumeMap v = empty_volume(40);
+    v.free.add(r(0, 3));
+    v.free.add(r(8, 9));
+    v.free.add(r(20, 30));
+    v.free.add(r(37, 40));
+    v.unmovable.add(r(30, 35));
+    v.unmovable.add(r(36, 37));
+    Stream u = stream(7, {{0, 30, 5}, {5, 36, 1}});
+    u.placement = Placement::Unmovable;
+    v.streams.push_back(u);
+    v.streams.push_back(stream(64, {{0, 3, 5}}));
+    v.streams.push_back(stream(65, {{0, 9, 1}}));
+    v.streams.push_back(stream(66, {{0, 10, 2}}));
+    v.streams.push_back(stream(67, {{0, 12, 8}}));
+    v.streams.push_back(stream(68, {{0, 35, 1}}));
+    PlanOptions options;
+    options.strategy = Strategy::Consolidate;
+    const Plan p = plan(v, {}, options);
+    // E → 0 leaves 35 free between U's runs (5 extents); C → 1-2 leaves 10-11 (5); B → 8
+    // joins 9-11 (4). Hole 9-11 fits nothing after it (D has 8), 20-29 has no candidate
+    // after it. Never fewer than the 4 free extents it started with: all three are dropped.
+    CHECK(p.moves.empty());
+    REQUIRE(p.notes.size() == 1);
+    CHECK(p.notes[0] == "the last 3 streams considered were left out: moving them would not leave fewer free extents");
+    CHECK(p.summary.free_extents_after == 4);
+}
+
+TEST_CASE("shrink moves streams out of the sparsest granule into room in used ones", "[plan][shrink]") {
+    // Granules of 64 KiB = 16 clusters, volume at disk offset 0, 4 granules.
+    // g0: A 0-11, free 12-15.  g1: B 16-17, free 18-31.  g2: C 32-45, free 46-47.  g3: free.
+    VolumeMap v = empty_volume(64);
+    v.free.add(r(12, 16));
+    v.free.add(r(18, 32));
+    v.free.add(r(46, 64));
+    v.streams.push_back(stream(64, {{0, 0, 12}}));
+    v.streams.push_back(stream(65, {{0, 16, 2}}));
+    v.streams.push_back(stream(66, {{0, 32, 14}}));
+    PlanOptions options;
+    options.strategy = Strategy::Shrink;
+    const auto layers = top_layer(64 << 10, 64 * 4096);
+    const Plan p = plan(v, layers, options);
+    // g1 (2 used) goes first: B's best fit outside g1 and g3 is 46-47. g0 (12 used) next:
+    // A has no room outside g0 (g1 and g3 are empty now and stay so), so it stays.
+    REQUIRE(p.moves == std::vector<Move>{{65, "$DATA", 0, 16, 46, 2}});
+    CHECK(p.summary.reclaimable_bytes_before == 64 << 10);
+    CHECK(p.summary.reclaimable_bytes_after == 128 << 10);
+    CHECK(p.summary.thin_growth_bytes == 0);
+    CHECK(p.notes[0] == "1 granules of 65536 bytes emptied");
+}

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Every strategy on a generated disk: its plan passes the validator and what it claims is
+// what an independent analysis of the after-state finds.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "analyzers/analysis.hpp"
+#include "core/image/open_image.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/planner.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+
+namespace {
+
+MkImageOptions disk_options() {
+    MkImageOptions o;
+    o.disk_size = 64ull << 20;
+    o.files = 800;
+    o.seed = 11;
+    return o;
+}
+
+struct Disk {
+    std::string path;
+    std::uint64_t size = 0;
+    std::vector<Layer> layers;
+    VolumeMap map;
+};
+
+const Disk& disk() {
+    static const Disk d = [] {
+        Disk out;
+        out.path = test::generated_image("plan-strategies", disk_options()).string();
+        const auto image = open_image(out.path);
+        ImageAnalysis a = analyze_image(*image);
+        out.size = a.virtual_size;
+        out.layers = a.layers;
+        out.map = std::move(a.volumes.at(0).map);
+        return out;
+    }();
+    return d;
+}
+
+Plan plan_for(const Disk& d, PlanOptions options) {
+    return make_plan(d.map, d.layers, identify(d.map, d.path, d.size), options);
+}
+
+ByteSet::interval_type disk_bytes(const VolumeMap& v, std::int64_t lcn, std::int64_t clusters) {
+    const std::uint64_t lo = v.partition_offset + static_cast<std::uint64_t>(lcn) * v.cluster_size;
+    return ByteSet::interval_type::right_open(lo, lo + static_cast<std::uint64_t>(clusters) * v.cluster_size);
+}
+
+/// Thin and clone growth counted granule by granule, straight from the definition.
+std::pair<std::uint64_t, std::uint64_t> growth_by_hand(const VolumeMap& v, const std::vector<Layer>& layers,
+                                                        const Plan& plan, std::uint64_t g, ByteSet& written) {
+    std::set<std::uint64_t> granules;
+    for (const Move& m : plan.moves) {
+        const auto bytes = disk_bytes(v, m.to_lcn, m.clusters);
+        for (std::uint64_t k = boost::icl::first(bytes) / g; k * g < boost::icl::last_next(bytes); ++k)
+            granules.insert(k);
+    }
+    std::uint64_t thin = 0;
+    std::uint64_t clone = 0;
+    for (const std::uint64_t k : granules) {
+        const auto granule = ByteSet::interval_type::right_open(k * g, (k + 1) * g);
+        written.add(granule);
+        const bool top = boost::icl::intersects(layers[0].allocated, granule);
+        bool parent = false;
+        for (std::size_t i = 1; i < layers.size(); ++i) parent = parent || boost::icl::intersects(layers[i].allocated, granule);
+        if (!top && !parent) thin += g;
+        if (!top && parent) clone += g;
+    }
+    return {thin, clone};
+}
+
+/// Every cluster belongs to at most one stream or to free space, and the VCN layout of
+/// every stream is unchanged: apply_plan moved data, it did not lose or duplicate any.
+void require_consistent(const VolumeMap& before, const VolumeMap& after) {
+    REQUIRE(after.streams.size() == before.streams.size());
+    ClusterSet seen = after.free;
+    std::int64_t counted = after.free_clusters();
+    for (std::size_t i = 0; i < after.streams.size(); ++i) {
+        const Stream& a = after.streams[i];
+        const Stream& b = before.streams[i];
+        REQUIRE(a.allocated_clusters() == b.allocated_clusters());
+        std::int64_t vcn = 0;
+        for (const Extent& e : a.extents) {
+            REQUIRE(e.vcn == vcn);
+            vcn += e.clusters;
+            if (e.lcn < 0) continue;
+            const auto r = ClusterSet::interval_type::right_open(e.lcn, e.lcn + e.clusters);
+            REQUIRE_FALSE(boost::icl::intersects(seen, r));
+            seen.add(r);
+            counted += e.clusters;
+        }
+        std::int64_t before_vcn = 0;
+        for (const Extent& e : b.extents) before_vcn += e.clusters;
+        REQUIRE(vcn == before_vcn);
+    }
+    REQUIRE(counted == static_cast<std::int64_t>(boost::icl::length(seen)));
+}
+
+/// The plan passes apply_plan, and its summary equals the analyzers' view of the result.
+VolumeMap require_claims_hold(const Disk& d, const Plan& plan) {
+    const VolumeMap after = apply_plan(d.map, plan);
+    require_consistent(d.map, after);
+    const PlanSummary& s = plan.summary;
+
+    const FileFragmentation fb = analyze_file_fragmentation(d.map);
+    const FileFragmentation fa = analyze_file_fragmentation(after);
+    CHECK(s.fragments_before == fb.fragments);
+    CHECK(s.fragments_after == fa.fragments);
+    CHECK(s.fragmented_streams_before == fb.fragmented_streams);
+    CHECK(s.fragmented_streams_after == fa.fragmented_streams);
+    const FreeSpaceFragmentation sb = analyze_free_space(d.map);
+    const FreeSpaceFragmentation sa = analyze_free_space(after);
+    CHECK(s.free_extents_before == sb.extents);
+    CHECK(s.free_extents_after == sa.extents);
+    CHECK(s.largest_free_extent_clusters_before == sb.largest_extent_clusters);
+    CHECK(s.largest_free_extent_clusters_after == sa.largest_extent_clusters);
+    CHECK(after.free_clusters() == d.map.free_clusters());
+
+    std::uint64_t moved = 0;
+    for (const Move& m : plan.moves) moved += static_cast<std::uint64_t>(m.clusters) * d.map.cluster_size;
+    CHECK(s.moves == plan.moves.size());
+    CHECK(s.moved_bytes == moved);
+
+    ByteSet written;
+    const auto [thin, clone] = growth_by_hand(d.map, d.layers, plan, s.granule_size, written);
+    CHECK(s.thin_growth_bytes == thin);
+    CHECK(s.clone_delta_growth_bytes == clone);
+
+    // Reclaimable as analyze_layer_usage computes it, on a top layer at the plan's granule
+    // that also holds every granule the plan wrote.
+    std::vector<Layer> layers = d.layers;
+    layers[0].granule_size = s.granule_size;
+    CHECK(s.reclaimable_bytes_before == analyze_layer_usage(d.map, layers)[0].reclaimable_bytes);
+    layers[0].allocated += written;
+    CHECK(s.reclaimable_bytes_after == analyze_layer_usage(after, layers)[0].reclaimable_bytes);
+    return after;
+}
+
+const Stream* find(const VolumeMap& v, std::uint64_t record, const std::string& label) {
+    for (const Stream& s : v.streams)
+        if (s.mft_record == record && s.label() == label) return &s;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("defrag removes at least 90% of fragmented streams on a disk with 20% free", "[plan][defrag]") {
+    const Disk& d = disk();
+    REQUIRE(d.map.free_clusters() * 5 >= d.map.total_clusters);
+    const Plan plan = plan_for(d, {});
+    CHECK(plan.strategy == "defrag");
+    CHECK(plan.identity == identify(d.map, d.path, d.size));
+    const VolumeMap after = require_claims_hold(d, plan);
+
+    const FileFragmentation before_f = analyze_file_fragmentation(d.map);
+    const FileFragmentation after_f = analyze_file_fragmentation(after);
+    REQUIRE(before_f.fragmented_streams >= 50);
+    CHECK((before_f.fragmented_streams - after_f.fragmented_streams) * 10 >= before_f.fragmented_streams * 9);
+    // Whole streams move: every stream the plan touched ends in one fragment.
+    for (const Move& m : plan.moves) {
+        const Stream* s = find(after, m.mft_record, m.stream);
+        REQUIRE(s != nullptr);
+        CHECK(s->fragments() == 1);
+    }
+    // Streams that stay fragmented are the ones the plan says it skipped.
+    std::set<std::pair<std::uint64_t, std::string>> skipped;
+    for (const auto& k : plan.skipped) skipped.emplace(k.mft_record, k.stream);
+    for (const Stream& s : after.streams)
+        if (s.fragments() > 1) CHECK(skipped.count({s.mft_record, s.label()}) == 1);
+}
+
+TEST_CASE("thin-safe writes only inside allocated top-layer granules: zero growth", "[plan][thin-safe]") {
+    const Disk& d = disk();
+    PlanOptions options;
+    options.strategy = Strategy::ThinSafe;
+    const Plan plan = plan_for(d, options);
+    require_claims_hold(d, plan);
+    REQUIRE_FALSE(plan.moves.empty());
+    CHECK(plan.summary.fragmented_streams_after < plan.summary.fragmented_streams_before);
+    // Independently of any granule arithmetic: every destination byte is already allocated.
+    for (const Move& m : plan.moves)
+        CHECK(boost::icl::contains(d.layers[0].allocated, disk_bytes(d.map, m.to_lcn, m.clusters)));
+    CHECK(plan.summary.thin_growth_bytes == 0);
+    CHECK(plan.summary.clone_delta_growth_bytes == 0);
+
+    // The same at a 1 MiB granule (VMFS thin blocks).
+    options.granule = 1 << 20;
+    const Plan vmfs = plan_for(d, options);
+    require_claims_hold(d, vmfs);
+    CHECK(vmfs.summary.granule_size == 1 << 20);
+    CHECK(vmfs.summary.thin_growth_bytes == 0);
+}
+
+TEST_CASE("consolidate leaves fewer free extents and never fragments a stream", "[plan][consolidate]") {
+    const Disk& d = disk();
+    PlanOptions options;
+    options.strategy = Strategy::Consolidate;
+    const Plan plan = plan_for(d, options);
+    const VolumeMap after = require_claims_hold(d, plan);
+    CHECK(plan.summary.free_extents_after * 2 < plan.summary.free_extents_before);
+    for (std::size_t i = 0; i < after.streams.size(); ++i)
+        CHECK(after.streams[i].fragments() <= std::max<std::uint64_t>(d.map.streams[i].fragments(), 1));
+    // Nothing lands in the MFT zone.
+    for (const Move& m : plan.moves)
+        CHECK_FALSE(boost::icl::intersects(d.map.mft_zone, ClusterSet::interval_type::right_open(m.to_lcn, m.to_lcn + m.clusters)));
+}
+
+TEST_CASE("shrink empties sparsely used granules", "[plan][shrink]") {
+    const Disk& d = disk();
+    PlanOptions options;
+    options.strategy = Strategy::Shrink;
+    // At the raw file's own 4 KiB granule nothing can improve: every free cluster is a
+    // whole granule already.
+    const Plan native = plan_for(d, options);
+    CHECK(native.moves.empty());
+    REQUIRE_FALSE(native.notes.empty());
+
+    options.granule = 256 << 10;
+    const Plan plan = plan_for(d, options);
+    require_claims_hold(d, plan);
+    REQUIRE_FALSE(plan.moves.empty());
+    CHECK(plan.summary.reclaimable_bytes_after > plan.summary.reclaimable_bytes_before);
+    CHECK(plan.summary.thin_growth_bytes == 0);
+}
+
+TEST_CASE("budgets and exclusions bound the plan", "[plan][budget]") {
+    const Disk& d = disk();
+    SECTION("--max-moved") {
+        PlanOptions options;
+        options.max_moved = 1 << 20;
+        const Plan plan = plan_for(d, options);
+        require_claims_hold(d, plan);
+        CHECK(plan.summary.moved_bytes <= 1 << 20);
+        REQUIRE_FALSE(plan.skipped.empty());
+        CHECK(plan.skipped.back().reason.starts_with("--max-moved budget of 1048576 bytes reached"));
+    }
+    SECTION("--max-growth 0") {
+        PlanOptions options;
+        options.max_growth = 0;
+        const Plan unbounded = plan_for(d, {});
+        REQUIRE(unbounded.summary.thin_growth_bytes > 0);  // else this section proves nothing
+        const Plan plan = plan_for(d, options);
+        require_claims_hold(d, plan);
+        CHECK(plan.summary.thin_growth_bytes + plan.summary.clone_delta_growth_bytes == 0);
+        CHECK(std::ranges::any_of(plan.skipped, [](const auto& k) { return k.reason.find("--max-growth") != std::string::npos; }));
+    }
+    SECTION("--exclude") {
+        PlanOptions options;
+        options.exclude = {"*"};
+        const Plan none = plan_for(d, options);
+        CHECK(none.moves.empty());
+        CHECK(std::ranges::all_of(none.skipped, [](const auto& k) {
+            return k.reason == "matches --exclude *" || k.reason.starts_with("unmovable");
+        }));
+        // Exclude the first stream defrag would move, by its path in upper case with '/'.
+        const Plan all = plan_for(d, {});
+        REQUIRE_FALSE(all.moves.empty());
+        std::string path = d.map.path_of(all.moves.front().mft_record);
+        for (char& c : path) c = c == '\\' ? '/' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        options.exclude = {path};
+        const Plan without = plan_for(d, options);
+        for (const Move& m : without.moves) CHECK(m.mft_record != all.moves.front().mft_record);
+        CHECK(without.moves.size() < all.moves.size());
+    }
+}
+
+TEST_CASE("path globs: case-insensitive, either separator, * crosses directories", "[plan][glob]") {
+    CHECK(path_matches("*.vhdx", "\\VMs\\disk.VHDX"));
+    CHECK(path_matches("/windows/*", "\\Windows\\System32\\a.dll"));
+    CHECK(path_matches("\\dir?\\f[0-9]*", "\\dir1\\f7.txt"));
+    CHECK_FALSE(path_matches("\\dir?\\f[!0-9]*", "\\dir1\\f7.txt"));
+    CHECK_FALSE(path_matches("*.txt", "\\a.txt.bak"));
+    CHECK(path_matches("*", "\\"));
+    CHECK_FALSE(path_matches("\\a", "\\ab"));
+    CHECK(path_matches("[ab", "[ab"));  // an unclosed bracket is literal
+}
