@@ -11,5 +11,6 @@ void add_analyze_command(CLI::App& app);
 void add_mkimage_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
+void add_report_command(CLI::App& app);
 
 }  // namespace guestfrag::cli

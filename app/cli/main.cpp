@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     add_analyze_command(app);
     add_plan_command(app);
     add_estimate_command(app);
+    add_report_command(app);
     add_mkimage_command(app);
     try {
         app.parse(argc, argv);

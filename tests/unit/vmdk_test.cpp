@@ -27,11 +27,14 @@
 #include "core/image/vmdk_descriptor.hpp"
 #include "core/image/vmdk_grain_extent.hpp"
 #include "core/image/vmdk_layer.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/vmdk_writer.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
+
+using guestfrag::test::kind_of;
 
 namespace {
 
@@ -326,18 +329,6 @@ const VmdkLayer& as_vmdk(const LayerFile& layer) {
     const auto* v = dynamic_cast<const VmdkLayer*>(&layer);
     REQUIRE(v);
     return *v;
-}
-
-template <typename F>
-ErrorKind kind_of(F&& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const Error& e) {
-        if (message) *message = e.what();
-        return e.kind();
-    }
-    FAIL("no guestfrag::Error thrown");
-    return ErrorKind::Internal;
 }
 
 void patch(const fs::path& path, std::uint64_t offset, std::uint64_t value, std::size_t width) {

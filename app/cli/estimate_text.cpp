@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/estimate_text.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "app/cli/sizes.hpp"
+
+namespace guestfrag::cli {
+namespace {
+
+
+std::string fixed(double value, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+    return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right = false) {
+    if (s.size() >= width) return s;
+    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+std::string format_seconds(double seconds) {
+    if (seconds < 1) return fixed(seconds * 1e3, 1) + " ms";
+    if (seconds < 600) return fixed(seconds, 2) + " s";
+    return fixed(seconds / 60, 1) + " min";
+}
+
+/// "−12.3%" / "+4.0%": how `after` compares with `before`; "" when before is 0.
+std::string change(double before, double after) {
+    if (before == 0) return "";
+    const double pct = 100.0 * (after - before) / before;
+    return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%";
+}
+
+void table_row(std::ostream& out, const std::string& label, const std::string& before,
+               const std::optional<std::string>& after = {}, const std::string& delta = {}) {
+    out << "  " << pad(label, 24) << pad(before, 14, true);
+    if (after) out << pad(*after, 14, true) << pad(delta, 10, true);
+    out << '\n';
+}
+
+void print_totals(std::ostream& out, const VolumeEstimate& v) {
+    const IoStats& b = v.before.stats;
+    const IoStats* a = v.after ? &v.after->stats : nullptr;
+    auto both = [&](const std::string& label, double before, double after, const std::string& before_text,
+                    const std::string& after_text) {
+        if (a)
+            table_row(out, label, before_text, after_text, change(before, after));
+        else
+            table_row(out, label, before_text);
+    };
+    if (a) table_row(out, "", "before", "after", "change");
+    both("IOs", static_cast<double>(b.ios), a ? static_cast<double>(a->ios) : 0, std::to_string(b.ios),
+         a ? std::to_string(a->ios) : "");
+    both("Data", static_cast<double>(b.bytes), a ? static_cast<double>(a->bytes) : 0, format_size(b.bytes),
+         a ? format_size(a->bytes) : "");
+    both("Mean IO size", b.mean_io_bytes, a ? a->mean_io_bytes : 0,
+         format_size(static_cast<std::uint64_t>(b.mean_io_bytes)),
+         a ? format_size(static_cast<std::uint64_t>(a->mean_io_bytes)) : "");
+    // A share changes by percentage points, not by a percentage of itself.
+    if (a)
+        table_row(out, "Sequential", fixed(b.sequential_percent, 1) + "%",
+                  fixed(a->sequential_percent, 1) + "%",
+                  (a->sequential_percent >= b.sequential_percent ? "+" : "") +
+                      fixed(a->sequential_percent - b.sequential_percent, 1) + " pt");
+    else
+        table_row(out, "Sequential", fixed(b.sequential_percent, 1) + "%");
+    both("HDD time (7200 rpm)", b.device_seconds.hdd, a ? a->device_seconds.hdd : 0,
+         format_seconds(b.device_seconds.hdd), a ? format_seconds(a->device_seconds.hdd) : "");
+    both("SSD time", b.device_seconds.ssd, a ? a->device_seconds.ssd : 0,
+         format_seconds(b.device_seconds.ssd), a ? format_seconds(a->device_seconds.ssd) : "");
+    both("Array time", b.device_seconds.array, a ? a->device_seconds.array : 0,
+         format_seconds(b.device_seconds.array), a ? format_seconds(a->device_seconds.array) : "");
+}
+
+/// `count` as a bar of up to `width` marks relative to `largest`; padded to `width` when
+/// another column follows.
+std::string bar(std::uint64_t count, std::uint64_t largest, std::size_t width, bool padded) {
+    std::size_t marks = 0;
+    if (count != 0 && largest != 0)
+        // At least one mark for a non-empty bucket, so rare buckets stay visible.
+        marks = std::max<std::size_t>(
+            1, static_cast<std::size_t>(static_cast<double>(count) / static_cast<double>(largest) *
+                                        static_cast<double>(width)));
+    return std::string(marks, '#') + (padded ? std::string(width - marks, ' ') : "");
+}
+
+/// One histogram as text bars; before and after side by side, scaled alike.
+void print_histogram(std::ostream& out, const std::string& title, const Histogram& before,
+                     const Histogram* after) {
+    constexpr std::size_t kBar = 24;
+    std::uint64_t largest = 0;
+    for (const std::uint64_t c : before.counts()) largest = std::max(largest, c);
+    if (after)
+        for (const std::uint64_t c : after->counts()) largest = std::max(largest, c);
+    out << "\n  " << title << (after ? " (before | after)" : "") << '\n';
+    const auto& limits = before.limits();
+    for (std::size_t i = 0; i < before.counts().size(); ++i) {
+        const std::string label =
+            i < limits.size() ? "<= " + std::to_string(limits[i]) : "> " + std::to_string(limits.back());
+        std::string line = "  " + pad(label, 12) + pad(std::to_string(before.counts()[i]), 9, true) + ' ' +
+                           bar(before.counts()[i], largest, kBar, after != nullptr);
+        if (after)
+            line += " |" + pad(std::to_string(after->counts()[i]), 9, true) + ' ' +
+                    bar(after->counts()[i], largest, kBar, false);
+        while (line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    }
+}
+
+}  // namespace
+
+void print_estimate(std::ostream& out, const std::string& image, const PreparedWorkload& w,
+                    const std::optional<std::string>& plan_path, const std::vector<VolumeEstimate>& volumes) {
+    out << "IO estimate for " << image << '\n';
+    out << "  " << pad("Workload", 24) << w.workload.text() << ", IOs of at most " << format_size(w.max_io)
+        << '\n';
+    if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';
+    for (const VolumeEstimate& v : volumes) {
+        out << "\nVolume on partition " << v.partition << '\n';
+        print_totals(out, v);
+        if (const auto& t = v.before.trace) {
+            out << "  " << pad("Trace", 24) << t->paths << " paths: " << t->read << " read, "
+                << t->without_data << " without data, " << t->missing << " missing\n";
+            constexpr std::size_t kShown = 10;
+            for (std::size_t i = 0; i < t->missing_paths.size() && i < kShown; ++i)
+                out << "  " << pad("", 24) << "missing: " << t->missing_paths[i] << '\n';
+            if (t->missing_paths.size() > kShown)
+                out << "  " << pad("", 24) << "... and " << t->missing_paths.size() - kShown << " more\n";
+        }
+        for (const auto* e : {&v.before, v.after ? &*v.after : nullptr}) {
+            if (e == nullptr || !e->write) continue;
+            const WriteOutcome& wr = *e->write;
+            out << "  " << pad(e == &v.before ? "New files (before)" : "New files (after)", 24)
+                << wr.files_written << " of " << wr.files << " written, " << format_size(wr.bytes_written)
+                << ", " << wr.fragmented_files << " fragmented (" << wr.fragments << " fragments)\n";
+        }
+        const IoStats* after = v.after ? &v.after->stats : nullptr;
+        print_histogram(out, "IO length (bytes)", v.before.stats.io_length,
+                        after ? &after->io_length : nullptr);
+        print_histogram(out, "Seek distance (sectors; +1 = sequential)", v.before.stats.seek_distance,
+                        after ? &after->seek_distance : nullptr);
+    }
+}
+
+}  // namespace guestfrag::cli

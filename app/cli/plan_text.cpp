@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/plan_text.hpp"
+
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "app/cli/sizes.hpp"
+
+namespace guestfrag::cli {
+namespace {
+
+std::string percent(const std::optional<double>& value) {
+    if (!value) return "-";
+    std::ostringstream out;
+    out << std::fixed << std::setprecision(1) << *value << " %";
+    return out.str();
+}
+
+std::string without_numbers(const std::string& text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const bool digit = text[i] >= '0' && text[i] <= '9';
+        if (!digit) {
+            out += text[i];
+        } else if (i == 0 || text[i - 1] < '0' || text[i - 1] > '9') {
+            out += 'N';
+        }
+    }
+    return out;
+}
+
+constexpr int kNameWidth = 36;
+
+/// "  name            value" for figures without a before and after.
+void line(std::ostream& out, const std::string& name, const std::string& value) {
+    out << "  " << std::left << std::setw(kNameWidth) << name << std::right << std::setw(14) << value << '\n';
+}
+
+void row(std::ostream& out, const std::string& name, const std::string& before, const std::string& after) {
+    out << "  " << std::left << std::setw(kNameWidth) << name << std::right << std::setw(14) << before << "  ->  "
+        << std::left << after << '\n';
+}
+
+}  // namespace
+
+void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& volume, const std::string& image) {
+    const PlanSummary& s = plan.summary;
+    out << "Plan for " << image << ", partition " << volume.partition << " (strategy " << plan.strategy << ")\n";
+    line(out, "moves", std::to_string(s.moves));
+    line(out, "data moved", format_size(s.moved_bytes));
+    row(out, "fragments", std::to_string(s.fragments_before), std::to_string(s.fragments_after));
+    row(out, "fragmented streams", std::to_string(s.fragmented_streams_before),
+        std::to_string(s.fragmented_streams_after));
+    row(out, "free extents", std::to_string(s.free_extents_before), std::to_string(s.free_extents_after));
+    row(out, "largest free extent", format_size(s.largest_free_extent_clusters_before * volume.cluster_size),
+        format_size(s.largest_free_extent_clusters_after * volume.cluster_size));
+    row(out, "free-space fragmentation", percent(s.free_space_fragmentation_percent_before),
+        percent(s.free_space_fragmentation_percent_after));
+    row(out, "reclaimable (" + format_size(s.granule_size) + " granules)", format_size(s.reclaimable_bytes_before),
+        format_size(s.reclaimable_bytes_after));
+    line(out, "thin growth", format_size(s.thin_growth_bytes));
+    line(out, "clone delta growth", format_size(s.clone_delta_growth_bytes));
+    if (!plan.skipped.empty()) {
+        // Reasons repeat with different numbers ("no free region of 12 clusters ..."): group them
+        // with every number written N.
+        std::map<std::string, std::size_t> reasons;
+        for (const Plan::Skipped& k : plan.skipped) ++reasons[without_numbers(k.reason)];
+        out << "  skipped " << plan.skipped.size() << " streams:\n";
+        for (const auto& [reason, count] : reasons) out << "    " << count << " x " << reason << '\n';
+    }
+    for (const std::string& note : plan.notes) out << "  note: " << note << '\n';
+}
+
+}  // namespace guestfrag::cli
