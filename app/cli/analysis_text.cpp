@@ -10,17 +10,6 @@
 namespace guestfrag::cli {
 namespace {
 
-std::string fixed(double value, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-    return buf;
-}
-
-std::string pad(const std::string& s, std::size_t width, bool right = false) {
-    if (s.size() >= width) return s;
-    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
 void row(std::ostream& out, const std::string& label, const std::string& value) {
     out << "  " << pad(label, 30) << value << '\n';
 }

@@ -9,18 +9,6 @@
 namespace guestfrag::cli {
 namespace {
 
-
-std::string fixed(double value, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-    return buf;
-}
-
-std::string pad(const std::string& s, std::size_t width, bool right = false) {
-    if (s.size() >= width) return s;
-    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
 std::string format_seconds(double seconds) {
     if (seconds < 1) return fixed(seconds * 1e3, 1) + " ms";
     if (seconds < 600) return fixed(seconds, 2) + " s";

@@ -49,4 +49,15 @@ std::string format_size(std::uint64_t bytes) {
     return buf.data();
 }
 
+std::string fixed(double value, int decimals) {
+    std::array<char, 64> buf{};
+    std::snprintf(buf.data(), buf.size(), "%.*f", decimals, value);
+    return buf.data();
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right) {
+    if (s.size() >= width) return s;
+    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
 }  // namespace guestfrag::cli

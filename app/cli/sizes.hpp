@@ -15,4 +15,10 @@ namespace guestfrag::cli {
 /// "512 B", "4.0 KiB", "1.50 MiB", "12.3 GiB": three significant digits, binary units.
 [[nodiscard]] std::string format_size(std::uint64_t bytes);
 
+/// `value` with `decimals` digits after the point ("12.35").
+[[nodiscard]] std::string fixed(double value, int decimals);
+
+/// `s` padded with spaces to `width` columns, on the left when `right` aligns it right.
+[[nodiscard]] std::string pad(const std::string& s, std::size_t width, bool right = false);
+
 }  // namespace guestfrag::cli
