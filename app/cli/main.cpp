@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // guestfrag: offline fragmentation analyzer and planner for Windows guest disk images.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -8,8 +10,23 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 
+namespace {
+
+// A split VMDK keeps one descriptor per extent file: a 2 TiB twoGbMaxExtentSparse disk has
+// over 1,000, past the usual soft limit of 1,024 open files. Use the hard limit.
+void raise_open_file_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace guestfrag::cli;
+    raise_open_file_limit();
     CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images"};
     app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
     app.require_subcommand(1);
