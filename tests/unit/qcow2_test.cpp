@@ -27,11 +27,14 @@
 #include "core/image/qcow2_layer.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
 
 using guestfrag::test::kind_of;
+using guestfrag::test::run_ok;
+using guestfrag::test::qemu_io;
 
 namespace {
 
@@ -68,24 +71,6 @@ public:
 private:
     fs::path path_;
 };
-
-void run_ok(const std::vector<std::string>& argv) {
-    const auto r = test::run(argv);
-    std::string line;
-    for (const auto& a : argv) line += a + " ";
-    INFO(line << "\n" << r.err << r.out);
-    REQUIRE(r.status == 0);
-}
-
-void qemu_io(const fs::path& image, const std::vector<std::string>& commands) {
-    std::vector<std::string> argv{"qemu-io", "-f", "qcow2"};
-    for (const auto& c : commands) {
-        argv.push_back("-c");
-        argv.push_back(c);
-    }
-    argv.push_back(image.string());
-    run_ok(argv);
-}
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
     x += 0x9e3779b97f4a7c15ull;
@@ -383,7 +368,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
     const fs::path raw = standard_raw(dir);
     SECTION("standard L2") {
         const fs::path image = convert(raw, dir / "z.qcow2", {});
-        qemu_io(image, {"write -z 3M 128K",      // over stored clusters: zero flag, cluster kept
+        qemu_io(image, "qcow2", {"write -z 3M 128K",      // over stored clusters: zero flag, cluster kept
                         "write -z -u 10M 256K",  // unmapped: zero flag, no cluster
                         "write -z 20M 64K",      // over unallocated clusters
                         "write -z 1M 4K",        // part of a cluster: zeros stored as data
@@ -396,7 +381,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
     }
     SECTION("extended L2 subclusters") {
         const fs::path image = convert(raw, dir / "zx.qcow2", {"-o", "extended_l2=on,cluster_size=128K"});
-        qemu_io(image, {"write -z 3M 8K", "write -z 10M 132K", "write -P 0x5a 20M 4K",
+        qemu_io(image, "qcow2", {"write -z 3M 8K", "write -z 10M 132K", "write -P 0x5a 20M 4K",
                         "write -z " + at(20 * MiB + 8 * KiB) + " 4K",
                         "write -P 0x33 " + at(22 * MiB + 4 * KiB) + " 12K"});
         check_image(image, 1, 4 * KiB);
@@ -409,7 +394,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
         // Clusters shared with the snapshot lose their COPIED flag; writes then copy them.
         const fs::path image = convert(raw, dir / "snap.qcow2", {});
         run_ok({"qemu-img", "snapshot", "-c", "before", image.string()});
-        qemu_io(image, {"write -P 0x77 0 4K", "write -z 3M 64K", "write -P 0x78 " + at(11 * MiB) + " 64K"});
+        qemu_io(image, "qcow2", {"write -P 0x77 0 4K", "write -z 3M 64K", "write -P 0x78 " + at(11 * MiB) + " 64K"});
         check_image(image, 1, 64 * KiB);
     }
 }
@@ -447,10 +432,10 @@ TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][
                 return dir / name;
             };
             const fs::path mid = create("mid.qcow2", base, base_format, c.mid_options);
-            qemu_io(mid, {"write -P 0xab 1M 64K", "write -P 0xac " + at(4 * MiB + 512) + " 1K",
+            qemu_io(mid, "qcow2", {"write -P 0xab 1M 64K", "write -P 0xac " + at(4 * MiB + 512) + " 1K",
                           "write -z 3M 128K", "write -P 0xad 12M 1M"});
             const fs::path top = create("top.qcow2", mid, "qcow2", c.top_options);
-            qemu_io(top, {"write -P 0xba " + at(1 * MiB + 4 * KiB) + " 4K",
+            qemu_io(top, "qcow2", {"write -P 0xba " + at(1 * MiB + 4 * KiB) + " 4K",
                           "write -z " + at(12 * MiB + 256 * KiB) + " 256K", "write -P 0xbb 100K 8K",
                           "write -P 0xbc 20M 2M"});
             const auto disk = check_image(top, 3, c.top_granule);
@@ -471,7 +456,7 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
     const fs::path base = convert(raw, dir / "base.qcow2", {});
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2",
             (dir / "top.qcow2").string()});
-    qemu_io(dir / "top.qcow2", {"write -P 0x11 2M 64K"});
+    qemu_io(dir / "top.qcow2", "qcow2", {"write -P 0x11 2M 64K"});
     const fs::path expected = dir / "expected.raw";
     run_ok({"qemu-img", "convert", "-O", "raw", (dir / "top.qcow2").string(), expected.string()});
 
@@ -754,7 +739,7 @@ TEST_CASE("qcow2 maps a large, mostly empty disk in few calls", "[image][qcow2]"
     const WorkDir dir("large");
     const fs::path image = dir / "big.qcow2";
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", image.string(), "2T"});
-    qemu_io(image, {"write -P 1 0 64K", "write -P 2 1T 1M", "write -z 1536G 64K",
+    qemu_io(image, "qcow2", {"write -P 1 0 64K", "write -P 2 1T 1M", "write -z 1536G 64K",
                     "write -P 3 " + at((std::uint64_t{2} << 40) - 64 * KiB) + " 64K"});
     const auto layer = open_qcow2(image.string());
     std::size_t calls = 0;

@@ -25,6 +25,7 @@
 #include "core/image/vhd.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
 #include "support/vhd_writer.hpp"
 
 namespace fs = std::filesystem;
@@ -32,6 +33,7 @@ using namespace guestfrag;
 using Bytes = std::vector<std::byte>;
 
 using guestfrag::test::kind_of;
+using guestfrag::test::run_ok;
 
 namespace {
 
@@ -87,12 +89,6 @@ Bytes slurp(const fs::path& path) {
     Bytes bytes(fs::file_size(path));
     in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return bytes;
-}
-
-void run_ok(const std::vector<std::string>& argv) {
-    const auto r = test::run(argv);
-    INFO(argv[0] << " " << (argv.size() > 1 ? argv[1] : "") << ": " << r.err);
-    REQUIRE(r.status == 0);
 }
 
 /// The disk as qemu-img sees it (`-f vpc` is needed: qemu does not probe fixed VHDs).

@@ -34,6 +34,7 @@
 #include "core/image/vhdx_layer.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
 #include "support/vhdx_writer.hpp"
 
 namespace fs = std::filesystem;
@@ -41,6 +42,8 @@ using namespace guestfrag;
 using test::VhdxState;
 
 using guestfrag::test::kind_of;
+using guestfrag::test::run_ok;
+using guestfrag::test::qemu_io;
 
 namespace {
 
@@ -72,24 +75,6 @@ struct Cleanup {
         fs::remove_all(dir, ec);
     }
 };
-
-void run_ok(const std::vector<std::string>& argv) {
-    const auto r = test::run(argv);
-    std::string line;
-    for (const auto& a : argv) line += a + " ";
-    INFO(line << "\n" << r.err << r.out);
-    REQUIRE(r.status == 0);
-}
-
-void qemu_io(const fs::path& image, const std::vector<std::string>& commands) {
-    std::vector<std::string> argv{"qemu-io", "-f", "vhdx"};
-    for (const auto& c : commands) {
-        argv.push_back("-c");
-        argv.push_back(c);
-    }
-    argv.push_back(image.string());
-    run_ok(argv);
-}
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
     x += 0x9e3779b97f4a7c15ull;
@@ -452,7 +437,7 @@ TEST_CASE("vhdx: qemu-made dynamic and fixed disks read like qemu-img", "[vhdx]"
         INFO(c.options);
         const fs::path path = dir / ("disk" + std::to_string(n++) + ".vhdx");
         run_ok({"qemu-img", "create", "-q", "-f", "vhdx", "-o", c.options, path.string(), std::to_string(kQemuDiskSize)});
-        qemu_io(path, qemu_write_commands(kQemuWrites));
+        qemu_io(path, "vhdx", qemu_write_commands(kQemuWrites));
         const auto image = open_chain(path.string());
         REQUIRE(image->size() == kQemuDiskSize);
         const auto expected = qemu_raw(path);
@@ -529,7 +514,7 @@ DiffFixture make_diff_fixture(const std::string& name) {
     run_ok({"qemu-img", "create", "-q", "-f", "vhdx", "-o", "block_size=1M", f.parent.string(), std::to_string(f.size)});
     const std::vector<QemuWrite> parent_writes = {
         {0, 3 * MiB, 0x21}, {5 * MiB, 512 * KiB, 0x22}, {12 * MiB + 4 * KiB, 8 * KiB, 0x23}, {20 * MiB, 4 * MiB, 0x24}};
-    qemu_io(f.parent, qemu_write_commands(parent_writes));
+    qemu_io(f.parent, "vhdx", qemu_write_commands(parent_writes));
     for (const auto& w : parent_writes) f.parent_data += blocks_of(w.offset, w.length, MiB, f.size);
     f.expected = qemu_raw(f.parent);
 
@@ -757,7 +742,7 @@ TEST_CASE("vhdx: the log is replayed in memory", "[vhdx]") {
         const fs::path path = dir / "qemu.vhdx";
         run_ok({"qemu-img", "create", "-q", "-f", "vhdx", "-o", "block_size=1M", path.string(), "20M"});
         const auto before = read_file(path);
-        qemu_io(path, {"write -P 0xab 0 4k", "write -P 0xcd 5M 1M"});
+        qemu_io(path, "vhdx", {"write -P 0xab 0 4k", "write -P 0xcd 5M 1M"});
         const auto written = qemu_raw(path);
         CHECK(VhdxLayer(path.string()).replayed_log_entries() == 0);  // qemu closed it cleanly
 

@@ -29,12 +29,15 @@
 #include "core/image/vmdk_layer.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
 #include "support/vmdk_writer.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
 
 using guestfrag::test::kind_of;
+using guestfrag::test::run_ok;
+using guestfrag::test::qemu_io;
 
 namespace {
 
@@ -69,24 +72,6 @@ public:
 private:
     fs::path path_;
 };
-
-void run_ok(const std::vector<std::string>& argv) {
-    const auto r = test::run(argv);
-    std::string line;
-    for (const auto& a : argv) line += a + " ";
-    INFO(line << "\n" << r.err << r.out);
-    REQUIRE(r.status == 0);
-}
-
-void qemu_io(const fs::path& image, const std::vector<std::string>& commands) {
-    std::vector<std::string> argv{"qemu-io", "-f", "vmdk"};
-    for (const auto& c : commands) {
-        argv.push_back("-c");
-        argv.push_back(c);
-    }
-    argv.push_back(image.string());
-    run_ok(argv);
-}
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
     x += 0x9e3779b97f4a7c15ull;
@@ -523,10 +508,10 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
     SECTION("sparse base, sparse middle, zeroed-grain top") {
         convert(raw, dir / "base.vmdk", "streamOptimized");
         const fs::path mid = create("mid.vmdk", "base.vmdk", {});
-        qemu_io(mid, {"write -P 0xab 1M 64K", "write -P 0xac 4194816 1K", "write -P 0xad 12M 1M",
+        qemu_io(mid, "vmdk", {"write -P 0xab 1M 64K", "write -P 0xac 4194816 1K", "write -P 0xad 12M 1M",
                       "write -z 3M 128K"});
         const fs::path top = create("top.vmdk", "mid.vmdk", {"-o", "zeroed_grain=on"});
-        qemu_io(top, {"write -P 0xba 1052672 4K", "write -z 12845056 256K", "write -P 0xbb 100K 8K",
+        qemu_io(top, "vmdk", {"write -P 0xba 1052672 4K", "write -z 12845056 256K", "write -P 0xbb 100K 8K",
                       "write -P 0xbc 20M 2M", "write -z 5M 64K", "write -z 23072768 4K"});
         const auto disk = check_image(top, 3, 64 * KiB);
         CHECK(disk->layers()[1].path == (dir / "mid.vmdk").string());
@@ -541,7 +526,7 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
     SECTION("flat base") {
         convert(raw, dir / "flat.vmdk", "monolithicFlat");
         const fs::path top = create("top.vmdk", "flat.vmdk", {});
-        qemu_io(top, {"write -P 0x11 2M 64K", "write -P 0x12 10489856 4K", "write -z 3M 64K"});
+        qemu_io(top, "vmdk", {"write -P 0x11 2M 64K", "write -P 0x12 10489856 4K", "write -z 3M 64K"});
         const auto disk = check_image(top, 2, 64 * KiB);
         CHECK(disk->layers()[1].format == "vmdk");
     }
@@ -1135,7 +1120,7 @@ TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image
     const fs::path raw = standard_raw(dir);
     const fs::path base = convert(raw, dir / "base.vmdk", "monolithicSparse");
     run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-b", "base.vmdk", "-F", "vmdk", (dir / "top.vmdk").string()});
-    qemu_io(dir / "top.vmdk", {"write -P 0x11 2M 64K"});
+    qemu_io(dir / "top.vmdk", "vmdk", {"write -P 0x11 2M 64K"});
     std::string message;
     SECTION("the parent's CID changed since the child was made") {
         const std::uint64_t at = find_in_file(base, "CID=") + 4;
@@ -1180,7 +1165,7 @@ TEST_CASE("vmdk maps a large, mostly empty disk in few calls", "[image][vmdk]") 
     const fs::path& dir = work.path();
     const fs::path image = dir / "big.vmdk";
     run_ok({"qemu-img", "create", "-q", "-f", "vmdk", image.string(), "1T"});
-    qemu_io(image, {"write -P 0x42 0 64K", "write -P 0x43 600G 1M"});
+    qemu_io(image, "vmdk", {"write -P 0x42 0 64K", "write -P 0x43 600G 1M"});
     const auto layer = open_vmdk(image.string());
     std::size_t calls = 0;
     for (std::uint64_t at = 0; at < layer->virtual_size(); ++calls) at += layer->map(at).length;
