@@ -4,7 +4,13 @@
 #define ZLIB_CONST
 #include <zlib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 namespace guestfrag {
 namespace {
@@ -46,6 +52,36 @@ std::optional<InflateOutcome> inflate_buffer(std::span<const std::byte> in, std:
     s.avail_out = static_cast<uInt>(out.size());
     const int rc = inflate(&s, Z_FINISH);
     return InflateOutcome{rc, out.size() - s.avail_out};
+}
+
+void run_inflate_jobs_in_parallel(std::size_t count, std::size_t max_threads,
+                                  const std::function<void(std::size_t)>& job) {
+    const std::size_t threads =
+        std::min<std::size_t>({count, std::max(1u, std::thread::hardware_concurrency()), std::max<std::size_t>(1, max_threads)});
+    if (threads <= 1) {
+        for (std::size_t i = 0; i < count; ++i) job(i);
+        return;
+    }
+    std::atomic<std::size_t> next{0};
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+    const auto worker = [&] {
+        for (std::size_t i; (i = next++) < count;) {
+            try {
+                job(i);
+            } catch (...) {
+                const std::lock_guard lock(failure_mutex);
+                if (!failure) failure = std::current_exception();
+                next = count;
+            }
+        }
+    };
+    {
+        std::vector<std::jthread> pool;
+        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+        worker();
+    }
+    if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace guestfrag

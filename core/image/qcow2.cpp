@@ -5,13 +5,11 @@
 #include "core/image/qcow2.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
 #include <filesystem>
-#include <thread>
 
 #include "core/error.hpp"
+#include "core/image/inflate.hpp"
 #include "core/image/qcow2_inflate.hpp"
 #include "core/image/qcow2_layer.hpp"
 
@@ -218,31 +216,7 @@ void Qcow2Layer::run_inflate_jobs(std::span<const InflateJob> jobs) const {
             std::memcpy(job.out.data(), data->data() + job.in_cluster, job.out.size());
         }
     };
-    if (jobs.size() == 1) return run(jobs.front());
-    // zlib inflates at a few hundred MB/s per core; qemu spreads clusters over a thread
-    // pool, so do the same for reads spanning several compressed clusters.
-    std::atomic<std::size_t> next{0};
-    std::mutex failure_mutex;
-    std::exception_ptr failure;
-    const auto worker = [&] {
-        for (std::size_t i; (i = next++) < jobs.size();) {
-            try {
-                run(jobs[i]);
-            } catch (...) {
-                const std::lock_guard lock(failure_mutex);
-                if (!failure) failure = std::current_exception();
-                next = jobs.size();
-            }
-        }
-    };
-    const std::size_t threads = std::min<std::size_t>(
-        {jobs.size(), std::max(1u, std::thread::hardware_concurrency()), kInflateThreads});
-    {
-        std::vector<std::jthread> pool;
-        for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-        worker();
-    }
-    if (failure) std::rethrow_exception(failure);
+    run_inflate_jobs_in_parallel(jobs.size(), kInflateThreads, [&](std::size_t i) { run(jobs[i]); });
 }
 
 void Qcow2Layer::read(std::uint64_t offset, std::span<std::byte> out) const {

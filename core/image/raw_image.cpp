@@ -119,6 +119,25 @@ void RawImage::read(std::uint64_t offset, std::span<std::byte> out) const {
                                             ", length " + std::to_string(out.size()) + ", disk size " +
                                             std::to_string(size_) + ")");
     }
+    if (out.empty()) return;
+    // Host holes found at open read as zeros without asking the kernel: pread() of a hole
+    // copies zero pages one by one, several times slower than memset. This is how
+    // qemu-img reads sparse raw files too (block status first, then only the data).
+    const std::uint64_t end = offset + out.size();
+    const ByteSet& stored = layers_.front().allocated;
+    std::uint64_t pos = offset;
+    const auto [first, last] = stored.equal_range(ByteSet::interval_type::right_open(offset, end));
+    for (auto it = first; it != last; ++it) {
+        const std::uint64_t lo = std::max(it->lower(), offset);
+        const std::uint64_t hi = std::min(it->upper(), end);
+        if (lo > pos) std::memset(out.data() + (pos - offset), 0, static_cast<std::size_t>(lo - pos));
+        pread_exact(lo, out.subspan(static_cast<std::size_t>(lo - offset), static_cast<std::size_t>(hi - lo)));
+        pos = hi;
+    }
+    if (pos < end) std::memset(out.data() + (pos - offset), 0, static_cast<std::size_t>(end - pos));
+}
+
+void RawImage::pread_exact(std::uint64_t offset, std::span<std::byte> out) const {
     // pread() may transfer less than asked (and at most ~2 GiB on Linux): loop until done.
     constexpr std::size_t max_chunk = std::size_t{1} << 30;
     std::size_t done = 0;

@@ -26,8 +26,10 @@ public:
 
     [[nodiscard]] std::uint64_t size() const override { return size_; }
 
-    /// pread() loop (EINTR and short reads handled). Throws Error(Corrupt) when the range
-    /// extends past size(), Error(Io) with the OS's text on failure or when the file shrank.
+    /// Ranges the host allocation map (taken at open) calls holes are zero-filled; the
+    /// rest is read with a pread() loop (EINTR and short reads handled). Throws
+    /// Error(Corrupt) when the range extends past size(), Error(Io) with the OS's text on
+    /// failure or when the file shrank.
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
 
     [[nodiscard]] std::string format() const override { return "raw"; }
@@ -38,6 +40,9 @@ public:
     [[nodiscard]] bool is_block_device() const noexcept { return block_device_; }
 
 private:
+    /// Reads exactly out.size() bytes at `offset` from the file.
+    void pread_exact(std::uint64_t offset, std::span<std::byte> out) const;
+
     std::string path_;
     UniqueFd fd_;
     std::uint64_t size_ = 0;

@@ -33,8 +33,9 @@ using VmdkGrainTable = std::vector<VmdkGrain>;
 /// directory of grain tables of grain entries. Subclasses decode one table at a time;
 /// this class caches decoded tables (bounded, mutex-guarded), coalesces runs for map()
 /// and gathers contiguous grains into one read for read(). Compressed grains are inflated
-/// by the subclass and kept in a small cache so that small sequential reads inflate each
-/// grain once.
+/// by the subclass: whole ones straight into the caller's buffer, on several threads when
+/// one read() spans several; partial ones through a small cache so that small sequential
+/// reads inflate each grain once.
 class VmdkGrainExtent : public VmdkExtent {
 public:
     [[nodiscard]] std::uint64_t size() const override { return size_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string_view>
 
@@ -103,6 +104,28 @@ std::int64_t Stream::allocated_clusters() const {
                     : total + e.clusters;
     }
     return total;
+}
+
+std::string_view NamePool::add(std::string_view text) {
+    if (text.empty()) return {};
+    if (text.size() > kBlockSize / 4) {
+        // A block of its own, so the current block's free space is not thrown away for it.
+        // NTFS names (at most 255 UTF-16 units, 765 bytes of UTF-8) never come here.
+        const auto& block = blocks_.emplace_back(std::make_unique_for_overwrite<char[]>(text.size()));
+        allocated_ += text.size();
+        std::memcpy(block.get(), text.data(), text.size());
+        return {block.get(), text.size()};
+    }
+    if (text.size() > left_) {
+        next_ = blocks_.emplace_back(std::make_unique_for_overwrite<char[]>(kBlockSize)).get();
+        left_ = kBlockSize;
+        allocated_ += kBlockSize;
+    }
+    char* out = next_;
+    std::memcpy(out, text.data(), text.size());
+    next_ += text.size();
+    left_ -= text.size();
+    return {out, text.size()};
 }
 
 std::int64_t VolumeMap::free_clusters() const {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/icl/interval_set.hpp>
@@ -43,18 +46,20 @@ enum class Placement : std::uint8_t {
 };
 
 /// A non-resident attribute of a file record: the unit of fragmentation (DESIGN §3).
+/// Fields are ordered largest first so the struct has no padding holes: a volume holds one
+/// per non-resident attribute, hundreds of thousands on a system disk.
 struct Stream {
     static constexpr std::uint16_t kCompressed = 0x0001;
     static constexpr std::uint16_t kEncrypted = 0x4000;
     static constexpr std::uint16_t kSparse = 0x8000;
 
     std::uint64_t mft_record = 0;  ///< base record number of the owning file
-    std::uint32_t type = 0;        ///< attribute type code (AttrType)
-    std::string name;              ///< attribute name, UTF-8, "" when unnamed
     std::uint64_t size = 0;        ///< data size in bytes
     std::uint64_t allocated_size = 0;
+    std::uint32_t type = 0;        ///< attribute type code (AttrType)
     std::uint16_t flags = 0;       ///< ATTR_FLAGS bits above
     Placement placement = Placement::Movable;
+    std::string name;              ///< attribute name, UTF-8, "" when unnamed
     std::string reason;            ///< why unmovable/excluded, "" when movable
     std::vector<Extent> extents;   ///< runs in VCN order, holes included
 
@@ -66,11 +71,38 @@ struct Stream {
     [[nodiscard]] std::int64_t allocated_clusters() const;
 };
 
+/// Append-only storage for the names of a volume's files: names are packed into 64 KiB
+/// blocks instead of one heap string each (most file names are longer than std::string's
+/// inline buffer). A view returned by add() stays valid for the pool's lifetime whatever is
+/// added later. Not copyable; VolumeMap shares it (std::shared_ptr) so copies of a map keep
+/// their names. Not safe for concurrent add().
+class NamePool {
+public:
+    NamePool() = default;
+    NamePool(const NamePool&) = delete;
+    NamePool& operator=(const NamePool&) = delete;
+
+    /// Copies `text` into the pool; returns the copy ("" needs no storage). O(text size).
+    std::string_view add(std::string_view text);
+    /// Bytes allocated for blocks, used or not.
+    [[nodiscard]] std::size_t allocated_bytes() const { return allocated_; }
+
+private:
+    static constexpr std::size_t kBlockSize = 64 * 1024;
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    char* next_ = nullptr;   ///< free space in the current block
+    std::size_t left_ = 0;   ///< bytes free at next_
+    std::size_t allocated_ = 0;
+};
+
 /// A file record in use (base records only), enough to name it.
 struct FileEntry {
     std::uint64_t mft_record = 0;
     std::uint64_t parent = 0;  ///< parent directory's record number
-    std::string name;          ///< Win32 (or POSIX) long name, UTF-8
+    /// Win32 (or POSIX) long name, UTF-8. Not owned: read_ntfs_volume() points it into
+    /// VolumeMap::names; hand-built maps may point it at string literals or any storage
+    /// that outlives the map.
+    std::string_view name;
     bool directory = false;
 };
 
@@ -93,6 +125,7 @@ struct VolumeMap {
     ClusterSet free;                       ///< clear bits of $Bitmap within the volume
     ClusterSet unmovable;                  ///< clusters the file system pins (DESIGN §3)
     std::vector<FileEntry> files;          ///< sorted by mft_record
+    std::shared_ptr<const NamePool> names; ///< storage of files[].name (shared by copies)
     std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)
 
     [[nodiscard]] std::int64_t free_clusters() const;

@@ -59,6 +59,11 @@ void decode_runs(const ntfs_volume& volume, const ATTR_RECORD* attr, std::uint64
         std::snprintf(buf, sizeof buf, "%x", segment.type);
         return std::string(buf);
     }());
+    // Count first so the runs get one allocation of exactly their size: most streams keep
+    // this vector for the life of the VolumeMap.
+    std::size_t count = 0;
+    for (const runlist_element* r = rl.get(); r->length != 0; ++r) count += r->lcn != LCN_RL_NOT_MAPPED ? 1 : 0;
+    segment.runs.reserve(count);
     for (const runlist_element* r = rl.get(); r->length != 0; ++r) {
         if (r->lcn == LCN_RL_NOT_MAPPED) continue;  // VCNs held by another segment
         if (r->lcn == LCN_HOLE) {
@@ -90,7 +95,9 @@ bool parse_mft_record(const ntfs_volume& volume, std::span<std::byte> bytes, std
     if (in_use > size || in_use < 48 || first < 42 || first >= in_use || first % 8 != 0)
         corrupt(number, "header fields point outside the record");
 
-    out = MftRecord{};
+    // Reuse the vectors' storage from the previous record (the scan passes the same one).
+    out.names.clear();
+    out.segments.clear();
     out.number = number;
     out.sequence = le16_to_cpu(header->sequence_number);
     out.directory = (flags & le16_to_cpu(MFT_RECORD_IS_DIRECTORY)) != 0;

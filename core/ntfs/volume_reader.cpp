@@ -106,20 +106,30 @@ int name_rank(std::uint8_t name_space) {
     return kRank[name_space & 3];
 }
 
-// A base record as the scan keeps it: the file entry with its best name so far. Only the
-// best name is kept, so memory stays at one name per file however many hard links exist.
-struct BaseRecord {
-    FileEntry entry;
+// What the scan keeps beside each FileEntry until names are final: the record's sequence
+// number (to match extension records to it) and the rank of the name chosen so far. Only
+// the best name is stored, so memory stays at one name per file however many hard links
+// (or DOS short names) a file has.
+struct NameChoice {
     std::uint16_t sequence = 0;
-    int rank = 4;  // worse than any real name
-
-    void offer(ntfs::NameAttribute& name) {
-        if (name_rank(name.name_space) >= rank) return;
-        rank = name_rank(name.name_space);
-        entry.parent = name.parent;
-        entry.name = std::move(name.name);
-    }
+    std::uint8_t rank = 4;  // worse than any real name
 };
+
+// Takes `name` for `entry` when it ranks better than the name it has.
+void offer(FileEntry& entry, NameChoice& choice, const ntfs::NameAttribute& name, NamePool& pool) {
+    if (name_rank(name.name_space) >= choice.rank) return;
+    choice.rank = static_cast<std::uint8_t>(name_rank(name.name_space));
+    entry.parent = name.parent;
+    entry.name = pool.add(name.name);
+}
+
+// The best-ranked of a record's names, or nullptr when it has none.
+const ntfs::NameAttribute* best_name(const std::vector<ntfs::NameAttribute>& names) {
+    const ntfs::NameAttribute* best = nullptr;
+    for (const auto& n : names)
+        if (best == nullptr || name_rank(n.name_space) < name_rank(best->name_space)) best = &n;
+    return best;
+}
 
 struct SegmentRef {
     std::uint64_t base;
@@ -231,25 +241,33 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     map.mft_records_total = mft_bytes / record_size;
     const std::uint64_t records = std::min<std::uint64_t>(map.mft_records_total, mft_bitmap.size() * 8);
 
-    std::vector<BaseRecord> bases;  // ascending record numbers: the scan is in order
+    // map.files is filled in record order, so it is sorted as the scan goes; `choices`
+    // runs beside it until extension records' names are merged.
+    auto pool = std::make_shared<NamePool>();
+    std::vector<NameChoice> choices;
     std::vector<std::tuple<std::uint64_t, std::uint16_t, ntfs::NameAttribute>> extension_names;
     // Whole attributes become streams at once; only attributes split over several records
     // wait in `pending`, so the scan never holds two copies of the runlists.
     std::vector<SegmentRef> pending;
 
     // Allocated records bound the files and, closely, the streams: reserving avoids the
-    // doubling reallocations that would otherwise set the peak memory of a large scan.
+    // doubling reallocations that would otherwise set the peak memory of a large scan. The
+    // streams' reservation is not trimmed afterwards: its unused tail is address space the
+    // scan never touches (no resident memory), whereas shrink_to_fit would copy the whole
+    // vector and hold both copies at once.
     std::uint64_t allocated_records = 0;
     for (std::uint8_t byte : mft_bitmap) allocated_records += static_cast<std::uint64_t>(std::popcount(byte));
-    bases.reserve(allocated_records);
+    map.files.reserve(allocated_records);
+    choices.reserve(allocated_records);
     map.streams.reserve(allocated_records);
 
-    constexpr std::uint64_t kChunkRecords = 4096;  // 4 MiB reads at 1 KiB records
-    std::vector<std::byte> chunk(kChunkRecords * record_size);
+    constexpr std::uint64_t kChunkBytes = std::uint64_t{1} << 20;  // 1 MiB sequential reads
+    const std::uint64_t chunk_records = std::max<std::uint64_t>(1, kChunkBytes / record_size);
+    std::vector<std::byte> chunk(chunk_records * record_size);
     ntfs::MftRecord record;
-    for (std::uint64_t first = 0; first < records; first += kChunkRecords) {
+    for (std::uint64_t first = 0; first < records; first += chunk_records) {
         progress.update(first, records);
-        const std::uint64_t count = std::min(kChunkRecords, records - first);
+        const std::uint64_t count = std::min(chunk_records, records - first);
         const auto want = static_cast<s64>(count * record_size);
         if (ntfs_attr_pread(vol->mft_na, static_cast<s64>(first * record_size), want, chunk.data()) != want)
             throw Error(ErrorKind::Corrupt, "cannot read $MFT at record " + std::to_string(first) + ": " +
@@ -273,39 +291,41 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                 for (auto& name : record.names)
                     extension_names.emplace_back(record.base, record.base_sequence, std::move(name));
             } else {
-                BaseRecord& base = bases.emplace_back();
-                base.entry.mft_record = number;
-                base.entry.parent = kRootRecord;
-                base.entry.directory = record.directory;
-                base.sequence = record.sequence;
-                for (auto& name : record.names) base.offer(name);
+                FileEntry& entry = map.files.emplace_back();
+                NameChoice& choice = choices.emplace_back();
+                entry.mft_record = number;
+                entry.parent = kRootRecord;
+                entry.directory = record.directory;
+                choice.sequence = record.sequence;
+                if (const ntfs::NameAttribute* name = best_name(record.names)) offer(entry, choice, *name, *pool);
             }
         }
     }
     progress.update(records, records);
+    chunk = {};
 
     // Extension records of a base that is gone (or reused, so its sequence moved on) are
     // leftovers NTFS no longer reads; so do we.
-    auto live_base = [&](std::uint64_t base, std::uint16_t sequence) -> BaseRecord* {
-        auto it = std::ranges::lower_bound(bases, base, {}, [](const BaseRecord& b) { return b.entry.mft_record; });
-        if (it == bases.end() || it->entry.mft_record != base) return nullptr;
-        if (sequence != 0 && it->sequence != sequence) return nullptr;
-        return &*it;
+    auto live_base = [&](std::uint64_t base, std::uint16_t sequence) -> std::ptrdiff_t {
+        auto it = std::ranges::lower_bound(map.files, base, {}, &FileEntry::mft_record);
+        if (it == map.files.end() || it->mft_record != base) return -1;
+        const auto index = it - map.files.begin();
+        if (sequence != 0 && choices[static_cast<std::size_t>(index)].sequence != sequence) return -1;
+        return index;
     };
     for (auto& [base, sequence, name] : extension_names)
-        if (BaseRecord* owner = live_base(base, sequence)) owner->offer(name);
-    std::erase_if(pending, [&](const SegmentRef& s) { return s.extension && !live_base(s.base, s.base_sequence); });
+        if (const auto owner = live_base(base, sequence); owner >= 0)
+            offer(map.files[static_cast<std::size_t>(owner)], choices[static_cast<std::size_t>(owner)], name, *pool);
+    std::erase_if(pending, [&](const SegmentRef& s) { return s.extension && live_base(s.base, s.base_sequence) < 0; });
+    extension_names = {};
+    choices = {};
+    map.names = std::move(pool);
 
-    map.files.reserve(bases.size());
-    for (BaseRecord& b : bases) map.files.push_back(std::move(b.entry));
-    map.files.shrink_to_fit();
-    bases = {};
     assemble_streams(pending, map.cluster_size, map.streams);
     pending = {};
     std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) {
         return std::tie(a.mft_record, a.type, a.name) < std::tie(b.mft_record, b.type, b.name);
     });
-    map.streams.shrink_to_fit();
     map.free = free_extents(read_attribute(vol->lcnbmp_na, "$Bitmap"), map.total_clusters);
     ntfs::classify_placement(map);
     return map;
