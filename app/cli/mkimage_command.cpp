@@ -8,6 +8,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/size_option.hpp"
 #include "app/cli/sizes.hpp"
 #include "app/mkimage/mkimage.hpp"
 
@@ -54,16 +55,6 @@ private:
     struct sigaction old_term_ {};
 };
 
-/// CLI11 check for size arguments ("256MiB", "4K", "1048576").
-CLI::Validator size_validator() {
-    return CLI::Validator(
-        [](const std::string& text) {
-            return parse_size(text) ? std::string()
-                                    : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
-        },
-        "SIZE");
-}
-
 }  // namespace
 
 void add_mkimage_command(CLI::App& app) {
@@ -80,16 +71,16 @@ void add_mkimage_command(CLI::App& app) {
         "mkimage", "Generate a sparse raw disk with a fragmented NTFS volume (deterministic per --seed)");
     cmd->add_option("OUT", opts->output, "Disk image to write (overwritten)")->required();
     cmd->add_option("--size", opts->size, "Virtual disk size")
-        ->check(size_validator())
+        ->check(size_check())
         ->capture_default_str();
     cmd->add_option("--table", o.table, "Partition table: msdos, gpt, or none (bare NTFS volume)")
         ->check(CLI::IsMember({"msdos", "gpt", "none"}))
         ->capture_default_str();
     cmd->add_option("--partition-start", opts->partition_start, "Offset of the NTFS partition")
-        ->check(size_validator())
+        ->check(size_check())
         ->capture_default_str();
     cmd->add_option("--cluster-size", opts->cluster_size, "NTFS cluster size (power of two, 512 to 2M)")
-        ->check(size_validator())
+        ->check(size_check())
         ->capture_default_str();
     cmd->add_option("--files", o.files, "Files to create, deleted ones included")->capture_default_str();
     cmd->add_option("--dirs", o.directories, "Directories to spread them over (0: about one per 500 files)")

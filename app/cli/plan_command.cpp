@@ -12,8 +12,10 @@
 #include "analyzers/analysis.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/size_option.hpp"
 #include "app/cli/sizes.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
@@ -38,19 +40,6 @@ struct Options {
     bool json = false;
     std::string check;
 };
-
-CLI::Validator size_check() {
-    return CLI::Validator(
-        [](const std::string& text) {
-            return parse_size(text) ? std::string() : "'" + text + "' is not a size (e.g. 4096, 64K, 1MiB, 2G)";
-        },
-        "SIZE");
-}
-
-std::optional<std::uint64_t> size_option(const std::string& text) {
-    if (text.empty()) return std::nullopt;
-    return parse_size(text);  // validated by size_check() already
-}
 
 /// The one volume the command works on: `wanted`, or the only NTFS volume of the disk.
 const VolumeAnalysis& choose_volume(const ImageAnalysis& analysis, const std::string& image) {
@@ -121,7 +110,15 @@ void run(const Options& opts) {
             if (!opts.output.empty()) write_file(opts.output, json);
             if (opts.json) std::cout << json;
         }
-        if (!opts.json) print_plan_summary(std::cout, plan, map, opts.image);
+        if (!opts.json) {
+            print_plan_summary(std::cout, plan, map, opts.image);
+            // The same warnings `impact` gives (without its --deep census), so nobody runs a
+            // plan without seeing what it costs the storage.
+            ImpactOptions impact;
+            impact.granule = plan.summary.granule_size;
+            std::cout << "\nStorage warnings (details: guestfrag impact IMAGE --plan PLAN.json)\n";
+            print_warnings(std::cout, assess_impact(*image, analysis.table, map, plan, impact).warnings);
+        }
     });
 }
 

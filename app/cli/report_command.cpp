@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// `guestfrag report IMAGE`: analysis, a recommended plan per volume and its effect on a
-// workload's IO, for people. Every figure comes from the same functions as `analyze`,
-// `plan` and `estimate`, so each can be reproduced with those commands.
+// `guestfrag report IMAGE`: analysis, a recommended plan per volume, its storage impact and
+// its effect on a workload's IO, for people. Every figure comes from the same functions as
+// `analyze`, `plan`, `impact` and `estimate`, so each can be reproduced with those commands.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -13,6 +13,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "core/estimate/workload.hpp"
@@ -22,15 +23,6 @@
 
 namespace guestfrag::cli {
 namespace {
-
-/// DESIGN §5: on linked clones (a parent layer) and thin disks (top layer not fully
-/// allocated) only thin-safe keeps the storage from growing; thick disks get defrag.
-Strategy recommended_strategy(const ImageAnalysis& analysis) {
-    if (analysis.layers.size() > 1) return Strategy::ThinSafe;
-    if (!analysis.layers.empty() && analysis.layers.front().allocated_bytes() < analysis.virtual_size)
-        return Strategy::ThinSafe;
-    return Strategy::Defrag;
-}
 
 std::string why(const ImageAnalysis& analysis, Strategy strategy, bool chosen_by_user) {
     if (chosen_by_user) return "as requested";
@@ -52,7 +44,7 @@ void add_report_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
-        "report", "Analysis, recommended plan and its before/after IO estimate, for people (nothing is written)");
+        "report", "Analysis, recommended plan, its storage impact and before/after IO estimate, for people (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
     cmd->add_option("--strategy", opts->strategy,
                     "defrag, consolidate, thin-safe or shrink (default: chosen from the image's layers)")
@@ -74,7 +66,8 @@ void add_report_command(CLI::App& app) {
             print_analysis(std::cout, analysis, opts->top, false);
 
             PlanOptions options;
-            options.strategy = opts->strategy ? *parse_strategy(*opts->strategy) : recommended_strategy(analysis);
+            options.strategy = opts->strategy ? *parse_strategy(*opts->strategy)
+                                              : recommended_strategy(analysis.layers, analysis.virtual_size);
             std::vector<VolumeEstimate> estimates;
             PreparedWorkload shown;
             for (const VolumeAnalysis& volume : analysis.volumes) {
@@ -92,6 +85,8 @@ void add_report_command(CLI::App& app) {
                 outcome.plan.summary.free_space_fragmentation_percent_after =
                     analyze_free_space(outcome.after).fragmentation_percent;
                 print_plan_summary(std::cout, outcome.plan, before, opts->image);
+                std::cout << "\nImpact of this plan on the storage\n";
+                print_impact(std::cout, assess_impact(*image, analysis.table, before, outcome.plan));
 
                 const PreparedWorkload prepared = prepare_workload(workload, kDefaultMaxIo, *image, before);
                 shown = prepared;

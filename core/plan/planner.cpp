@@ -62,6 +62,12 @@ std::optional<Strategy> parse_strategy(std::string_view name) noexcept {
     return std::nullopt;
 }
 
+Strategy recommended_strategy(const std::vector<Layer>& layers, std::uint64_t virtual_size) {
+    if (layers.size() > 1) return Strategy::ThinSafe;
+    if (!layers.empty() && layers.front().allocated_bytes() < virtual_size) return Strategy::ThinSafe;
+    return Strategy::Defrag;
+}
+
 bool path_matches(std::string_view glob, std::string_view path) {
     // Iterative wildcard matching: on a mismatch, let the last '*' swallow one more character.
     std::size_t g = 0;

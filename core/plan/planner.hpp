@@ -22,6 +22,11 @@ enum class Strategy { Defrag, Consolidate, ThinSafe, Shrink };
 /// The strategy of that name, nullopt for anything else.
 [[nodiscard]] std::optional<Strategy> parse_strategy(std::string_view name) noexcept;
 
+/// The strategy for a disk with these layers (top first) and size when nobody chose one:
+/// thin-safe on linked clones (a parent layer) and on thin disks (the top layer does not
+/// hold every byte), where any other strategy grows the storage; defrag on thick disks.
+[[nodiscard]] Strategy recommended_strategy(const std::vector<Layer>& layers, std::uint64_t virtual_size);
+
 /// What the planner is asked to do and within which limits.
 struct PlanOptions {
     Strategy strategy = Strategy::Defrag;

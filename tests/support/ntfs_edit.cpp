@@ -26,7 +26,39 @@ std::unique_ptr<ntfs_volume, Unmount> mount_rw(const std::filesystem::path& path
     return vol;
 }
 
+using Inode = std::unique_ptr<ntfs_inode, CloseInode>;
+
+Inode create(ntfs_inode* dir, const char* utf8, mode_t type) {
+    ntfschar* name = nullptr;
+    const int len = ntfs_mbstoucs(utf8, &name);
+    if (len < 0) throw std::runtime_error(std::string("cannot convert the name ") + utf8);
+    Inode made(ntfs_create(dir, const_cpu_to_le32(0), name, static_cast<u8>(len), type));
+    free(name);
+    if (!made) throw std::runtime_error(std::string("cannot create ") + utf8);
+    return made;
+}
+
+void write_data(ntfs_inode* file, const std::vector<char>& bytes) {
+    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file, AT_DATA, AT_UNNAMED, 0));
+    if (!data) throw std::runtime_error("cannot open a $DATA attribute");
+    if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(bytes.size()), bytes.data()) != static_cast<s64>(bytes.size()))
+        throw std::runtime_error("cannot write file data");
+}
+
 }  // namespace
+
+std::uint64_t add_shadow_copy_store(const std::filesystem::path& bare_volume, std::uint64_t store_bytes) {
+    auto vol = mount_rw(bare_volume);
+    Inode root(ntfs_inode_open(vol.get(), FILE_root));
+    if (!root) throw std::runtime_error("cannot open the root directory");
+    Inode svi = create(root.get(), "System Volume Information", S_IFDIR);
+    write_data(create(svi.get(), "{3808876b-c176-4e48-b7ae-04046e6cc752}", S_IFREG).get(), std::vector<char>(16384, 'c'));
+    Inode store = create(svi.get(), "{5d7e2c1a-93b4-4e0f-8a61-2f0c9b7d4e13}{3808876b-c176-4e48-b7ae-04046e6cc752}", S_IFREG);
+    std::vector<char> bytes(store_bytes);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>('s' + i % 7);
+    write_data(store.get(), bytes);
+    return store->mft_no;
+}
 
 void mark_volume_dirty(const std::filesystem::path& bare_volume) {
     auto vol = mount_rw(bare_volume);

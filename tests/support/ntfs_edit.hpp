@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Test-only writers that put a bare NTFS volume image into states the reader must refuse.
+// Test-only writers that put a bare NTFS volume image into states Windows leaves volumes in.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 
 namespace guestfrag::test {
 
 /// Sets VOLUME_IS_DIRTY in $Volume, as Windows does while the volume is mounted.
 void mark_volume_dirty(const std::filesystem::path& bare_volume);
+
+/// Creates \System Volume Information with the VSS catalog and one shadow copy store
+/// ("{GUID}{3808876b-...}") of `store_bytes` bytes of non-zero data, named as Windows names
+/// them. Returns the store's MFT record number.
+std::uint64_t add_shadow_copy_store(const std::filesystem::path& bare_volume, std::uint64_t store_bytes);
 
 /// Creates \hiberfil.sys with a "hibr" header, as a hibernated Windows leaves it.
 void add_hibernation_file(const std::filesystem::path& bare_volume);

@@ -24,38 +24,15 @@
 #include "core/partition/parted_device.hpp"
 #include "core/partition/partition.hpp"
 #include "support/fixtures.hpp"
+#include "support/memory_image.hpp"
 
 namespace fs = std::filesystem;
 using namespace guestfrag;
+using test::MemoryImage;
 
 namespace {
 
 constexpr std::uint64_t kSector = 512;
-
-/// A disk that exists only in memory: no host file libparted could open by itself.
-class MemoryImage final : public DiskImage {
-public:
-    explicit MemoryImage(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {
-        layers_.push_back(Layer{0, path_, "memory", 512, {}, {}});
-    }
-    [[nodiscard]] std::uint64_t size() const override { return bytes_.size(); }
-    void read(std::uint64_t offset, std::span<std::byte> out) const override {
-        ++reads_;
-        if (offset > bytes_.size() || out.size() > bytes_.size() - offset)
-            throw Error(ErrorKind::Corrupt, "read past end of disk");
-        std::memcpy(out.data(), bytes_.data() + offset, out.size());
-    }
-    [[nodiscard]] std::string format() const override { return "memory"; }
-    [[nodiscard]] const std::string& path() const override { return path_; }
-    [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
-    [[nodiscard]] unsigned reads() const { return reads_.load(); }
-
-private:
-    std::vector<std::byte> bytes_;
-    std::string path_ = "(memory)";
-    std::vector<Layer> layers_;
-    mutable std::atomic<unsigned> reads_{0};
-};
 
 void put_le32(std::vector<std::byte>& disk, std::size_t at, std::uint32_t value) {
     for (int i = 0; i < 4; ++i)

@@ -37,6 +37,20 @@ TEST_CASE("report recommends thin-safe on a thin disk and matches plan + estimat
     CHECK(std::stoull(m[1]) == before);
     CHECK(std::stoull(m[2]) == after);
     CHECK(after <= before);
+
+    // The report's storage warnings are `impact`'s for the same plan, in the same order.
+    const auto impact = test::run_cli({"impact", image, "--plan", plan, "--json"});
+    REQUIRE(impact.status == 0);
+    std::vector<std::string> expected;
+    const auto impact_doc = nlohmann::json::parse(impact.out);
+    for (const auto& w : impact_doc["warnings"])
+        expected.push_back(w["severity"].get<std::string>() + " " + w["code"].get<std::string>());
+    std::vector<std::string> reported;
+    const std::regex line(R"(\n  (info|warning|critical)\s+([A-Z_]+)\s)");
+    for (auto it = std::sregex_iterator(report.out.begin(), report.out.end(), line); it != std::sregex_iterator(); ++it)
+        reported.push_back((*it)[1].str() + " " + (*it)[2].str());
+    CHECK(reported == expected);
+    CHECK_FALSE(expected.empty());
 }
 
 TEST_CASE("report on bad input exits 2 with one line", "[cli][report][bad-input]") {

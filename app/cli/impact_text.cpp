@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/impact_text.hpp"
+
+#include <string>
+
+#include "app/cli/sizes.hpp"
+
+namespace guestfrag::cli {
+
+namespace {
+
+constexpr std::size_t kNameWidth = 28;
+
+void row(std::ostream& out, const std::string& name, const std::string& value, const std::string& more = {}) {
+    out << "  " << pad(name, kNameWidth) << pad(value, 12, true) << (more.empty() ? "" : "   " + more) << '\n';
+}
+
+std::string ratio(double r) { return fixed(r, 2) + ":1"; }
+
+}  // namespace
+
+void print_impact(std::ostream& out, const Impact& impact) {
+    out << "Storage growth (granule " << format_size(impact.granule_size) << ")\n";
+    row(out, "data moved", format_size(impact.moved_bytes));
+    row(out, "data written", format_size(impact.written_bytes));
+    row(out, "thin growth", format_size(impact.growth.thin_growth_bytes));
+    row(out, "clone delta growth", format_size(impact.growth.clone_delta_growth_bytes));
+    row(out, "reclaimable now", format_size(impact.reclaimable_bytes_before),
+        "after the plan " + format_size(impact.reclaimable_bytes_after));
+    if (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0)
+        out << "  reclaim with: " << impact.reclaim_how << '\n';
+
+    out << "\nSnapshot / CBT / replication delta\n";
+    for (const SnapshotDelta& s : impact.snapshot)
+        row(out, s.tracker + " (" + format_size(s.granularity) + ")", format_size(s.bytes));
+
+    out << "\nDeduplication (chunks aligned to disk offset 0)\n";
+    const bool deep = !impact.dedup.empty() && impact.dedup.front().deep.has_value();
+    out << "  " << pad("chunk", 10) << pad("written", 12, true);
+    if (deep)
+        out << pad("rewritten", 12, true) << pad("distinct", 12, true) << pad("after", 12, true)
+            << pad("ratio", 10, true) << pad("after", 10, true);
+    out << '\n';
+    for (const DedupFigures& d : impact.dedup) {
+        out << "  " << pad(format_size(d.chunk), 10) << pad(std::to_string(d.changed_chunks), 12, true);
+        if (d.deep)
+            out << pad(std::to_string(d.deep->rewritten_chunks), 12, true)
+                << pad(std::to_string(d.deep->unique_before), 12, true)
+                << pad(std::to_string(d.deep->unique_after), 12, true) << pad(ratio(d.deep->ratio_before()), 10, true)
+                << pad(ratio(d.deep->ratio_after()), 10, true);
+        out << '\n';
+    }
+    if (!deep) out << "  (written = chunks the plan writes into; --deep hashes the disk for distinct contents)\n";
+
+    out << "\nVolume Shadow Copy\n";
+    if (impact.vss.store_files == 0)
+        out << "  no shadow copy stores" << (impact.vss.catalog ? " (the VSS catalog exists)" : "") << '\n';
+    else
+        out << "  " << impact.vss.store_files << " store file(s), " << format_size(impact.vss.store_bytes)
+            << "; clusters " << format_size(impact.vss.cluster_size)
+            << (impact.vss.copy_on_write ? ": moves are copied on write, " + format_size(impact.vss.copy_on_write_bytes)
+                                         : ": moves are not copied on write (clusters of 16 KiB or more)")
+            << '\n';
+
+    out << "\nPartition alignment\n";
+    for (const AlignmentFigures& a : impact.alignment) {
+        std::string chunks;
+        for (const std::uint64_t c : a.misaligned_chunks) chunks += (chunks.empty() ? "" : ", ") + format_size(c);
+        out << "  partition " << a.partition << " at byte " << a.start << ": "
+            << (a.aligned_1mib ? "1 MiB aligned" : "not 1 MiB aligned")
+            << (chunks.empty() ? "" : "; misaligned for " + chunks + " chunks") << '\n';
+    }
+
+    if (impact.clone.parent_layers > 0) {
+        out << "\nLinked clone (" << impact.clone.parent_layers << " parent layer(s))\n";
+        row(out, "read through to parents", format_size(impact.clone.shared_bytes));
+        row(out, "copied up by the plan", format_size(impact.clone.sharing_lost_bytes));
+    }
+
+    out << "\nWarnings\n";
+    print_warnings(out, impact.warnings);
+}
+
+void print_warnings(std::ostream& out, const std::vector<ImpactWarning>& warnings) {
+    if (warnings.empty()) out << "  none\n";
+    for (const ImpactWarning& w : warnings)
+        out << "  " << pad(std::string(severity_name(w.severity)), 9) << pad(w.code, 21)
+            << pad(format_size(w.bytes), 11, true) << "  " << w.message << '\n';
+}
+
+}  // namespace guestfrag::cli

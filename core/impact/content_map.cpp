@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/impact/content_map.hpp"
+
+namespace guestfrag {
+
+namespace {
+using Bytes = ByteSet::interval_type;
+}
+
+ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
+    const std::uint64_t cs = volume.cluster_size;
+    const auto offset_of = [&](std::int64_t lcn) { return volume.partition_offset + static_cast<std::uint64_t>(lcn) * cs; };
+    for (const Move& m : plan.moves) {
+        const std::uint64_t length = static_cast<std::uint64_t>(m.clusters) * cs;
+        const std::uint64_t from = offset_of(m.from_lcn);
+        const std::uint64_t to = offset_of(m.to_lcn);
+        if (length == 0) continue;
+        std::vector<Piece> content = resolve(from, length);
+        for (const Piece& p : content) read_.add(Bytes::right_open(p.source, p.source + p.length));
+        split_at(to);
+        split_at(to + length);
+        pieces_.erase(pieces_.lower_bound(to), pieces_.lower_bound(to + length));
+        for (const Piece& p : content) {
+            const std::uint64_t at = to + (p.disk - from);
+            // A piece that would map onto itself is no override at all.
+            if (at != p.source) pieces_.emplace(at, Span{at + p.length, p.source});
+        }
+        written_.add(Bytes::right_open(to, to + length));
+    }
+}
+
+void ContentMap::split_at(std::uint64_t at) {
+    auto it = pieces_.upper_bound(at);
+    if (it == pieces_.begin()) return;
+    --it;
+    if (it->first < at && at < it->second.end) {
+        const Span right{it->second.end, it->second.source + (at - it->first)};
+        it->second.end = at;
+        pieces_.emplace_hint(std::next(it), at, right);
+    }
+}
+
+std::vector<ContentMap::Piece> ContentMap::resolve(std::uint64_t offset, std::uint64_t length) {
+    // Where the current content of [offset, offset + length) comes from: overridden pieces
+    // point elsewhere, the gaps between them are still the before-content in place.
+    std::vector<Piece> out;
+    std::uint64_t at = offset;
+    for (const Piece& p : overrides(offset, length)) {
+        if (p.disk > at) out.push_back({at, p.disk - at, at});
+        out.push_back(p);
+        at = p.disk + p.length;
+    }
+    if (at < offset + length) out.push_back({at, offset + length - at, at});
+    return out;
+}
+
+std::vector<ContentMap::Piece> ContentMap::overrides(std::uint64_t offset, std::uint64_t length) const {
+    std::vector<Piece> out;
+    const std::uint64_t end = offset + length;
+    auto it = pieces_.upper_bound(offset);
+    if (it != pieces_.begin()) --it;
+    for (; it != pieces_.end() && it->first < end; ++it) {
+        const std::uint64_t lo = std::max(it->first, offset);
+        const std::uint64_t hi = std::min(it->second.end, end);
+        if (lo < hi) out.push_back({lo, hi - lo, it->second.source + (lo - it->first)});
+    }
+    return out;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// assess_impact: the figures of docs/impact.md §1–7 for one plan.
+#include "core/impact/impact.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "core/error.hpp"
+#include "core/impact/content_map.hpp"
+#include "core/impact/deep_dedup.hpp"
+#include "core/impact/vss.hpp"
+#include "core/impact/warnings.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/planner.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+using Bytes = ByteSet::interval_type;
+
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+/// Volume Shadow Copy tracks changes in 16 KiB blocks of the volume.
+constexpr std::uint64_t kVssBlock = 16 * 1024;
+
+std::vector<std::uint64_t> checked_chunks(std::vector<std::uint64_t> chunks) {
+    for (const std::uint64_t c : chunks)
+        if (c < 512 || c > 64 * kMiB || !std::has_single_bit(c))
+            throw Error(ErrorKind::Unsupported,
+                        "dedup chunk size " + std::to_string(c) + " is not a power of two between 512 B and 64 MiB");
+    std::sort(chunks.begin(), chunks.end());
+    chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
+    return chunks;
+}
+
+std::uint64_t granule_bytes(const ByteSet& bytes, std::uint64_t granule) {
+    return boost::icl::length(whole_granules_touching(bytes, granule));
+}
+
+/// What hands NTFS-free but allocated space back, per container format (docs/impact.md §1).
+std::string reclaim_advice(const std::string& format) {
+    if (format == "qcow2")
+        return "TRIM in the guest (Optimize-Volume -ReTrim) with discard=unmap on the virtual disk, or zero the free "
+               "space in the guest (sdelete -z) and rewrite the image with `qemu-img convert -O qcow2`";
+    if (format == "vmdk")
+        return "TRIM in the guest (Optimize-Volume -ReTrim) on a thin disk of ESXi 6.5 or later, or zero the free "
+               "space in the guest (sdelete -z) and punch it out with `vmkfstools -K` (ESXi) or "
+               "`vmware-vdiskmanager -k` (hosted)";
+    if (format == "vhd" || format == "vhdx")
+        return "TRIM in the guest (Optimize-Volume -ReTrim), then `Optimize-VHD -Mode Full` on the host";
+    return "TRIM in the guest (Optimize-Volume -ReTrim) with discard passed to the host file, or zero the free "
+           "space in the guest (sdelete -z) and punch holes with `fallocate --dig-holes`";
+}
+
+/// Bytes of `bytes` inside the volume's in-use clusters.
+ByteSet in_use(const VolumeMap& volume, ByteSet bytes) {
+    const std::uint64_t cs = volume.cluster_size;
+    const std::uint64_t po = volume.partition_offset;
+    bytes &= Bytes::right_open(po, po + static_cast<std::uint64_t>(volume.total_clusters) * cs);
+    for (const auto& f : volume.free)
+        bytes -= Bytes::right_open(po + static_cast<std::uint64_t>(f.lower()) * cs,
+                                   po + static_cast<std::uint64_t>(f.upper()) * cs);
+    return bytes;
+}
+
+CloneFigures clone_figures(const VolumeMap& volume, const std::vector<Layer>& layers, const ContentMap& content) {
+    CloneFigures out;
+    if (layers.size() < 2) return out;
+    out.parent_layers = static_cast<int>(layers.size()) - 1;
+    // Read through from a parent: a parent has the byte and the top layer does not.
+    ByteSet shared;
+    for (std::size_t i = 1; i < layers.size(); ++i) shared += layers[i].allocated;
+    shared -= layers.front().allocated;
+    out.shared_bytes = boost::icl::length(in_use(volume, shared));
+    out.sharing_lost_bytes = boost::icl::length(content.read() & shared);
+    return out;
+}
+
+std::vector<AlignmentFigures> alignment_figures(const PartitionTable& table, const std::vector<std::uint64_t>& chunks) {
+    std::vector<AlignmentFigures> out;
+    for (const Partition& p : table.partitions) {
+        AlignmentFigures a;
+        a.partition = p.number;
+        a.start = p.start;
+        a.length = p.length;
+        a.aligned_1mib = p.start % kMiB == 0;
+        for (const std::uint64_t c : chunks)
+            if (p.start % c != 0) a.misaligned_chunks.push_back(c);
+        out.push_back(std::move(a));
+    }
+    return out;
+}
+
+/// Source bytes rounded out to VSS's 16 KiB blocks, counted from the volume's start.
+std::uint64_t vss_copy_bytes(const VolumeMap& volume, const ContentMap& content) {
+    ByteSet relative;
+    for (const auto& r : content.read())
+        relative.add(Bytes::right_open(r.lower() - volume.partition_offset, r.upper() - volume.partition_offset));
+    return granule_bytes(relative, kVssBlock);
+}
+
+}  // namespace
+
+std::string_view severity_name(Severity severity) noexcept {
+    switch (severity) {
+        case Severity::Info: return "info";
+        case Severity::Warning: return "warning";
+        case Severity::Critical: return "critical";
+    }
+    return "info";
+}
+
+Impact assess_impact(const DiskImage& image, const PartitionTable& table, const VolumeMap& before, const Plan& plan,
+                     const ImpactOptions& options, const Progress& progress) {
+    const std::vector<std::uint64_t> chunks = checked_chunks(options.dedup_chunks);
+    if (options.snapshot_granularity && *options.snapshot_granularity == 0)
+        throw Error(ErrorKind::Unsupported, "snapshot granularity must be at least one byte");
+    const std::vector<Layer>& layers = image.layers();
+    const VolumeMap after = apply_plan(before, plan);
+    // The plan's own summary: impact never contradicts what `plan` printed.
+    const PlanSummary summary = summarize_plan(before, after, layers, options.granule, plan);
+    const ContentMap content(before, plan);
+
+    Impact out;
+    out.partition = before.partition;
+    out.granule_size = summary.granule_size;
+    out.moved_bytes = summary.moved_bytes;
+    out.written_bytes = boost::icl::length(content.written());
+    out.growth = {summary.thin_growth_bytes, summary.clone_delta_growth_bytes};
+    out.reclaimable_bytes_before = summary.reclaimable_bytes_before;
+    out.reclaimable_bytes_after = summary.reclaimable_bytes_after;
+    out.reclaim_how = reclaim_advice(image.format());
+
+    out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});
+    out.snapshot.push_back({64 * 1024, "CBT / VDDK", granule_bytes(content.written(), 64 * 1024)});
+    if (options.snapshot_granularity)
+        out.snapshot.push_back({*options.snapshot_granularity, "user",
+                                granule_bytes(content.written(), *options.snapshot_granularity)});
+
+    for (const std::uint64_t c : chunks) out.dedup.push_back({c, granule_bytes(content.written(), c) / c, {}});
+    if (options.deep) {
+        RateLimiter limiter(options.read_rate);
+        const std::vector<DedupFigures::Deep> deep = deep_dedup(image, content, chunks, limiter, progress);
+        for (std::size_t i = 0; i < deep.size(); ++i) out.dedup[i].deep = deep[i];
+    }
+
+    out.vss = find_shadow_copies(before);
+    out.vss.copy_on_write = out.vss.store_files > 0 && before.cluster_size < kVssBlock;
+    if (out.vss.copy_on_write) out.vss.copy_on_write_bytes = vss_copy_bytes(before, content);
+
+    out.alignment = alignment_figures(table, chunks);
+    out.clone = clone_figures(before, layers, content);
+    out.warnings = impact_warnings(out, image);
+    return out;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <stop_token>
+
+namespace guestfrag {
+
+/// A token bucket that keeps image reads under `bytes_per_second`, shared by every reader
+/// that holds a reference (it is thread-safe), so that production storage is never read
+/// faster than the administrator allowed. The bucket holds at most a quarter of a second of
+/// reads, so a long idle period does not allow a long burst.
+class RateLimiter {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    /// 0 bytes per second: unlimited (acquire never waits).
+    explicit RateLimiter(std::uint64_t bytes_per_second);
+
+    /// Takes `bytes` from the bucket, sleeping until it holds them. A request larger than
+    /// the bucket is granted once the bucket is full and leaves it in debt, so the long-run
+    /// rate holds for any request size. Returns early (without the tokens) when `stop` is
+    /// requested; the caller checks it.
+    void acquire(std::uint64_t bytes, std::stop_token stop = {});
+
+    [[nodiscard]] std::uint64_t rate() const { return rate_; }
+
+private:
+    std::uint64_t rate_;
+    double capacity_;
+    std::mutex mutex_;
+    double tokens_;
+    Clock::time_point last_;
+};
+
+}  // namespace guestfrag

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Impact figures (docs/impact.md) on a hand-built volume whose every number is counted by
+// hand in the comments below.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/impact/content_map.hpp"
+#include "core/impact/impact.hpp"
+#include "core/io/rate_limiter.hpp"
+#include "support/memory_image.hpp"
+
+using namespace guestfrag;
+
+namespace {
+
+constexpr std::uint64_t K = 1024;
+constexpr std::uint64_t kOffset = 64 * K;  // the volume starts 64 KiB into the disk
+constexpr std::uint64_t kCluster = 4 * K;
+
+ByteSet::interval_type bytes(std::uint64_t lo, std::uint64_t hi) { return ByteSet::interval_type::right_open(lo, hi); }
+std::uint64_t at(std::int64_t lcn) { return kOffset + static_cast<std::uint64_t>(lcn) * kCluster; }
+
+Stream stream(std::uint64_t record, std::vector<Extent> extents, Placement placement = Placement::Movable) {
+    Stream s;
+    s.mft_record = record;
+    s.type = static_cast<std::uint32_t>(AttrType::Data);
+    s.extents = std::move(extents);
+    for (const Extent& e : s.extents) s.size += static_cast<std::uint64_t>(e.clusters) * kCluster;
+    s.allocated_size = s.size;
+    s.placement = placement;
+    return s;
+}
+
+/// 1 MiB volume of 4 KiB clusters at disk offset 64 KiB. In use: clusters [0, 100);
+/// file 64 ($DATA at 10-11 and 20-21), file 65 (30), the VSS store file 32 (50-53).
+/// \System Volume Information (record 30) holds the VSS catalog (31) and one store (32).
+VolumeMap volume() {
+    VolumeMap v;
+    v.partition = 1;
+    v.partition_offset = kOffset;
+    v.cluster_size = kCluster;
+    v.total_clusters = 256;
+    v.free.add(ClusterSet::interval_type::right_open(100, 256));
+    v.files = {
+        {5, 5, ".", true},
+        {30, 5, "System Volume Information", true},
+        {31, 30, "{3808876b-c176-4e48-b7ae-04046e6cc752}", false},
+        {32, 30, "{0a1b2c3d-0000-4000-8000-00000000abcd}{3808876B-C176-4E48-B7AE-04046E6CC752}", false},
+        {64, 5, "a.bin", false},
+        {65, 5, "b.bin", false},
+    };
+    v.streams = {
+        stream(32, {{0, 50, 4}}, Placement::Excluded),
+        stream(64, {{0, 10, 2}, {2, 20, 2}}),
+        stream(65, {{0, 30, 1}}),
+    };
+    return v;
+}
+
+/// Moves file 64 into clusters 100-103 and file 65 to cluster 105 (leaving 104 free, so
+/// that file 65's cluster lands in the second half of an 8 KiB chunk).
+Plan plan() {
+    Plan p;
+    p.strategy = "defrag";
+    p.moves = {
+        {64, "$DATA", 0, 10, 100, 2},
+        {64, "$DATA", 2, 20, 102, 2},
+        {65, "$DATA", 0, 30, 105, 1},
+    };
+    return p;
+}
+
+/// Content: 'A' in clusters 10, 11 and 21, 'B' in 20, 'C' in 30; zeros elsewhere.
+std::vector<std::byte> disk() {
+    std::vector<std::byte> d(2 * 1024 * K);
+    const auto fill = [&](std::int64_t lcn, char c) {
+        std::fill_n(d.begin() + static_cast<std::ptrdiff_t>(at(lcn)), kCluster, static_cast<std::byte>(c));
+    };
+    fill(10, 'A');
+    fill(11, 'A');
+    fill(21, 'A');
+    fill(20, 'B');
+    fill(30, 'C');
+    return d;
+}
+
+/// Top layer (64 KiB granules) holds disk [0, 448K) and [576K, 640K); a parent holds
+/// [448K, 512K), the granule that clusters 96-111 fall in.
+std::vector<Layer> layers() {
+    Layer top{0, "clone", "memory", 64 * K, {}, {}};
+    top.allocated.add(bytes(0, 448 * K));
+    top.allocated.add(bytes(576 * K, 640 * K));
+    Layer parent{1, "base", "memory", 64 * K, {}, {}};
+    parent.allocated.add(bytes(448 * K, 512 * K));
+    return {top, parent};
+}
+
+PartitionTable table() {
+    return {"msdos", {{1, kOffset, 1024 * K, "primary", "ntfs"}, {2, 32256, 16 * K, "primary", ""}}};
+}
+
+}  // namespace
+
+TEST_CASE("content map: a move copies its source's current content", "[impact]") {
+    Plan p;
+    p.moves = {{64, "$DATA", 0, 10, 100, 2}, {64, "$DATA", 0, 100, 200, 1}, {65, "$DATA", 0, 30, 101, 1}};
+    const ContentMap map(volume(), p);
+    // Cluster 200 holds what cluster 10 held: the second move's source had been written by the first.
+    CHECK(map.overrides(at(200), kCluster) == std::vector<ContentMap::Piece>{{at(200), kCluster, at(10)}});
+    // Cluster 101 was overwritten by the third move; cluster 100 still holds cluster 10's copy.
+    CHECK(map.overrides(at(99), 4 * kCluster) ==
+          std::vector<ContentMap::Piece>{{at(100), kCluster, at(10)}, {at(101), kCluster, at(30)}});
+    CHECK(map.overrides(at(0), 10 * kCluster).empty());
+    CHECK(boost::icl::length(map.written()) == 3 * kCluster);  // clusters 100, 101 and 200
+    // Sources as before-disk offsets: clusters 10-11 and 30 (the second move read cluster 10's copy).
+    ByteSet read;
+    read.add(bytes(at(10), at(12)));
+    read.add(bytes(at(30), at(31)));
+    CHECK(map.read() == read);
+}
+
+TEST_CASE("impact figures of a hand-built plan", "[impact]") {
+    const test::MemoryImage image(disk(), layers());
+    const Impact impact = assess_impact(image, table(), volume(), plan());
+
+    CHECK(impact.partition == 1);
+    CHECK(impact.granule_size == 64 * K);
+    CHECK(impact.moved_bytes == 5 * kCluster);
+    CHECK(impact.written_bytes == 5 * kCluster);
+    // All five destinations lie in disk granule [448K, 512K), which only the parent holds.
+    CHECK(impact.growth.thin_growth_bytes == 0);
+    CHECK(impact.growth.clone_delta_growth_bytes == 64 * K);
+    // Free whole granules [512K, 1088K) meet the top layer in [576K, 640K), before and after.
+    CHECK(impact.reclaimable_bytes_before == 64 * K);
+    CHECK(impact.reclaimable_bytes_after == 64 * K);
+
+    REQUIRE(impact.snapshot.size() == 2);
+    CHECK(impact.snapshot[0].bytes == 5 * kCluster);  // 4 KiB blocks: the five clusters
+    CHECK(impact.snapshot[1].bytes == 64 * K);        // 64 KiB blocks: one
+
+    // Chunks written, aligned to disk offset 0 (cluster c is disk 4K-chunk 16 + c).
+    REQUIRE(impact.dedup.size() == 4);
+    CHECK(impact.dedup[0].chunk == 4 * K);
+    CHECK(impact.dedup[0].changed_chunks == 5);  // clusters 100-103, 105
+    CHECK(impact.dedup[1].changed_chunks == 3);  // pairs 100-101, 102-103, 104-105
+    CHECK(impact.dedup[2].changed_chunks == 2);  // quads 100-103, 104-107
+    CHECK(impact.dedup[3].changed_chunks == 2);  // eights 96-103, 104-111
+    CHECK_FALSE(impact.dedup[0].deep);
+
+    CHECK(impact.vss.catalog);
+    CHECK(impact.vss.store_files == 1);
+    CHECK(impact.vss.store_bytes == 16 * K);
+    CHECK(impact.vss.copy_on_write);
+    // Sources (volume-relative) 40K-48K, 80K-88K, 120K-124K in 16 KiB blocks: 32K-48K, 80K-96K, 112K-128K.
+    CHECK(impact.vss.copy_on_write_bytes == 48 * K);
+
+    REQUIRE(impact.alignment.size() == 2);
+    CHECK_FALSE(impact.alignment[0].aligned_1mib);
+    CHECK(impact.alignment[0].misaligned_chunks.empty());
+    CHECK(impact.alignment[1].misaligned_chunks == std::vector<std::uint64_t>{4 * K, 8 * K, 16 * K, 32 * K});
+
+    CHECK(impact.clone.parent_layers == 1);
+    CHECK(impact.clone.shared_bytes == 4 * kCluster);  // in-use clusters 96-99 read through to the parent
+    CHECK(impact.clone.sharing_lost_bytes == 0);       // every source lies in the top layer
+
+    std::vector<std::pair<std::string, Severity>> warnings;
+    for (const ImpactWarning& w : impact.warnings) warnings.emplace_back(w.code, w.severity);
+    CHECK(warnings == std::vector<std::pair<std::string, Severity>>{
+                          {"CLONE_DELTA_GROWTH", Severity::Warning},
+                          {"VSS_COPY_ON_WRITE", Severity::Warning},
+                          {"MISALIGNED_PARTITION", Severity::Warning},
+                          {"SHARED_BASE_IMAGE", Severity::Info},
+                          {"RECLAIMABLE_SPACE", Severity::Info},
+                          {"SNAPSHOT_DELTA", Severity::Info},
+                          {"DEDUP_LOSS", Severity::Info},
+                          {"MISALIGNED_PARTITION", Severity::Info},
+                      });
+    const auto dedup = std::find_if(impact.warnings.begin(), impact.warnings.end(),
+                                    [](const ImpactWarning& w) { return w.code == "DEDUP_LOSS"; });
+    CHECK(dedup->bytes == 64 * K);  // the largest rewrite: two 32 KiB chunks
+}
+
+TEST_CASE("deep dedup census of a hand-built disk", "[impact][deep]") {
+    const test::MemoryImage image(disk(), layers());
+    ImpactOptions options;
+    options.deep = true;
+    const Impact impact = assess_impact(image, table(), volume(), plan(), options);
+    REQUIRE(impact.dedup.size() == 4);
+    struct Expected {
+        std::uint64_t chunks, rewritten, before, after;
+    };
+    // 4K: A×3, B, C and zeros before → 4 contents; after A×6, B×2, C×2: still 4.
+    // 8K: AA, BA, C0 and zeros; after adds AA, BA and the new 0C → 5.
+    // 16K: 00AA, BA00, 00C0 and zeros; after adds AABA and 0C00 → 6.
+    // 32K: 00AA0000, 0000BA00, 000000C0 (clusters 8-31) and zeros; after adds 0000AABA, 0C000000 → 6.
+    const Expected expected[] = {{512, 5, 4, 4}, {256, 3, 4, 5}, {128, 2, 4, 6}, {64, 2, 4, 6}};
+    for (std::size_t i = 0; i < 4; ++i) {
+        INFO("chunk " << impact.dedup[i].chunk);
+        REQUIRE(impact.dedup[i].deep);
+        const DedupFigures::Deep& d = *impact.dedup[i].deep;
+        CHECK(d.chunks == expected[i].chunks);
+        CHECK(d.rewritten_chunks == expected[i].rewritten);
+        CHECK(d.unique_before == expected[i].before);
+        CHECK(d.unique_after == expected[i].after);
+    }
+    CHECK(impact.dedup[0].deep->ratio_before() == Approx(128.0));
+    const auto loss = std::find_if(impact.warnings.begin(), impact.warnings.end(),
+                                   [](const ImpactWarning& w) { return w.code == "DEDUP_LOSS"; });
+    REQUIRE(loss != impact.warnings.end());
+    CHECK(loss->severity == Severity::Warning);
+    CHECK(loss->bytes == 64 * K);  // two more distinct 32 KiB chunks
+}
+
+TEST_CASE("impact refuses bad chunk sizes and plans that do not apply", "[impact]") {
+    const test::MemoryImage image(disk(), layers());
+    ImpactOptions options;
+    options.dedup_chunks = {4096, 3000};
+    CHECK_THROWS_AS(assess_impact(image, table(), volume(), plan(), options), Error);
+    Plan bad = plan();
+    bad.moves[0].to_lcn = 50;  // the VSS store's clusters: not free
+    CHECK_THROWS_AS(assess_impact(image, table(), volume(), bad), Error);
+}
+
+TEST_CASE("cancelling the deep pass", "[impact][deep]") {
+    const test::MemoryImage image(disk(), layers());
+    ImpactOptions options;
+    options.deep = true;
+    std::stop_source stop;
+    stop.request_stop();
+    CHECK_THROWS_AS(assess_impact(image, table(), volume(), plan(), options, Progress{{}, stop.get_token()}), Error);
+}
+
+TEST_CASE("rate limiter never lets reads run faster than the rate", "[impact][rate]") {
+    RateLimiter limiter(4 * 1024 * K);  // 4 MiB/s, bucket of 1 MiB
+    const auto start = RateLimiter::Clock::now();
+    for (int i = 0; i < 12; ++i) limiter.acquire(256 * K);  // 3 MiB: 1 MiB from the bucket, 2 MiB at the rate
+    CHECK(RateLimiter::Clock::now() - start >= std::chrono::milliseconds(450));
+    RateLimiter unlimited(0);
+    unlimited.acquire(std::uint64_t{1} << 40);  // returns at once
+}
