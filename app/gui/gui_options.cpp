@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/gui/gui_options.hpp"
+
+#include <stdexcept>
+
+#include "core/plan/planner.hpp"
+
+namespace guestfrag::gui {
+
+GuiOptions parse_gui_options(const std::vector<std::string>& args) {
+    GuiOptions out;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw std::invalid_argument(a + " needs a value");
+            return args[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            out.help = true;
+        } else if (a == "--version") {
+            out.version = true;
+        } else if (a == "--parent") {
+            out.parents.push_back(value());
+        } else if (a == "--strategy") {
+            out.strategy = value();
+            if (!parse_strategy(*out.strategy))
+                throw std::invalid_argument("--strategy: '" + *out.strategy +
+                                            "' is not one of defrag, consolidate, thin-safe, shrink");
+        } else if (a == "--screenshot") {
+            out.screenshot = value();
+        } else if (a == "--tab") {
+            out.tab = value();
+            if (out.tab != "files" && out.tab != "histograms" && out.tab != "warnings")
+                throw std::invalid_argument("--tab: '" + out.tab + "' is not one of files, histograms, warnings");
+        } else if (a == "--map") {
+            out.map = value();
+            if (out.map != "allocation" && out.map != "layers")
+                throw std::invalid_argument("--map: '" + out.map + "' is not one of allocation, layers");
+        } else if (!a.empty() && a[0] == '-') {
+            throw std::invalid_argument("unknown option " + a);
+        } else if (out.image) {
+            throw std::invalid_argument("only one IMAGE may be given");
+        } else {
+            out.image = a;
+        }
+    }
+    if (out.screenshot && !out.image) throw std::invalid_argument("--screenshot needs an IMAGE");
+    return out;
+}
+
+std::string gui_usage() {
+    return "Usage: guestfrag-gui [IMAGE] [--parent PATH]... [--strategy S]\n"
+           "       guestfrag-gui IMAGE --screenshot FILE.png [--strategy S] [--tab T] [--map M]\n"
+           "\n"
+           "Desktop viewer of guestfrag: cluster map, files, plan, IO histograms and storage\n"
+           "warnings of a Windows guest disk image. Nothing is ever written to the image.\n"
+           "\n"
+           "  IMAGE              raw, VMDK, VHD, VHDX or qcow2 disk image to open\n"
+           "  --parent PATH      parent (backing) image for the layer at depth 1, 2, ...\n"
+           "  --strategy S       defrag, consolidate, thin-safe or shrink (default: the one\n"
+           "                     `guestfrag report` recommends for the disk)\n"
+           "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"
+           "                     window as a PNG and exit (0 ok, 2 bad image)\n"
+           "  --tab T            tab shown: files (default), histograms or warnings\n"
+           "  --map M            cluster map colouring: allocation (default) or layers\n"
+           "  --version          print the version and exit\n"
+           "  -h, --help         print this help and exit\n";
+}
+
+}  // namespace guestfrag::gui

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace guestfrag::gui {
+
+/// The command line of guestfrag-gui. Parsed before any Qt object exists, so that --help,
+/// --version and usage errors work without a display.
+struct GuiOptions {
+    std::optional<std::string> image;
+    std::vector<std::string> parents;
+    std::optional<std::string> strategy;    ///< defrag, consolidate, thin-safe, shrink
+    std::optional<std::string> screenshot;  ///< PNG to write, then exit
+    std::string tab = "files";              ///< tab shown first: files, histograms, warnings
+    std::string map = "allocation";         ///< map colouring: allocation, layers
+    bool help = false;
+    bool version = false;
+};
+
+/// Parses argv[1..]. Throws std::invalid_argument with a one-line reason for a usage error.
+/// Qt's own options (-platform, -style, ...) are not ours; QApplication removes them first.
+[[nodiscard]] GuiOptions parse_gui_options(const std::vector<std::string>& args);
+
+/// The --help text.
+[[nodiscard]] std::string gui_usage();
+
+}  // namespace guestfrag::gui

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/gui/histogram_panel.hpp"
+
+#include <QChart>
+#include <QChartView>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPainter>
+#include <QVBoxLayout>
+
+#include "app/gui/histogram_chart.hpp"
+
+namespace guestfrag::gui {
+
+HistogramPanel::HistogramPanel(QWidget* parent)
+    : QWidget(parent), headline_(new QLabel), io_length_(new QChartView), seek_distance_(new QChartView) {
+    headline_->setWordWrap(true);
+    headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    for (QChartView* view : {io_length_, seek_distance_}) {
+        view->setRenderHint(QPainter::Antialiasing);
+        view->setMinimumHeight(220);
+    }
+    auto* charts = new QHBoxLayout;
+    charts->addWidget(io_length_);
+    charts->addWidget(seek_distance_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(headline_);
+    layout->addLayout(charts, 1);
+    show_result(nullptr);
+}
+
+void HistogramPanel::show_result(const PlanResult* result) {
+    const IoStats empty;
+    const IoStats& before = result ? result->before.stats : empty;
+    const IoStats* after = result ? &result->after_estimate.stats : nullptr;
+    const QString workload = result ? QString::fromStdString(result->workload.workload.text()) : QString();
+    // setChart() does not delete the previous chart: the view would leak it.
+    QChart* old_io = io_length_->chart();
+    QChart* old_seek = seek_distance_->chart();
+    io_length_->setChart(make_histogram_chart(tr("IO length (bytes), %1").arg(workload), before.io_length,
+                                              after ? &after->io_length : nullptr));
+    seek_distance_->setChart(make_histogram_chart(tr("Seek distance (sectors), %1").arg(workload),
+                                                  before.seek_distance, after ? &after->seek_distance : nullptr));
+    delete old_io;
+    delete old_seek;
+    headline_->setText(result ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
+                              : tr("Plan a volume to compare its IO before and after."));
+}
+
+QChart* HistogramPanel::io_length_chart() const { return io_length_->chart(); }
+QChart* HistogramPanel::seek_distance_chart() const { return seek_distance_->chart(); }
+QString HistogramPanel::headline() const { return headline_->text(); }
+
+QImage HistogramPanel::chart_image(Which which) const {
+    return (which == IoLength ? io_length_ : seek_distance_)->grab().toImage();
+}
+
+QImage HistogramPanel::charts_image() const {
+    const QImage io = chart_image(IoLength);
+    const QImage seek = chart_image(SeekDistance);
+    QImage both(io.width() + seek.width(), std::max(io.height(), seek.height()), QImage::Format_ARGB32_Premultiplied);
+    both.fill(Qt::white);
+    QPainter painter(&both);
+    painter.drawImage(0, 0, io);
+    painter.drawImage(io.width(), 0, seek);
+    return both;
+}
+
+}  // namespace guestfrag::gui

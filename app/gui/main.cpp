@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// guestfrag-gui: the desktop viewer. --help and --version are answered before Qt starts so
+// they work without a display; --screenshot runs the window unattended and saves it.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <QApplication>
+#include <QTimer>
+
+#include "app/gui/gui_options.hpp"
+#include "app/gui/main_window.hpp"
+
+namespace {
+
+constexpr int kUsage = 1;
+constexpr int kBadInput = 2;
+
+int fail(const std::string& subject, const std::string& reason, int code) {
+    std::cerr << "guestfrag-gui: error: " << (subject.empty() ? "" : subject + ": ") << reason << '\n';
+    return code;
+}
+
+/// Keeps Qt's critical and fatal messages (a display that cannot be opened, ...), drops
+/// debug, info and warnings.
+void quiet_messages(QtMsgType type, const QMessageLogContext&, const QString& message) {
+    if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "guestfrag-gui: qt: " << message.toStdString() << '\n';
+}
+
+/// Waits for the plan, lets the event loop lay out and paint once more, saves the window.
+void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file) {
+    QObject::connect(&window, &guestfrag::gui::MainWindow::planFinished, &window, [&app, &window, file] {
+        QTimer::singleShot(250, &window, [&app, &window, file] {
+            if (window.grab().save(file, "PNG")) {
+                app.exit(0);
+            } else {
+                (void)fail(file.toStdString(), "cannot write the screenshot", kBadInput);
+                app.exit(kBadInput);
+            }
+        });
+    });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> raw(argv + 1, argv + argc);
+    auto has = [&](const char* flag) { return std::find(raw.begin(), raw.end(), flag) != raw.end(); };
+    if (has("--help") || has("-h")) {
+        std::cout << guestfrag::gui::gui_usage();
+        return 0;
+    }
+    if (has("--version")) {
+        std::cout << "guestfrag-gui " << GUESTFRAG_VERSION << '\n';
+        return 0;
+    }
+
+    // An unattended screenshot needs no screen: without any display, draw offscreen rather
+    // than abort in the platform plugin.
+    if (has("--screenshot") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+        qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+
+    // Until the options say otherwise, Qt's chatter (QStandardPaths about XDG_RUNTIME_DIR,
+    // platform plugin notes) is dropped: unattended runs promise one error line on stderr.
+    qInstallMessageHandler(quiet_messages);
+    QApplication app(argc, argv);  // removes Qt's own options (-platform, -style, ...)
+    QApplication::setOrganizationName(QStringLiteral("guestfrag"));
+    QApplication::setApplicationName(QStringLiteral("guestfrag-gui"));
+    QApplication::setApplicationVersion(QStringLiteral(GUESTFRAG_VERSION));
+
+    guestfrag::gui::GuiOptions options;
+    try {
+        QStringList qt_args = QApplication::arguments();
+        std::vector<std::string> args;
+        for (qsizetype i = 1; i < qt_args.size(); ++i) args.push_back(qt_args[i].toStdString());
+        options = guestfrag::gui::parse_gui_options(args);
+    } catch (const std::invalid_argument& e) {
+        return fail("", std::string(e.what()) + " (see --help)", kUsage);
+    }
+
+    const bool unattended = options.screenshot.has_value();
+    if (!unattended) qInstallMessageHandler(nullptr);  // back to Qt's default for people
+    guestfrag::gui::MainWindow window(!unattended);
+    if (options.strategy) window.set_strategy(*options.strategy);
+    window.set_tab(options.tab);
+    window.set_map_mode(options.map);
+
+    if (unattended) {
+        window.setFixedSize(guestfrag::gui::kWindowSize);
+        QObject::connect(&window, &guestfrag::gui::MainWindow::failed, &app,
+                         [&app, image = *options.image](const QString&, const QString& reason, int code) {
+                             (void)fail(image, reason.toStdString(), code);
+                             app.exit(code);
+                         });
+        take_screenshot(app, window, QString::fromStdString(*options.screenshot));
+    }
+    window.show();
+    if (options.image) window.open_image(QString::fromStdString(*options.image), options.parents);
+    return QApplication::exec();
+}

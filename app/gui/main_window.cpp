@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/gui/main_window.hpp"
+
+#include <filesystem>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSettings>
+#include <QSortFilterProxyModel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "app/gui/background_job.hpp"
+#include "app/gui/cluster_map_widget.hpp"
+#include "app/gui/files_model.hpp"
+#include "app/gui/histogram_panel.hpp"
+#include "app/gui/plan_panel.hpp"
+#include "app/gui/warnings_model.hpp"
+
+namespace guestfrag::gui {
+
+namespace {
+
+constexpr int kRecentFiles = 8;
+const QString kRecentKey = QStringLiteral("recentFiles");
+
+QString qstr(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
+
+/// What the window shows of volume `index`: its cluster map cells at the default zoom and
+/// its files table rows. Safe on any thread.
+VolumeView volume_view(const OpenedImage& opened, std::size_t index) {
+    // Shares the map and layers with the analysis they belong to (aliasing shared_ptr).
+    std::shared_ptr<const VolumeMap> map(opened.analysis, &opened.analysis->volumes.at(index).map);
+    std::shared_ptr<const std::vector<Layer>> layers(opened.analysis, &opened.analysis->layers);
+    VolumeView view;
+    view.rows = file_rows(*map);
+    view.map = MapCells::compute(std::move(map), std::move(layers), 0);
+    return view;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(bool interactive, QWidget* parent)
+    : QMainWindow(parent),
+      interactive_(interactive),
+      job_(new BackgroundJob(this)),
+      progress_timer_(new QTimer(this)),
+      map_(new ClusterMapWidget),
+      legend_(new MapLegend),
+      summary_(new QLabel),
+      volume_box_(new QComboBox),
+      state_box_(new QComboBox),
+      mode_box_(new QComboBox),
+      zoom_box_(new QSpinBox),
+      pixels_box_(new QSpinBox),
+      plan_panel_(new PlanPanel),
+      files_(new FilesModel(this)),
+      files_proxy_(new QSortFilterProxyModel(this)),
+      files_view_(new QTableView),
+      filter_(new QLineEdit),
+      histograms_(new HistogramPanel),
+      warnings_(new WarningsModel(this)),
+      warnings_note_(new QLabel),
+      warnings_view_(new QTableView),
+      tabs_(new QTabWidget),
+      status_(new QLabel),
+      progress_(new QProgressBar),
+      cancel_(new QPushButton(tr("Cancel"))) {
+    setWindowTitle(QStringLiteral("guestfrag"));
+    setAcceptDrops(true);
+    resize(kWindowSize);
+    build_menus();
+    setCentralWidget(build_central());
+
+    progress_->setMaximumWidth(220);
+    progress_->setVisible(false);
+    cancel_->setVisible(false);
+    statusBar()->addWidget(status_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancel_);
+    status_->setText(tr("Open a disk image (File ▸ Open, or drop it here)."));
+
+    progress_timer_->setInterval(100);
+    connect(progress_timer_, &QTimer::timeout, this, &MainWindow::update_progress);
+    connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancel);
+    connect(plan_panel_, &PlanPanel::planRequested, this, &MainWindow::run_plan);
+    connect(map_, &ClusterMapWidget::cellsChanged, this, [this] {
+        legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
+        const QSignalBlocker block(zoom_box_);
+        zoom_box_->setValue(static_cast<int>(std::min<std::int64_t>(map_->clusters_per_cell(), zoom_box_->maximum())));
+    });
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::build_menus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open image…"), QKeySequence::Open, this, &MainWindow::choose_image);
+    recent_menu_ = file->addMenu(tr("Open &recent"));
+    rebuild_recent_menu();
+    file->addSeparator();
+    file->addAction(tr("Export plan &JSON…"), this, &MainWindow::export_plan);
+    file->addAction(tr("Export &HTML report…"), this, &MainWindow::export_report);
+    file->addAction(tr("Export &charts as PNG…"), this, &MainWindow::export_charts);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+}
+
+QWidget* MainWindow::build_central() {
+    state_box_->addItems({tr("Before"), tr("After plan")});
+    state_box_->setEnabled(false);
+    mode_box_->addItems({tr("Allocation"), tr("Layers")});
+    zoom_box_->setRange(1, 1 << 30);
+    zoom_box_->setToolTip(tr("Clusters per cell"));
+    pixels_box_->setRange(2, 32);
+    pixels_box_->setValue(6);
+    pixels_box_->setSuffix(QStringLiteral(" px"));
+    pixels_box_->setToolTip(tr("Cell size on screen"));
+    summary_->setTextFormat(Qt::RichText);
+
+    auto* bar = new QHBoxLayout;
+    bar->addWidget(new QLabel(tr("Volume")));
+    bar->addWidget(volume_box_, 1);
+    bar->addWidget(new QLabel(tr("Map")));
+    bar->addWidget(state_box_);
+    bar->addWidget(new QLabel(tr("Colour by")));
+    bar->addWidget(mode_box_);
+    bar->addWidget(new QLabel(tr("Clusters/cell")));
+    bar->addWidget(zoom_box_);
+    bar->addWidget(pixels_box_);
+
+    auto* scroll = new QScrollArea;
+    scroll->setWidget(map_);
+    scroll->setWidgetResizable(true);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    auto* map_box = new QWidget;
+    auto* map_layout = new QVBoxLayout(map_box);
+    map_layout->setContentsMargins(0, 0, 0, 0);
+    map_layout->addWidget(summary_);
+    map_layout->addWidget(scroll, 1);
+    map_layout->addWidget(legend_);
+
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(map_box);
+    top->addWidget(plan_panel_);
+    top->setStretchFactor(0, 3);
+    top->setStretchFactor(1, 1);
+    plan_panel_->setMinimumWidth(300);
+    top->setSizes({kWindowSize.width() - 360, 360});
+
+    files_proxy_->setSourceModel(files_);
+    files_proxy_->setSortRole(FilesModel::kSortRole);
+    files_proxy_->setFilterKeyColumn(FilesModel::Path);
+    files_proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
+    files_view_->setModel(files_proxy_);
+    files_view_->setSortingEnabled(true);
+    files_view_->sortByColumn(FilesModel::Fragments, Qt::DescendingOrder);
+    files_view_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    files_view_->setSelectionMode(QAbstractItemView::SingleSelection);
+    files_view_->verticalHeader()->setVisible(false);
+    files_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
+    files_view_->horizontalHeader()->setSectionResizeMode(FilesModel::Path, QHeaderView::Stretch);
+    filter_->setPlaceholderText(tr("Filter by path"));
+    filter_->setClearButtonEnabled(true);
+    auto* files_page = new QWidget;
+    auto* files_layout = new QVBoxLayout(files_page);
+    files_layout->addWidget(filter_);
+    files_layout->addWidget(files_view_);
+
+    warnings_view_->setModel(warnings_);
+    warnings_view_->verticalHeader()->setVisible(false);
+    warnings_view_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    warnings_view_->horizontalHeader()->setSectionResizeMode(WarningsModel::Message, QHeaderView::Stretch);
+    warnings_view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    warnings_view_->setWordWrap(true);
+    auto* warnings_page = new QWidget;
+    auto* warnings_layout = new QVBoxLayout(warnings_page);
+    warnings_layout->addWidget(warnings_note_);
+    warnings_layout->addWidget(warnings_view_);
+    warnings_note_->setWordWrap(true);
+
+    tabs_->addTab(files_page, tr("Files"));
+    tabs_->addTab(histograms_, tr("IO histograms"));
+    tabs_->addTab(warnings_page, tr("Warnings"));
+
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(top);
+    split->addWidget(tabs_);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
+    split->setSizes({kWindowSize.height() / 2 + 40, kWindowSize.height() / 2 - 40});
+
+    auto* central = new QWidget;
+    auto* layout = new QVBoxLayout(central);
+    layout->addLayout(bar);
+    layout->addWidget(split, 1);
+
+    connect(volume_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        choose_volume(index, std::nullopt);
+        run_plan();
+    });
+    connect(state_box_, &QComboBox::currentIndexChanged, this, &MainWindow::show_map);
+    connect(mode_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        map_->set_mode(index == 1 ? MapMode::Layers : MapMode::Allocation);
+        legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
+    });
+    connect(zoom_box_, &QSpinBox::valueChanged, this, [this](int value) { map_->set_clusters_per_cell(value); });
+    connect(pixels_box_, &QSpinBox::valueChanged, map_, &ClusterMapWidget::set_cell_pixels);
+    connect(map_, &ClusterMapWidget::streamClicked, this, [this](std::size_t stream) {
+        // Show the clicked file in the table (clearing a filter that hides it).
+        QModelIndex row = files_proxy_->mapFromSource(files_->index(static_cast<int>(stream), 0));
+        if (!row.isValid()) {
+            filter_->clear();
+            row = files_proxy_->mapFromSource(files_->index(static_cast<int>(stream), 0));
+        }
+        tabs_->setCurrentIndex(0);
+        files_view_->setCurrentIndex(row);
+        files_view_->scrollTo(row);
+    });
+        connect(filter_, &QLineEdit::textChanged, files_proxy_, &QSortFilterProxyModel::setFilterFixedString);
+    connect(files_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+            [this](const QModelIndex& current) {
+                if (!current.isValid()) return map_->highlight_stream(std::nullopt);
+                const QModelIndex source = files_proxy_->mapToSource(current);
+                map_->highlight_stream(static_cast<std::size_t>(source.row()));
+            });
+    return central;
+}
+
+void MainWindow::set_strategy(const std::string& name) { plan_panel_->set_strategy(name); }
+
+void MainWindow::set_tab(const std::string& name) {
+    tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "warnings" ? 2 : 0);
+}
+
+void MainWindow::set_map_mode(const std::string& name) { mode_box_->setCurrentIndex(name == "layers" ? 1 : 0); }
+
+bool MainWindow::busy() const { return job_->running(); }
+
+void MainWindow::cancel() { job_->cancel(); }
+
+std::size_t MainWindow::volume_index() const { return static_cast<std::size_t>(std::max(0, volume_box_->currentIndex())); }
+
+// ---- opening and analysing ----
+
+void MainWindow::choose_image() {
+    QSettings settings;
+    const QString start = QFileInfo(settings.value(kRecentKey).toStringList().value(0)).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open disk image"), start,
+        tr("Disk images (*.img *.raw *.vmdk *.vhd *.vhdx *.qcow2 *.qcow);;All files (*)"));
+    if (!path.isEmpty()) open_image(path);
+}
+
+void MainWindow::open_image(const QString& path, const std::vector<std::string>& parents) {
+    image_path_ = path;
+    parents_ = parents;
+    opened_ = {};
+    plan_.reset();
+    before_cells_.reset();
+    after_cells_.reset();
+    files_->set_volume(nullptr);
+    warnings_->set_warnings({});
+    histograms_->show_result(nullptr);
+    plan_panel_->show_result(nullptr, nullptr);
+    map_->show_volume(nullptr, nullptr, false);
+    summary_->clear();
+    {
+        const QSignalBlocker block(volume_box_);
+        volume_box_->clear();
+    }
+    setWindowTitle(QStringLiteral("%1 — guestfrag").arg(QFileInfo(path).fileName()));
+    job_started(tr("Reading %1…").arg(path));
+    const std::string image = path.toStdString();
+    struct Opened {
+        OpenedImage image;
+        VolumeView first;  // the first volume's view, built off the GUI thread too
+    };
+    job_->start<Opened>(
+        [image, parents](const Progress& progress) {
+            Opened out;
+            out.image = open_and_analyze(image, parents, progress);
+            if (!out.image.analysis->volumes.empty()) out.first = volume_view(out.image, 0);
+            return out;
+        },
+        [this](Opened opened) {
+            job_ended();
+            opened_ = std::move(opened.image);
+            if (interactive_) remember_recent(image_path_);
+            plan_panel_->suggest_strategy(
+                recommended_strategy(opened_.analysis->layers, opened_.analysis->virtual_size));
+            show_analysis(std::move(opened.first));
+            emit analysisFinished();
+            run_plan();
+        },
+        [this](const Error& error) {
+            job_ended();
+            if (interactive_ && offer_parent(error)) return;
+            report_error(image_path_, error);
+        });
+}
+
+void MainWindow::show_analysis(VolumeView first) {
+    const QSignalBlocker block(volume_box_);
+    volume_box_->clear();
+    for (const VolumeAnalysis& v : opened_.analysis->volumes)
+        volume_box_->addItem(tr("Partition %1 — %2 %3, %4 clusters of %5")
+                                 .arg(v.map.partition)
+                                 .arg(qstr(v.map.label).isEmpty() ? tr("(no label)") : qstr(v.map.label))
+                                 .arg(size_text(static_cast<std::uint64_t>(v.map.total_clusters) * v.map.cluster_size))
+                                 .arg(v.map.total_clusters)
+                                 .arg(size_text(v.map.cluster_size)));
+    volume_box_->setCurrentIndex(0);
+    choose_volume(0, std::move(first));
+}
+
+void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
+    if (!opened_.analysis || index < 0) return;
+    const auto& volumes = opened_.analysis->volumes;
+    if (static_cast<std::size_t>(index) >= volumes.size()) return;
+    plan_.reset();
+    after_cells_.reset();
+    {
+        const QSignalBlocker block(state_box_);
+        state_box_->setCurrentIndex(0);
+    }
+    state_box_->setEnabled(false);
+    // Another volume picked by hand is built here; the first one came from the worker.
+    if (!view) view = volume_view(opened_, static_cast<std::size_t>(index));
+    before_cells_ = std::move(view->map);
+    files_->set_volume(before_cells_->volume, std::move(view->rows));
+    files_view_->resizeColumnsToContents();
+    files_view_->horizontalHeader()->setSectionResizeMode(FilesModel::Path, QHeaderView::Stretch);
+    warnings_->set_warnings({});
+    warnings_note_->clear();
+    histograms_->show_result(nullptr);
+    plan_panel_->show_result(nullptr, nullptr);
+    map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
+    update_summary();
+}
+
+void MainWindow::show_map() {
+    if (!before_cells_) return;
+    const bool after = state_box_->currentIndex() == 1 && after_cells_;
+    const MapCells& wanted = after ? *after_cells_ : *before_cells_;
+    // Cells built ahead (on the worker) are used when they are at the zoom shown now.
+    if (wanted.cells.clusters_per_cell() == map_->clusters_per_cell() || !map_->cells().size())
+        map_->show_cells(wanted);
+    else
+        map_->show_volume(wanted.volume, wanted.layers, true);
+    if (const QModelIndex current = files_view_->currentIndex(); current.isValid())
+        map_->highlight_stream(static_cast<std::size_t>(files_proxy_->mapToSource(current).row()));
+}
+
+void MainWindow::update_summary() {
+    if (!opened_.analysis) return summary_->clear();
+    const ImageAnalysis& a = *opened_.analysis;
+    const VolumeAnalysis& v = a.volumes.at(volume_index());
+    QString text = tr("<b>%1</b> · %2 · %3 layer(s) · %4 files, %5 fragmented (%6%) · free %7 in %8 extents, "
+                      "free space fragmentation %9%")
+                       .arg(QFileInfo(qstr(a.path)).fileName().toHtmlEscaped(), qstr(a.format))
+                       .arg(a.layers.size())
+                       .arg(v.files.files)
+                       .arg(v.files.fragmented_files)
+                       .arg(v.files.fragmentation_percent, 0, 'f', 1)
+                       .arg(size_text(v.free_space.free_clusters * v.map.cluster_size))
+                       .arg(v.free_space.extents)
+                       .arg(v.free_space.fragmentation_percent, 0, 'f', 1);
+    summary_->setText(text);
+}
+
+// ---- planning ----
+
+void MainWindow::run_plan() {
+    if (!opened_.analysis || opened_.analysis->volumes.empty()) return;
+    QString problem;
+    const std::optional<PlanRequest> request = plan_panel_->request(&problem);
+    if (!request) {
+        if (interactive_) QMessageBox::warning(this, tr("Plan"), problem);
+        else emit failed(image_path_, problem, 1);
+        return;
+    }
+    const std::size_t volume = volume_index();
+    job_started(tr("Planning partition %1…").arg(opened_.analysis->volumes[volume].map.partition));
+    plan_panel_->set_busy(true);
+    struct Planned {
+        PlanResult result;
+        MapCells after;
+    };
+    const std::int64_t zoom = map_->clusters_per_cell();
+    job_->start<Planned>(
+        [opened = opened_, volume, request = *request, zoom](const Progress& progress) {
+            Planned out;
+            out.result = plan_volume(opened, volume, request, progress);
+            std::shared_ptr<const std::vector<Layer>> layers(opened.analysis, &opened.analysis->layers);
+            out.after = MapCells::compute(out.result.after, std::move(layers), zoom);
+            return out;
+        },
+        [this](Planned planned) {
+            job_ended();
+            plan_ = std::move(planned.result);
+            after_cells_ = std::move(planned.after);
+            show_plan();
+            emit planFinished();
+        },
+        [this](const Error& error) {
+            job_ended();
+            report_error(image_path_, error);
+        });
+}
+
+void MainWindow::show_plan() {
+    const VolumeAnalysis& v = opened_.analysis->volumes.at(plan_->volume);
+    plan_panel_->show_result(&*plan_, &v);
+    histograms_->show_result(&*plan_);
+    if (plan_->impact) {
+        warnings_->set_warnings(plan_->impact->warnings);
+        warnings_note_->setText(plan_->impact->warnings.empty() ? tr("The plan raises no storage warnings.")
+                                                                : tr("Storage impact of the plan, most severe first."));
+    } else {
+        warnings_->set_warnings({});
+        warnings_note_->setText(tr("Storage impact not available: %1").arg(QString::fromStdString(plan_->impact_error)));
+    }
+    state_box_->setEnabled(true);
+    if (state_box_->currentIndex() == 1) show_map();
+    status_->setText(tr("Planned %1 moves on partition %2.").arg(plan_->plan.summary.moves).arg(v.map.partition));
+}
+
+// ---- jobs, progress and errors ----
+
+void MainWindow::job_started(const QString& what) {
+    status_->setText(what);
+    progress_->setRange(0, 0);
+    progress_->setVisible(true);
+    cancel_->setVisible(true);
+    progress_timer_->start();
+}
+
+void MainWindow::job_ended() {
+    progress_timer_->stop();
+    progress_->setVisible(false);
+    cancel_->setVisible(false);
+    plan_panel_->set_busy(false);
+    status_->clear();
+}
+
+void MainWindow::update_progress() {
+    const std::uint64_t total = job_->total();
+    if (total == 0) {
+        progress_->setRange(0, 0);  // busy indicator until the first report
+        return;
+    }
+    progress_->setRange(0, 1000);
+    progress_->setValue(static_cast<int>(std::min<std::uint64_t>(job_->done(), total) * 1000 / total));
+}
+
+void MainWindow::report_error(const QString& image, const Error& error) {
+    const QString reason = QString::fromStdString(error.what());
+    if (error.kind() == ErrorKind::Cancelled) {
+        status_->setText(tr("Cancelled."));
+        if (!interactive_) emit failed(image, reason, 2);
+        return;
+    }
+    status_->setText(tr("Error: %1").arg(reason));
+    if (interactive_) QMessageBox::critical(this, tr("guestfrag"), QStringLiteral("%1:\n%2").arg(image, reason));
+    emit failed(image, reason, error.kind() == ErrorKind::Internal ? 3 : 2);
+}
+
+bool MainWindow::offer_parent(const Error& error) {
+    // The core names the missing parent in a NotFound error ("parent not found: NAME ...").
+    const QString reason = QString::fromStdString(error.what());
+    if (error.kind() != ErrorKind::NotFound || !reason.startsWith(QStringLiteral("parent not found")) ||
+        !QFileInfo::exists(image_path_))
+        return false;
+    const auto answer = QMessageBox::question(
+        this, tr("Parent image missing"), tr("%1\n\nChoose the parent image file?").arg(reason),
+        QMessageBox::Open | QMessageBox::Cancel, QMessageBox::Open);
+    if (answer != QMessageBox::Open) return false;
+    const QString parent = QFileDialog::getOpenFileName(this, tr("Parent image"), QFileInfo(image_path_).absolutePath());
+    if (parent.isEmpty()) return false;
+    std::vector<std::string> parents = parents_;
+    parents.push_back(parent.toStdString());
+    open_image(image_path_, parents);
+    return true;
+}
+
+// ---- recent files, drag and drop ----
+
+void MainWindow::remember_recent(const QString& path) {
+    QSettings settings;
+    QStringList recent = settings.value(kRecentKey).toStringList();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent.removeAll(absolute);
+    recent.prepend(absolute);
+    while (recent.size() > kRecentFiles) recent.removeLast();
+    settings.setValue(kRecentKey, recent);
+    rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+    recent_menu_->clear();
+    if (!interactive_) return;
+    const QStringList recent = QSettings().value(kRecentKey).toStringList();
+    for (const QString& path : recent)
+        recent_menu_->addAction(path, this, [this, path] { open_image(path); });
+    recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls() && event->mimeData()->urls().value(0).isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.front().isLocalFile()) return;
+    event->acceptProposedAction();
+    open_image(urls.front().toLocalFile());
+}
+
+}  // namespace guestfrag::gui

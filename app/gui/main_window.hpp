@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <QMainWindow>
+#include <QSize>
+
+#include "app/gui/session.hpp"
+#include "app/gui/volume_view.hpp"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QSpinBox;
+class QTabWidget;
+class QTableView;
+class QTimer;
+
+namespace guestfrag::gui {
+
+class BackgroundJob;
+class ClusterMapWidget;
+class FilesModel;
+class HistogramPanel;
+class MapLegend;
+class PlanPanel;
+class WarningsModel;
+
+/// Size of the window in --screenshot mode (and its default size).
+inline constexpr QSize kWindowSize{1280, 860};
+
+/// The main window: opens an image, analyses it and plans its volumes on a worker thread,
+/// and shows the results in the cluster map, files table, plan panel, histograms and
+/// warnings. In non-interactive mode (--screenshot, tests) it never opens a dialog and does
+/// not touch the recent-files settings; failures are reported through failed().
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(bool interactive, QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    /// Opens and analyses `path` (with `parents` for the layers at depth 1, 2, ...), then
+    /// plans its first volume with the plan panel's settings.
+    void open_image(const QString& path, const std::vector<std::string>& parents = {});
+    void set_strategy(const std::string& name);
+    /// "files", "histograms" or "warnings".
+    void set_tab(const std::string& name);
+    /// "allocation" or "layers".
+    void set_map_mode(const std::string& name);
+
+    /// Asks the running analysis or plan to stop (as the Cancel button does).
+    void cancel();
+
+    [[nodiscard]] const OpenedImage& opened() const { return opened_; }
+    [[nodiscard]] const PlanResult* plan() const { return plan_ ? &*plan_ : nullptr; }
+    [[nodiscard]] bool busy() const;
+    [[nodiscard]] ClusterMapWidget* cluster_map() const { return map_; }
+    [[nodiscard]] FilesModel* files_model() const { return files_; }
+    [[nodiscard]] QSortFilterProxyModel* files_proxy() const { return files_proxy_; }
+    [[nodiscard]] QTableView* files_view() const { return files_view_; }
+    [[nodiscard]] HistogramPanel* histograms() const { return histograms_; }
+    [[nodiscard]] WarningsModel* warnings_model() const { return warnings_; }
+
+signals:
+    void analysisFinished();
+    /// A plan with its estimates and impact is shown.
+    void planFinished();
+    /// Opening, analysing or planning `image` failed with `reason` (one line); `exit_code`
+    /// is the CLI's (2 bad input, 3 internal).
+    void failed(const QString& image, const QString& reason, int exit_code);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void build_menus();
+    QWidget* build_central();
+    void choose_image();
+    void choose_volume(int index, std::optional<VolumeView> view);
+    void run_plan();
+    void show_analysis(VolumeView first);
+    void show_plan();
+    void show_map();
+    void update_summary();
+    void update_progress();
+    void job_started(const QString& what);
+    void job_ended();
+    void report_error(const QString& image, const Error& error);
+    bool offer_parent(const Error& error);
+    void remember_recent(const QString& path);
+    void rebuild_recent_menu();
+    void export_plan();
+    void export_report();
+    void export_charts();
+    [[nodiscard]] std::size_t volume_index() const;
+
+    bool interactive_;
+    QString image_path_;
+    std::vector<std::string> parents_;
+    OpenedImage opened_;
+    std::optional<PlanResult> plan_;
+    std::optional<MapCells> before_cells_;  ///< the chosen volume's cells, as analysed
+    std::optional<MapCells> after_cells_;   ///< its cells after plan_
+
+    BackgroundJob* job_;
+    QTimer* progress_timer_;
+    ClusterMapWidget* map_;
+    MapLegend* legend_;
+    QLabel* summary_;
+    QComboBox* volume_box_;
+    QComboBox* state_box_;
+    QComboBox* mode_box_;
+    QSpinBox* zoom_box_;
+    QSpinBox* pixels_box_;
+    PlanPanel* plan_panel_;
+    FilesModel* files_;
+    QSortFilterProxyModel* files_proxy_;
+    QTableView* files_view_;
+    QLineEdit* filter_;
+    HistogramPanel* histograms_;
+    WarningsModel* warnings_;
+    QLabel* warnings_note_;
+    QTableView* warnings_view_;
+    QTabWidget* tabs_;
+    QLabel* status_;
+    QProgressBar* progress_;
+    QPushButton* cancel_;
+    QMenu* recent_menu_ = nullptr;
+};
+
+}  // namespace guestfrag::gui

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/gui/plan_panel.hpp"
+
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "app/cli/sizes.hpp"
+#include "app/gui/files_model.hpp"
+#include "core/estimate/workload.hpp"
+
+namespace guestfrag::gui {
+
+namespace {
+
+/// An optional size field: empty means "no limit".
+bool read_size(const QLineEdit* edit, const QString& what, std::optional<std::uint64_t>& out, QString* error) {
+    const QString text = edit->text().trimmed();
+    if (text.isEmpty()) return true;
+    out = cli::parse_size(text.toStdString());
+    if (!out && error) *error = QObject::tr("%1: '%2' is not a size (e.g. 4096, 64K, 1MiB, 2G)").arg(what, text);
+    return out.has_value();
+}
+
+QString row(const QString& name, const QString& before, const QString& after) {
+    return QStringLiteral("<tr><td>%1</td><td align=right>%2</td><td>&nbsp;→&nbsp;</td><td align=right>%3</td></tr>")
+        .arg(name, before, after);
+}
+
+}  // namespace
+
+PlanPanel::PlanPanel(QWidget* parent)
+    : QWidget(parent),
+      strategy_(new QComboBox),
+      strategy_note_(new QLabel),
+      max_growth_(new QLineEdit),
+      max_moved_(new QLineEdit),
+      dedup_chunks_(new QLineEdit(QStringLiteral("4K,8K,16K,32K"))),
+      workload_(new QLineEdit(QStringLiteral("scan"))),
+      plan_button_(new QPushButton(tr("Plan"))),
+      summary_(new QLabel) {
+    for (const char* name : {"defrag", "consolidate", "thin-safe", "shrink"}) strategy_->addItem(QString::fromLatin1(name));
+    max_growth_->setPlaceholderText(tr("no limit"));
+    max_moved_->setPlaceholderText(tr("no limit"));
+    workload_->setToolTip(tr("scan, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout) or write:N"));
+    summary_->setTextFormat(Qt::RichText);
+    summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+    summary_->setWordWrap(true);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Strategy"), strategy_);
+    form->addRow(QString(), strategy_note_);
+    strategy_note_->setVisible(false);
+    form->addRow(tr("Max growth"), max_growth_);
+    form->addRow(tr("Max moved"), max_moved_);
+    form->addRow(tr("Dedup chunks"), dedup_chunks_);
+    form->addRow(tr("Workload"), workload_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(plan_button_);
+    layout->addWidget(summary_, 1);
+
+    connect(plan_button_, &QPushButton::clicked, this, &PlanPanel::planRequested);
+    connect(strategy_, &QComboBox::activated, this, [this] {
+        strategy_chosen_ = true;
+        strategy_note_->setVisible(false);
+    });
+}
+
+std::optional<PlanRequest> PlanPanel::request(QString* error) const {
+    PlanRequest r;
+    r.options.strategy = parse_strategy(strategy_->currentText().toStdString()).value_or(Strategy::Defrag);
+    if (!read_size(max_growth_, tr("Max growth"), r.options.max_growth, error)) return std::nullopt;
+    if (!read_size(max_moved_, tr("Max moved"), r.options.max_moved, error)) return std::nullopt;
+    r.impact.dedup_chunks.clear();
+    for (const QString& part : dedup_chunks_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        const auto size = cli::parse_size(part.trimmed().toStdString());
+        if (!size) {
+            if (error) *error = tr("Dedup chunks: '%1' is not a size").arg(part.trimmed());
+            return std::nullopt;
+        }
+        r.impact.dedup_chunks.push_back(*size);
+    }
+    r.workload = workload_->text().trimmed().toStdString();
+    try {
+        (void)parse_workload(r.workload);
+    } catch (const Error& e) {
+        if (error) *error = tr("Workload: %1").arg(QString::fromStdString(e.what()));
+        return std::nullopt;
+    }
+    return r;
+}
+
+void PlanPanel::set_strategy(const std::string& name) {
+    const int index = strategy_->findText(QString::fromStdString(name));
+    if (index < 0) return;
+    strategy_->setCurrentIndex(index);
+    strategy_chosen_ = true;
+    strategy_note_->clear();
+    strategy_note_->setVisible(false);
+}
+
+void PlanPanel::suggest_strategy(Strategy strategy) {
+    if (strategy_chosen_) return;
+    const std::string_view name = strategy_name(strategy);
+    strategy_->setCurrentIndex(strategy_->findText(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()))));
+    // The core's choice for this disk (as `guestfrag report` makes it).
+    strategy_note_->setText(strategy == Strategy::Defrag ? tr("recommended (thick disk)")
+                                                         : tr("recommended (thin or cloned disk)"));
+    strategy_note_->setVisible(true);
+}
+
+void PlanPanel::set_busy(bool busy) { plan_button_->setEnabled(!busy); }
+
+void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* before) {
+    if (!result || !before) {
+        summary_->clear();
+        return;
+    }
+    const PlanSummary& s = result->plan.summary;
+    QString html = tr("<b>%1</b>: %2 moves, %3 moved").arg(QString::fromStdString(result->plan.strategy)).arg(s.moves).arg(size_text(s.moved_bytes));
+    html += QStringLiteral("<table>");
+    html += row(tr("fragments"), QString::number(s.fragments_before), QString::number(s.fragments_after));
+    html += row(tr("fragmented streams"), QString::number(s.fragmented_streams_before),
+                QString::number(s.fragmented_streams_after));
+    html += row(tr("free extents"), QString::number(s.free_extents_before), QString::number(s.free_extents_after));
+    html += row(tr("free space fragmentation"), QString::number(before->free_space.fragmentation_percent, 'f', 1) + "%",
+                QString::number(result->free_space_after.fragmentation_percent, 'f', 1) + "%");
+    html += row(tr("reclaimable"), size_text(s.reclaimable_bytes_before), size_text(s.reclaimable_bytes_after));
+    html += QStringLiteral("</table>");
+    html += tr("thin growth %1, clone delta growth %2").arg(size_text(s.thin_growth_bytes), size_text(s.clone_delta_growth_bytes));
+    if (!result->plan.skipped.empty()) html += tr("<br>%1 streams skipped").arg(result->plan.skipped.size());
+    for (const std::string& note : result->plan.notes)
+        html += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(note).toHtmlEscaped());
+    summary_->setText(html);
+}
+
+}  // namespace guestfrag::gui

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <QWidget>
+
+#include "app/gui/session.hpp"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+
+namespace guestfrag::gui {
+
+/// The plan's settings (strategy, budgets, dedup chunk sizes, workload) and a summary of
+/// the last plan. Reads its fields into a PlanRequest; the window runs it.
+class PlanPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit PlanPanel(QWidget* parent = nullptr);
+
+    /// The request the fields describe, or nullopt after showing the user what is wrong.
+    [[nodiscard]] std::optional<PlanRequest> request(QString* error) const;
+    /// Chooses the strategy, as the user would (later suggestions do not override it).
+    void set_strategy(const std::string& name);
+    /// Shows `strategy` as the recommended one unless the user chose one.
+    void suggest_strategy(Strategy strategy);
+    void set_busy(bool busy);
+    /// Shows the summary of `result` (nullptr: clears it).
+    void show_result(const PlanResult* result, const VolumeAnalysis* before);
+
+signals:
+    void planRequested();
+
+private:
+    QComboBox* strategy_;
+    QLabel* strategy_note_;
+    bool strategy_chosen_ = false;
+    QLineEdit* max_growth_;
+    QLineEdit* max_moved_;
+    QLineEdit* dedup_chunks_;
+    QLineEdit* workload_;
+    QPushButton* plan_button_;
+    QLabel* summary_;
+};
+
+}  // namespace guestfrag::gui

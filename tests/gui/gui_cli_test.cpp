@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// guestfrag-gui as a program: --help/--version without a display, bad images exit 2 with
+// the one-line error, and --screenshot of a generated VMDK under Xvfb.
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <QImage>
+#include <QtTest>
+
+#include "app/gui/main_window.hpp"
+#include "gui_image.hpp"
+
+using namespace guestfrag;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// guestfrag-gui with `args`, with no display of any kind in its environment.
+test::CommandResult run_headless(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"env", "-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", "-u", "QT_QPA_PLATFORM",
+                                  GUESTFRAG_GUI_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run(argv);
+}
+
+/// guestfrag-gui with `args` on Qt's offscreen platform.
+test::CommandResult run_offscreen(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{"env", "QT_QPA_PLATFORM=offscreen", GUESTFRAG_GUI_EXE};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run(argv);
+}
+
+fs::path scratch(const std::string& name) {
+    return test::scratch_dir() / ("gui_" + std::to_string(QCoreApplication::applicationPid()) + "_" + name);
+}
+
+std::size_t distinct_colours(const QImage& image) {
+    std::set<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 2)
+        for (int x = 0; x < image.width(); x += 2) colours.insert(image.pixel(x, y));
+    return colours.size();
+}
+
+}  // namespace
+
+class GuiCliTest : public QObject {
+    Q_OBJECT
+
+private slots:
+    void helpAndVersionNeedNoDisplay() {
+        const auto help = run_headless({"--help"});
+        QCOMPARE(help.status, 0);
+        QVERIFY(help.out.find("Usage: guestfrag-gui") != std::string::npos);
+        QVERIFY(help.out.find("--screenshot") != std::string::npos);
+        const auto version = run_headless({"--version"});
+        QCOMPARE(version.status, 0);
+        QVERIFY(version.out.rfind("guestfrag-gui ", 0) == 0);
+    }
+
+    void usageErrorsExit1() {
+        const auto r = run_offscreen({"--strategy", "fastest", "x.img"});
+        QCOMPARE(r.status, 1);
+        QVERIFY(r.err.rfind("guestfrag-gui: error: --strategy", 0) == 0);
+    }
+
+    void badImageExits2WithOneLine() {
+        const fs::path bad = scratch("bad.img");
+        {
+            std::ofstream out(bad, std::ios::binary);
+            out << std::string(1 << 20, '\x5a');
+        }
+        const fs::path png = scratch("bad.png");
+        const auto r = run_offscreen({bad.string(), "--screenshot", png.string()});
+        QCOMPARE(r.status, 2);
+        const std::string prefix = "guestfrag-gui: error: " + bad.string() + ": ";
+        QVERIFY2(r.err.rfind(prefix, 0) == 0, r.err.c_str());
+        QVERIFY2(r.err.find('\n') == r.err.size() - 1, r.err.c_str());
+        QVERIFY(!fs::exists(png));
+        fs::remove(bad);
+
+        const auto missing = run_offscreen({scratch("absent.vmdk").string(), "--screenshot", png.string()});
+        QCOMPARE(missing.status, 2);
+        QVERIFY(missing.err.rfind("guestfrag-gui: error: " + scratch("absent.vmdk").string() + ": ", 0) == 0);
+    }
+
+    void screenshotWithoutDisplayDrawsOffscreen() {
+        const fs::path png = scratch("offscreen.png");
+        const auto r = run_headless({test::gui_test_image().string(), "--screenshot", png.string()});
+        QVERIFY2(r.status == 0, r.err.c_str());
+        QVERIFY2(r.err.empty(), r.err.c_str());
+        QImage image(QString::fromStdString(png.string()));
+        QCOMPARE(image.size(), gui::kWindowSize);
+        QVERIFY(distinct_colours(image) > 64);
+        fs::remove(png);
+    }
+
+    void screenshotOfVmdkUnderXvfb() {
+        if (!test::have_tool("xvfb-run") || !test::have_tool("qemu-img") || !test::have_tool("xauth"))
+            QSKIP("xvfb-run, xauth or qemu-img missing");
+        const fs::path raw = test::gui_test_image();
+        const fs::path vmdk = scratch("disk.vmdk");
+        const fs::path png = scratch("window.png");
+        const auto convert = test::run({"qemu-img", "convert", "-O", "vmdk", raw.string(), vmdk.string()});
+        QVERIFY2(convert.status == 0, convert.err.c_str());
+        // xcb, not the offscreen platform the suite sets: this is the real X11 path.
+        const auto r = test::run({"xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", "env", "QT_QPA_PLATFORM=xcb",
+                                  GUESTFRAG_GUI_EXE, vmdk.string(), "--screenshot", png.string(), "--tab",
+                                  "histograms"});
+        QVERIFY2(r.status == 0, (r.out + r.err).c_str());
+        QImage image(QString::fromStdString(png.string()));
+        QVERIFY(!image.isNull());
+        QCOMPARE(image.size(), gui::kWindowSize);
+        // A blank or single-widget window has a handful of colours; the map, charts and
+        // text of a real one have hundreds.
+        QVERIFY2(distinct_colours(image) > 64, qPrintable(QString::number(distinct_colours(image))));
+        fs::remove(vmdk);
+        fs::remove(png);
+    }
+};
+
+QTEST_GUILESS_MAIN(GuiCliTest)
+#include "gui_cli_test.moc"

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The main window driven headless (offscreen platform): open a generated image, wait for
+// the worker threads, and check what the window shows against the core's own results.
+#include <fstream>
+#include <set>
+
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QMimeData>
+#include <QSignalSpy>
+#include <QTimer>
+#include <QSortFilterProxyModel>
+#include <QTableView>
+#include <QtTest>
+
+#include "analyzers/analysis.hpp"
+#include "app/gui/cluster_map_widget.hpp"
+#include "app/gui/files_model.hpp"
+#include "app/gui/histogram_chart.hpp"
+#include "app/gui/histogram_panel.hpp"
+#include "app/gui/main_window.hpp"
+#include "app/gui/report_export.hpp"
+#include "app/gui/warnings_model.hpp"
+#include "core/estimate/estimate.hpp"
+#include "core/image/open_image.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/plan_io.hpp"
+#include "gui_image.hpp"
+
+using namespace guestfrag;
+using namespace guestfrag::gui;
+
+namespace {
+
+constexpr int kTimeoutMs = 120'000;
+
+}  // namespace
+
+class GuiWindowTest : public QObject {
+    Q_OBJECT
+
+    std::filesystem::path image_path_;
+    std::unique_ptr<DiskImage> image_;
+    ImageAnalysis analysis_;
+
+private slots:
+    void initTestCase() {
+        image_path_ = test::gui_test_image();
+        image_ = open_image(image_path_.string());
+        analysis_ = analyze_image(*image_);
+    }
+
+    void showsWhatTheCoreComputes() {
+        MainWindow window(false);
+        window.set_strategy("defrag");
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        const VolumeMap& before = analysis_.volumes.front().map;
+
+        // Files table: one row per stream of the core's VolumeMap, most fragmented first.
+        QCOMPARE(window.files_model()->rowCount(), static_cast<int>(before.streams.size()));
+        QSortFilterProxyModel* proxy = window.files_proxy();
+        std::uint64_t most = 0;
+        for (const Stream& s : before.streams) most = std::max(most, s.fragments());
+        QCOMPARE(proxy->index(0, FilesModel::Fragments).data(FilesModel::kSortRole).toULongLong(), most);
+        QVERIFY(most > 1);
+
+        // Cluster map: the window's cells are those of the core's map at the same zoom.
+        const ClusterMapWidget* map = window.cluster_map();
+        const ClusterCells expected(before, map->clusters_per_cell());
+        QCOMPARE(map->cells().size(), expected.size());
+        for (std::size_t i = 0; i < kCellStates; ++i)
+            QCOMPARE(map->cells().cells_in(static_cast<CellState>(i)), expected.cells_in(static_cast<CellState>(i)));
+        QCOMPARE(map->cells().units_in(CellState::Free) + map->cells().units_in(CellState::MftZone), before.free_clusters());
+
+        // Histograms: bar totals equal the core's estimate before and after the plan.
+        const PlanResult& plan = *window.plan();
+        const PreparedWorkload workload = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *image_, before);
+        const IoStats core_before = estimate_workload(before, workload).stats;
+        const IoStats core_after = estimate_workload(apply_plan(before, plan.plan), workload).stats;
+        QVERIFY(core_before.ios > 0);
+        const QChart& io = *window.histograms()->io_length_chart();
+        const QChart& seek = *window.histograms()->seek_distance_chart();
+        QCOMPARE(bar_total(io, "before"), static_cast<double>(core_before.io_length.total()));
+        QCOMPARE(bar_total(io, "after"), static_cast<double>(core_after.io_length.total()));
+        QCOMPARE(bar_total(seek, "before"), static_cast<double>(core_before.seek_distance.total()));
+        QCOMPARE(bar_total(seek, "after"), static_cast<double>(core_after.seek_distance.total()));
+        QCOMPARE(bar_total(io, "before"), static_cast<double>(core_before.ios));
+        QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
+
+        // Warnings: the impact's warnings, one row each.
+        QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
+        QCOMPARE(window.warnings_model()->rowCount(), static_cast<int>(plan.impact->warnings.size()));
+    }
+
+    void exportsPlanAndReport() {
+        MainWindow window(false);
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        const PlanResult& plan = *window.plan();
+        // No strategy given: the core's recommendation for this disk, as `report` uses.
+        QCOMPARE(plan.plan.strategy, std::string(strategy_name(recommended_strategy(analysis_.layers, analysis_.virtual_size))));
+
+        // The plan JSON the window exports is the core's: it reads back to the same moves.
+        const auto json_path = test::scratch_dir() / ("gui_plan_" + std::to_string(QCoreApplication::applicationPid()) + ".json");
+        write_text_file(QString::fromStdString(json_path.string()),
+                        QByteArray::fromStdString(plan_to_json(plan.plan, analysis_.volumes.front().map)));
+        const Plan back = read_plan(json_path.string());
+        QCOMPARE(back.moves.size(), plan.plan.moves.size());
+        QVERIFY(back.moves == plan.plan.moves);
+        std::filesystem::remove(json_path);
+
+        // The HTML report embeds both charts as PNG.
+        const QImage charts = window.histograms()->charts_image();
+        QVERIFY(!charts.isNull());
+        const QString html = html_report(window.opened(), plan, window.histograms()->headline(),
+                                         window.histograms()->chart_image(HistogramPanel::IoLength),
+                                         window.histograms()->chart_image(HistogramPanel::SeekDistance));
+        QCOMPARE(html.count(QStringLiteral("src=\"data:image/png;base64,")), 2);
+        QVERIFY(html.contains(QString::fromStdString(plan.plan.strategy)));
+        QVERIFY(html.endsWith(QStringLiteral("</html>\n")));
+    }
+
+    void filterAndHighlight() {
+        MainWindow window(false);
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QSortFilterProxyModel* proxy = window.files_proxy();
+        const int all = proxy->rowCount();
+        proxy->setFilterFixedString(QStringLiteral("$MFT"));
+        QVERIFY(proxy->rowCount() >= 1);
+        QVERIFY(proxy->rowCount() < all);
+        proxy->setFilterFixedString(QString());
+        QCOMPARE(proxy->rowCount(), all);
+
+        // Selecting the most fragmented file outlines as many cells as its extents touch.
+        QTableView* view = window.files_view();
+        view->setCurrentIndex(proxy->index(0, 0));
+        const auto row = static_cast<std::size_t>(proxy->mapToSource(proxy->index(0, 0)).row());
+        const Stream& s = analysis_.volumes.front().map.streams.at(row);
+        const ClusterMapWidget* map = window.cluster_map();
+        std::set<std::size_t> cells;
+        for (const Extent& e : s.extents)
+            if (e.lcn != Extent::kSparse)
+                for (std::int64_t c = e.lcn; c < e.lcn + e.clusters; ++c) cells.insert(map->cells().cell_of(c));
+        QCOMPARE(map->highlighted_cells(), cells.size());
+
+        // Clicking a cell of a fragmented file selects that file in the table.
+        ClusterMapWidget* widget = window.cluster_map();
+        const auto states = widget->cells().states();
+        const auto cell = static_cast<std::size_t>(
+            std::find(states.begin(), states.end(), CellState::Fragmented) - states.begin());
+        QVERIFY(cell < states.size());
+        const int px = 6;  // the default cell size
+        const int columns = widget->width() / px;
+        const QPoint at(static_cast<int>(cell % static_cast<std::size_t>(columns)) * px + 2,
+                        static_cast<int>(cell / static_cast<std::size_t>(columns)) * px + 2);
+        QTest::mouseClick(widget, Qt::LeftButton, {}, at);
+        const auto picked = static_cast<std::size_t>(proxy->mapToSource(view->currentIndex()).row());
+        const auto [first, end] = widget->cells().cluster_range(cell);
+        bool owns = false;
+        for (const Extent& e : analysis_.volumes.front().map.streams.at(picked).extents)
+            owns = owns || (e.lcn != Extent::kSparse && e.lcn < end && e.lcn + e.clusters > first);
+        QVERIFY(owns);
+    }
+
+    void cancelStopsTheWork() {
+        MainWindow window(false);
+        QSignalSpy failed(&window, &MainWindow::failed);
+        QSignalSpy analysed(&window, &MainWindow::analysisFinished);
+        window.open_image(QString::fromStdString(image_path_.string()));
+        window.cancel();
+        // The analysis may have finished before the request arrived; either way the window
+        // ends idle, and a cancelled one says so.
+        QTRY_VERIFY_WITH_TIMEOUT(!window.busy(), kTimeoutMs);
+        QVERIFY(failed.count() + analysed.count() >= 1);
+        if (failed.count() > 0) QCOMPARE(failed.first().at(1).toString(), QStringLiteral("cancelled"));
+    }
+
+    void eventLoopStaysResponsive() {
+        // GUESTFRAG_GUI_LATENCY_IMAGE measures a larger image by hand; the suite uses its own.
+        const QByteArray other = qgetenv("GUESTFRAG_GUI_LATENCY_IMAGE");
+        const QString path = other.isEmpty() ? QString::fromStdString(image_path_.string()) : QString::fromLocal8Bit(other);
+        MainWindow window(false);
+        window.show();
+        QElapsedTimer clock;
+        qint64 last = 0;
+        qint64 worst = 0;
+        QTimer tick;
+        tick.setInterval(5);
+        connect(&tick, &QTimer::timeout, this, [&] {
+            worst = std::max(worst, clock.elapsed() - last);
+            last = clock.elapsed();
+        });
+        clock.start();
+        tick.start();
+        window.open_image(path);
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, 10 * kTimeoutMs);
+        qInfo("longest event loop stall while opening and planning: %lld ms (%lld ms in all)", worst, clock.elapsed());
+        QVERIFY2(worst < 1000, qPrintable(QString::number(worst)));
+    }
+
+    void droppedFileIsOpened() {
+        // QApplication routes a synthetic drop only into a registered drop site of a real
+        // drag; the handler itself is what is under test.
+        struct DropTarget : MainWindow {
+            using MainWindow::MainWindow;
+            using MainWindow::dropEvent;
+        };
+        DropTarget window(false);
+        QMimeData mime;
+        mime.setUrls({QUrl::fromLocalFile(QString::fromStdString(image_path_.string()))});
+        QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+        window.dropEvent(&drop);
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QCOMPARE(window.opened().analysis->volumes.size(), analysis_.volumes.size());
+    }
+
+    void missingParentIsNamedThenGiven() {
+        if (!test::have_tool("qemu-img")) QSKIP("qemu-img missing");
+        const auto child = test::scratch_dir() / ("gui_child_" + std::to_string(QCoreApplication::applicationPid()) + ".qcow2");
+        // -u: the recorded parent does not exist, as after moving a base image away.
+        const auto made = test::run({"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", "moved-away-base.img", "-F",
+                                     "raw", child.string(), std::to_string(std::filesystem::file_size(image_path_))});
+        QVERIFY2(made.status == 0, made.err.c_str());
+        MainWindow window(false);
+        QSignalSpy failed(&window, &MainWindow::failed);
+        window.open_image(QString::fromStdString(child.string()));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, kTimeoutMs);
+        const QString reason = failed.takeFirst().at(1).toString();
+        QVERIFY2(reason.startsWith(QStringLiteral("parent not found")) && reason.contains(QStringLiteral("moved-away-base.img")),
+                 qPrintable(reason));
+        // What the parent dialog does once a file is picked: open again with it.
+        window.open_image(QString::fromStdString(child.string()), {image_path_.string()});
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QCOMPARE(window.opened().analysis->layers.size(), std::size_t{2});
+        std::filesystem::remove(child);
+    }
+
+    void badImageFailsWithOneLine() {
+        const auto bad = test::scratch_dir() / ("gui_bad_" + std::to_string(QCoreApplication::applicationPid()) + ".img");
+        {
+            std::ofstream out(bad, std::ios::binary);
+            const std::string junk(1 << 20, '\x5a');
+            out << junk;
+        }
+        MainWindow window(false);
+        QSignalSpy failed(&window, &MainWindow::failed);
+        window.open_image(QString::fromStdString(bad.string()));
+        QTRY_COMPARE_WITH_TIMEOUT(failed.count(), 1, kTimeoutMs);
+        const QList<QVariant> args = failed.takeFirst();
+        QCOMPARE(args.at(2).toInt(), 2);
+        QVERIFY(!args.at(1).toString().isEmpty());
+        QVERIFY(!args.at(1).toString().contains(QLatin1Char('\n')));
+        QVERIFY(window.plan() == nullptr);
+        std::filesystem::remove(bad);
+    }
+};
+
+QTEST_MAIN(GuiWindowTest)
+#include "gui_window_test.moc"
