@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/batch/image_list.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace guestfrag::batch {
+
+namespace fs = std::filesystem;
+
+std::optional<Shard> parse_shard(const std::string& text) {
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) return std::nullopt;
+    Shard s;
+    const char* begin = text.data();
+    const char* end = begin + text.size();
+    if (std::from_chars(begin, begin + slash, s.index).ptr != begin + slash) return std::nullopt;
+    if (std::from_chars(begin + slash + 1, end, s.count).ptr != end) return std::nullopt;
+    if (s.count == 0 || s.index == 0 || s.index > s.count) return std::nullopt;
+    return s;
+}
+
+bool in_shard(const std::string& path, const Shard& shard) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char c : path) {
+        h ^= c;
+        h *= 0x100000001b3ull;
+    }
+    return h % shard.count == shard.index - 1;
+}
+
+bool looks_like_image(const std::string& file_name) {
+    static const std::regex image(R"(.*\.(vmdk|vhd|vhdx|avhd|avhdx|qcow2|qcow|img|raw|dd)$)", std::regex::icase);
+    static const std::regex extent(R"(.*-(flat|s\d{3}|f\d{3}|delta|sesparse|ctk)\.vmdk$)", std::regex::icase);
+    return std::regex_match(file_name, image) && !std::regex_match(file_name, extent);
+}
+
+std::vector<std::string> expand_images(const std::vector<std::string>& arguments,
+                                       const std::optional<std::string>& list) {
+    std::vector<std::string> out;
+    std::set<std::string> seen;
+    const auto add = [&](const fs::path& p) {
+        std::string path = fs::absolute(p).lexically_normal().string();
+        if (seen.insert(path).second) out.push_back(std::move(path));
+    };
+    const auto expand = [&](const fs::path& p) {
+        std::error_code ec;
+        if (fs::is_directory(p, ec)) {
+            std::vector<fs::path> found;
+            for (const auto& e : fs::recursive_directory_iterator(p, fs::directory_options::skip_permission_denied, ec))
+                if (e.is_regular_file(ec) && looks_like_image(e.path().filename().string())) found.push_back(e.path());
+            std::sort(found.begin(), found.end());
+            for (const fs::path& f : found) add(f);
+        } else {
+            // Named explicitly: taken whatever its name; one that is missing or bad fails in
+            // its own row and never stops the batch.
+            add(p);
+        }
+    };
+    for (const std::string& a : arguments) expand(a);
+    if (list) {
+        std::ifstream in(*list);
+        if (!in) throw Error(ErrorKind::NotFound, *list + ": cannot read the image list");
+        const fs::path base = fs::absolute(*list).parent_path();
+        for (std::string line; std::getline(in, line);) {
+            line = line.substr(0, line.find('#'));
+            const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+            line.erase(line.begin(), std::find_if(line.begin(), line.end(), not_space));
+            line.erase(std::find_if(line.rbegin(), line.rend(), not_space).base(), line.end());
+            if (!line.empty()) expand(base / line);
+        }
+    }
+    return out;
+}
+
+}  // namespace guestfrag::batch

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace guestfrag::batch {
+
+/// Shard K of N (1 ≤ K ≤ N) of a fleet-wide batch.
+struct Shard {
+    std::uint32_t index = 1;
+    std::uint32_t count = 1;
+};
+
+/// "K/N" → Shard; nullopt when malformed or out of range.
+[[nodiscard]] std::optional<Shard> parse_shard(const std::string& text);
+
+/// Whether `path` (absolute) belongs to `shard`: FNV-1a 64 of the path's bytes modulo N
+/// equals K − 1. Stable across machines and runs, so a job array that gives each task
+/// its K covers every image exactly once.
+[[nodiscard]] bool in_shard(const std::string& path, const Shard& shard);
+
+/// Whether a file name looks like a guest disk image a directory scan should take: the
+/// disk-image extensions (.vmdk .vhd .vhdx .avhd .avhdx .qcow2 .qcow .img .raw .dd),
+/// except the extent files a VMDK descriptor names (-flat, -sNNN, -fNNN, -delta,
+/// -sesparse, -ctk), which are part of another image.
+[[nodiscard]] bool looks_like_image(const std::string& file_name);
+
+/// The images a batch covers, as absolute normalised paths without duplicates, in the
+/// order given: each argument is an image file or a directory (searched recursively,
+/// files chosen by looks_like_image, in name order); `list`, when given, is a file with
+/// one path per line ('#' starts a comment; relative paths are relative to the list).
+/// Paths that do not exist are kept (their rows record the error). Throws Error(NotFound)
+/// only for a list file that cannot be read.
+[[nodiscard]] std::vector<std::string> expand_images(const std::vector<std::string>& arguments,
+                                                     const std::optional<std::string>& list);
+
+}  // namespace guestfrag::batch

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/fragmentation.hpp"
+#include "analyzers/free_space.hpp"
+#include "core/impact/impact.hpp"
+#include "core/plan/plan.hpp"
+
+namespace guestfrag::batch {
+
+/// What identifies an image's content cheaply: a changed image changes at least one.
+struct Fingerprint {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    std::string header_hash;  ///< XXH3-64 of the first 64 KiB, 16 hex digits
+
+    friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
+};
+
+/// One volume's figures as the batch keeps them (the VolumeMap itself is not kept).
+struct VolumeResult {
+    int partition = 0;
+    std::uint64_t start = 0;
+    std::uint64_t length = 0;
+    std::uint32_t cluster_size = 0;
+    std::int64_t total_clusters = 0;
+    std::int64_t free_clusters = 0;
+    std::string label;
+    std::uint64_t serial = 0;
+    std::uint64_t mft_records_in_use = 0;
+    FileFragmentation files;
+    FreeSpaceFragmentation free_space;
+    std::uint64_t reclaimable_bytes = 0;  ///< top layer, at its granule (docs/metrics.md)
+    /// With `batch --plan`: the plan's strategy, summary and guestfrag.plan.v1 text.
+    struct PlanResult {
+        std::string strategy;
+        PlanSummary summary;
+        std::string json;
+    };
+    std::optional<PlanResult> plan;
+    std::vector<ImpactWarning> warnings;  ///< with `batch --plan`
+};
+
+/// The outcome of one image of a batch: its figures, or why it failed.
+struct ImageResult {
+    std::string path;  ///< absolute
+    Fingerprint fingerprint;
+    bool ok = false;
+    std::string error;  ///< one line, when !ok
+    std::string format;
+    std::uint64_t virtual_size = 0;
+    int layers = 0;
+    std::uint64_t allocated_bytes = 0;  ///< top layer
+    std::vector<VolumeResult> volumes;
+    std::uint64_t bytes_read = 0;  ///< image bytes read to produce this result
+    double seconds = 0;
+};
+
+}  // namespace guestfrag::batch

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/batch/results_db.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <ctime>
+
+#include "core/error.hpp"
+
+namespace guestfrag::batch {
+
+namespace {
+
+// Keep in step with docs/batch.md.
+constexpr const char* kSchema = R"sql(
+CREATE TABLE runs (
+  run_id    INTEGER PRIMARY KEY,
+  started   TEXT NOT NULL,
+  finished  TEXT,
+  status    TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished', 'interrupted')),
+  arguments TEXT NOT NULL,
+  shard     TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE images (
+  image_id        INTEGER PRIMARY KEY,
+  run_id          INTEGER NOT NULL REFERENCES runs(run_id),
+  path            TEXT NOT NULL,
+  size            INTEGER NOT NULL,
+  mtime_ns        INTEGER NOT NULL,
+  header_hash     TEXT NOT NULL,
+  status          TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+  error           TEXT,
+  format          TEXT,
+  virtual_size    INTEGER,
+  layers          INTEGER,
+  allocated_bytes INTEGER,
+  bytes_read      INTEGER NOT NULL,
+  seconds         REAL NOT NULL,
+  analyzed_at     TEXT NOT NULL
+);
+CREATE INDEX images_by_path ON images(path, status);
+CREATE TABLE volumes (
+  volume_id          INTEGER PRIMARY KEY,
+  image_id           INTEGER NOT NULL REFERENCES images(image_id),
+  partition          INTEGER NOT NULL,
+  start              INTEGER NOT NULL,
+  length             INTEGER NOT NULL,
+  cluster_size       INTEGER NOT NULL,
+  total_clusters     INTEGER NOT NULL,
+  free_clusters      INTEGER NOT NULL,
+  label              TEXT NOT NULL,
+  serial             TEXT NOT NULL,
+  mft_records_in_use INTEGER NOT NULL
+);
+CREATE INDEX volumes_by_image ON volumes(image_id);
+CREATE TABLE metrics (
+  volume_id                        INTEGER PRIMARY KEY REFERENCES volumes(volume_id),
+  files                            INTEGER NOT NULL,
+  fragmented_files                 INTEGER NOT NULL,
+  fragments                        INTEGER NOT NULL,
+  excess_fragments                 INTEGER NOT NULL,
+  fragmented_bytes                 INTEGER NOT NULL,
+  fragmentation_percent            REAL NOT NULL,
+  mft_fragments                    INTEGER NOT NULL,
+  free_extents                     INTEGER NOT NULL,
+  largest_free_extent_clusters     INTEGER NOT NULL,
+  free_space_fragmentation_percent REAL NOT NULL,
+  reclaimable_bytes                INTEGER NOT NULL
+);
+CREATE TABLE plans (
+  volume_id                INTEGER PRIMARY KEY REFERENCES volumes(volume_id),
+  strategy                 TEXT NOT NULL,
+  moves                    INTEGER NOT NULL,
+  moved_bytes              INTEGER NOT NULL,
+  fragments_before         INTEGER NOT NULL,
+  fragments_after          INTEGER NOT NULL,
+  granule_size             INTEGER NOT NULL,
+  thin_growth_bytes        INTEGER NOT NULL,
+  clone_delta_growth_bytes INTEGER NOT NULL,
+  reclaimable_bytes_before INTEGER NOT NULL,
+  reclaimable_bytes_after  INTEGER NOT NULL,
+  plan_json                TEXT NOT NULL
+);
+CREATE TABLE warnings (
+  volume_id INTEGER NOT NULL REFERENCES volumes(volume_id),
+  code      TEXT NOT NULL,
+  severity  TEXT NOT NULL,
+  bytes     INTEGER NOT NULL,
+  message   TEXT NOT NULL
+);
+CREATE INDEX warnings_by_volume ON warnings(volume_id);
+)sql";
+
+std::string utc_now() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return text;
+}
+
+std::string hex(std::uint64_t value) {
+    char text[17];
+    std::snprintf(text, sizeof text, "%016" PRIX64, value);
+    return text;
+}
+
+std::int64_t scalar(Database& db, const std::string& sql) {
+    Statement s(db, sql);
+    return s.step() ? s.integer(0) : 0;
+}
+
+}  // namespace
+
+ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
+    const std::int64_t version = scalar(db_, "PRAGMA user_version");
+    if (version > kSchemaVersion)
+        throw Error(ErrorKind::Unsupported, path + ": results database of a newer guestfrag (schema " +
+                                                std::to_string(version) + ")");
+    if (version == 0) {
+        if (scalar(db_, "SELECT count(*) FROM sqlite_master") != 0)
+            throw Error(ErrorKind::Unsupported, path + ": not a guestfrag results database");
+        if (!create) throw Error(ErrorKind::NotFound, path + ": empty results database");
+        create_schema();
+    }
+    // WAL: `history` and other readers never block a running batch, and a crash mid-write
+    // leaves the last committed image intact.
+    db_.exec("PRAGMA journal_mode = WAL");
+}
+
+void ResultsDb::create_schema() {
+    Transaction t(db_);
+    db_.exec(kSchema);
+    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    t.commit();
+}
+
+std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::string& shard) {
+    Statement(db_, "INSERT INTO runs (started, arguments, shard) VALUES (?, ?, ?)")
+        .bind(1, utc_now())
+        .bind(2, arguments)
+        .bind(3, shard)
+        .run();
+    return db_.last_insert_id();
+}
+
+void ResultsDb::end_run(std::int64_t run, bool interrupted) {
+    Statement(db_, "UPDATE runs SET finished = ?, status = ? WHERE run_id = ?")
+        .bind(1, utc_now())
+        .bind(2, interrupted ? "interrupted" : "finished")
+        .bind(3, run)
+        .run();
+}
+
+bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
+    Statement s(db_,
+                "SELECT 1 FROM images WHERE path = ? AND status = 'ok' AND size = ? AND mtime_ns = ? "
+                "AND header_hash = ? LIMIT 1");
+    s.bind(1, path).bind(2, fp.size).bind(3, fp.mtime_ns).bind(4, fp.header_hash);
+    return s.step();
+}
+
+void ResultsDb::store(std::int64_t run, const ImageResult& r) {
+    Transaction t(db_);
+    Statement image(db_,
+                    "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
+                    "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    image.bind(1, run).bind(2, r.path).bind(3, r.fingerprint.size).bind(4, r.fingerprint.mtime_ns);
+    image.bind(5, r.fingerprint.header_hash).bind(6, r.ok ? "ok" : "failed");
+    if (r.ok) {
+        image.bind_null(7).bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
+    } else {
+        image.bind(7, r.error).bind_null(8).bind_null(9).bind_null(10).bind_null(11);
+    }
+    image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now()).run();
+    const std::int64_t image_id = db_.last_insert_id();
+
+    Statement volume(db_,
+                     "INSERT INTO volumes (image_id, partition, start, length, cluster_size, total_clusters, "
+                     "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement metrics(db_,
+                      "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement warning(db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
+    for (const VolumeResult& v : r.volumes) {
+        volume.bind(1, image_id).bind(2, v.partition).bind(3, v.start).bind(4, v.length);
+        volume.bind(5, static_cast<std::int64_t>(v.cluster_size)).bind(6, v.total_clusters).bind(7, v.free_clusters);
+        volume.bind(8, v.label).bind(9, hex(v.serial)).bind(10, v.mft_records_in_use).run();
+        const std::int64_t volume_id = db_.last_insert_id();
+        const FileFragmentation& f = v.files;
+        metrics.bind(1, volume_id).bind(2, f.files).bind(3, f.fragmented_files).bind(4, f.fragments);
+        metrics.bind(5, f.excess_fragments).bind(6, f.fragmented_bytes).bind(7, f.fragmentation_percent);
+        metrics.bind(8, f.mft_fragments).bind(9, v.free_space.extents).bind(10, v.free_space.largest_extent_clusters);
+        metrics.bind(11, v.free_space.fragmentation_percent).bind(12, v.reclaimable_bytes).run();
+        if (v.plan) {
+            const PlanSummary& s = v.plan->summary;
+            plan.bind(1, volume_id).bind(2, v.plan->strategy).bind(3, s.moves).bind(4, s.moved_bytes);
+            plan.bind(5, s.fragments_before).bind(6, s.fragments_after).bind(7, s.granule_size);
+            plan.bind(8, s.thin_growth_bytes).bind(9, s.clone_delta_growth_bytes);
+            plan.bind(10, s.reclaimable_bytes_before).bind(11, s.reclaimable_bytes_after);
+            plan.bind(12, v.plan->json).run();
+        }
+        for (const ImpactWarning& w : v.warnings)
+            warning.bind(1, volume_id).bind(2, w.code).bind(3, severity_name(w.severity)).bind(4, w.bytes)
+                .bind(5, w.message)
+                .run();
+    }
+    t.commit();
+}
+
+std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optional<int> partition) {
+    Statement s(db_,
+                "SELECT i.analyzed_at, i.status, coalesce(i.error, ''), coalesce(v.partition, 0), "
+                "coalesce(m.fragmentation_percent, 0), coalesce(m.fragmented_files, 0), "
+                "coalesce(m.excess_fragments, 0), coalesce(m.free_space_fragmentation_percent, 0), "
+                "coalesce(m.free_extents, 0), coalesce(v.free_clusters * v.cluster_size, 0) "
+                "FROM images i LEFT JOIN volumes v ON v.image_id = i.image_id "
+                "LEFT JOIN metrics m ON m.volume_id = v.volume_id "
+                "WHERE i.path = ? AND (? IS NULL OR v.partition = ? OR i.status = 'failed') "
+                "ORDER BY i.image_id, v.partition");
+    s.bind(1, path).bind(2, partition).bind(3, partition);
+    std::vector<HistoryRow> rows;
+    while (s.step()) {
+        HistoryRow h;
+        h.analyzed_at = s.text(0);
+        h.status = s.text(1);
+        h.error = s.text(2);
+        h.partition = static_cast<int>(s.integer(3));
+        h.fragmentation_percent = s.real(4);
+        h.fragmented_files = static_cast<std::uint64_t>(s.integer(5));
+        h.excess_fragments = static_cast<std::uint64_t>(s.integer(6));
+        h.free_space_fragmentation_percent = s.real(7);
+        h.free_extents = static_cast<std::uint64_t>(s.integer(8));
+        h.free_bytes = static_cast<std::uint64_t>(s.integer(9));
+        rows.push_back(std::move(h));
+    }
+    return rows;
+}
+
+void ResultsDb::merge_from(const std::string& other) {
+    {
+        // Opening it checks that it is a results database of a schema we know.
+        const ResultsDb source(other, false);
+    }
+    Statement(db_, "ATTACH DATABASE ? AS source").bind(1, other).run();
+    try {
+        Transaction t(db_);
+        // Every id of the source is shifted past this database's largest, which keeps the
+        // source's references intact and the merged rows in their original order.
+        const std::string runs = std::to_string(scalar(db_, "SELECT coalesce(max(run_id), 0) FROM main.runs"));
+        const std::string images = std::to_string(scalar(db_, "SELECT coalesce(max(image_id), 0) FROM main.images"));
+        const std::string volumes =
+            std::to_string(scalar(db_, "SELECT coalesce(max(volume_id), 0) FROM main.volumes"));
+        db_.exec("INSERT INTO main.runs SELECT run_id + " + runs +
+                 ", started, finished, status, arguments, shard FROM source.runs ORDER BY run_id");
+        db_.exec("INSERT INTO main.images SELECT image_id + " + images + ", run_id + " + runs +
+                 ", path, size, mtime_ns, header_hash, status, error, format, virtual_size, layers, "
+                 "allocated_bytes, bytes_read, seconds, analyzed_at FROM source.images ORDER BY image_id");
+        db_.exec("INSERT INTO main.volumes SELECT volume_id + " + volumes + ", image_id + " + images +
+                 ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
+                 "mft_records_in_use FROM source.volumes ORDER BY volume_id");
+        db_.exec("INSERT INTO main.metrics SELECT volume_id + " + volumes +
+                 ", files, fragmented_files, fragments, excess_fragments, fragmented_bytes, "
+                 "fragmentation_percent, mft_fragments, free_extents, largest_free_extent_clusters, "
+                 "free_space_fragmentation_percent, reclaimable_bytes FROM source.metrics");
+        db_.exec("INSERT INTO main.plans SELECT volume_id + " + volumes +
+                 ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, "
+                 "thin_growth_bytes, clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, "
+                 "plan_json FROM source.plans");
+        db_.exec("INSERT INTO main.warnings SELECT volume_id + " + volumes +
+                 ", code, severity, bytes, message FROM source.warnings ORDER BY rowid");
+        t.commit();
+    } catch (...) {
+        db_.exec("DETACH DATABASE source");
+        throw;
+    }
+    db_.exec("DETACH DATABASE source");
+}
+
+}  // namespace guestfrag::batch

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag batch`: analyse (and optionally plan) many images with several workers under
+// one read-rate budget, recording every result in an SQLite database (docs/batch.md).
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/batch/batch.hpp"
+#include "app/batch/image_list.hpp"
+#include "app/cli/commands.hpp"
+#include "app/cli/failure.hpp"
+#include "app/cli/progress_meter.hpp"
+#include "app/cli/size_option.hpp"
+#include "app/cli/sizes.hpp"
+#include "app/cli/stop_on_signal.hpp"
+
+namespace guestfrag::cli {
+
+namespace {
+
+using batch::BatchEvent;
+using batch::ImageResult;
+using Json = nlohmann::ordered_json;
+
+struct Options {
+    std::vector<std::string> images;
+    std::optional<std::string> list;
+    std::string db = "guestfrag.sqlite";
+    unsigned jobs = 2;
+    std::string read_rate;
+    unsigned per_datastore = 0;
+    bool plan = false;
+    std::optional<std::string> strategy;
+    bool force = false;
+    std::string shard;
+    bool json = false;
+};
+
+Json event_json(const BatchEvent& e) {
+    if (e.kind == BatchEvent::Kind::Skipped) return {{"path", e.path}, {"status", "skipped"}};
+    const ImageResult& r = *e.result;
+    if (!r.ok) return {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
+    Json volumes = Json::array();
+    for (const batch::VolumeResult& v : r.volumes) {
+        Json j = {{"partition", v.partition},
+                  {"files", v.files.files},
+                  {"fragmented_files", v.files.fragmented_files},
+                  {"fragmentation_percent", v.files.fragmentation_percent},
+                  {"free_space_fragmentation_percent", v.free_space.fragmentation_percent},
+                  {"reclaimable_bytes", v.reclaimable_bytes}};
+        if (v.plan) {
+            const PlanSummary& s = v.plan->summary;
+            j["plan"] = {{"strategy", v.plan->strategy},
+                         {"moves", s.moves},
+                         {"moved_bytes", s.moved_bytes},
+                         {"fragments_before", s.fragments_before},
+                         {"fragments_after", s.fragments_after},
+                         {"thin_growth_bytes", s.thin_growth_bytes},
+                         {"clone_delta_growth_bytes", s.clone_delta_growth_bytes}};
+            Json warnings = Json::array();
+            for (const ImpactWarning& w : v.warnings) warnings.push_back(w.code);
+            j["warnings"] = std::move(warnings);
+        }
+        volumes.push_back(std::move(j));
+    }
+    return {{"path", r.path},           {"status", "ok"},         {"format", r.format},
+            {"virtual_size", r.virtual_size}, {"volumes", std::move(volumes)}, {"bytes_read", r.bytes_read},
+            {"seconds", r.seconds}};
+}
+
+std::string event_text(const BatchEvent& e) {
+    std::ostringstream out;
+    out << '[' << e.finished << '/' << e.total << "] ";
+    if (e.kind == BatchEvent::Kind::Skipped) {
+        out << "skipped " << e.path << " (unchanged since it was analysed)";
+    } else if (!e.result->ok) {
+        out << "failed  " << e.path << ": " << e.result->error;
+    } else {
+        out << "ok      " << e.path << " (" << e.result->format;
+        for (const batch::VolumeResult& v : e.result->volumes)
+            out << "; partition " << v.partition << ": " << fixed(v.files.fragmentation_percent, 1) << " % fragmented"
+                << (v.plan ? ", plan " + v.plan->strategy + " " + format_size(v.plan->summary.moved_bytes) : "");
+        out << ')';
+    }
+    return out.str();
+}
+
+/// The command line as stored in the runs table.
+std::string describe(const Options& o, std::size_t images) {
+    std::ostringstream out;
+    out << "batch " << images << " images --jobs " << o.jobs;
+    if (!o.read_rate.empty()) out << " --read-rate " << o.read_rate;
+    if (o.per_datastore) out << " --per-datastore " << o.per_datastore;
+    if (o.plan) out << " --plan" << (o.strategy ? " --strategy " + *o.strategy : "");
+    if (o.force) out << " --force";
+    if (!o.shard.empty()) out << " --shard " << o.shard;
+    return out.str();
+}
+
+void run(const Options& opts) {
+    std::vector<std::string> images;
+    on_behalf_of(opts.list.value_or("batch"), [&] { images = batch::expand_images(opts.images, opts.list); });
+    std::optional<batch::Shard> shard;
+    if (!opts.shard.empty()) {
+        shard = batch::parse_shard(opts.shard);
+        std::erase_if(images, [&](const std::string& p) { return !batch::in_shard(p, *shard); });
+    }
+    if (images.empty() && !shard) throw Failure("batch", "no images given (IMAGE..., a directory or --list FILE)", kUsage);
+
+    batch::BatchOptions options;
+    options.jobs = opts.jobs;
+    options.read_rate = rate_option(opts.read_rate);
+    options.per_datastore = opts.per_datastore;
+    options.force = opts.force;
+    options.job.plan = opts.plan || opts.strategy.has_value();
+    if (opts.strategy) options.job.strategy = parse_strategy(*opts.strategy);
+
+    on_behalf_of(opts.db, [&] {
+        batch::ResultsDb db(opts.db, true);
+        const std::int64_t run_id = db.begin_run(describe(opts, images.size()), opts.shard);
+        batch::BatchSummary summary;
+        {
+            ProgressMeter meter("images");
+            const Progress progress = meter.progress();
+            const StopOnSignal interrupt;
+            summary = batch::run_batch(db, run_id, images, options, interrupt.token(), [&](const BatchEvent& e) {
+                if (opts.json)
+                    std::cout << event_json(e).dump() << '\n' << std::flush;
+                else
+                    std::cout << event_text(e) << '\n' << std::flush;
+                if (progress.report) progress.report(e.finished, e.total);
+            });
+        }
+        db.end_run(run_id, summary.interrupted);
+        std::cerr << "batch: " << summary.total << " images: " << summary.analysed << " analysed (" << summary.failed
+                  << " failed), " << summary.skipped << " skipped as unchanged; read "
+                  << format_size(summary.bytes_read) << " in " << fixed(summary.seconds, 1) << " s; results in "
+                  << opts.db << '\n';
+        if (summary.interrupted)
+            throw Failure("batch", "interrupted with " +
+                                       std::to_string(summary.total - summary.analysed - summary.skipped) +
+                                       " images left: run the same command again to resume",
+                          kInterrupted);
+        if (summary.failed > 0)
+            throw Failure("batch", std::to_string(summary.failed) + " of " + std::to_string(summary.total) +
+                                       " images failed (their rows in " + opts.db + " say why)",
+                          kBadInput);
+    });
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app) {
+    auto opts = std::make_shared<Options>();
+    CLI::App* cmd = app.add_subcommand(
+        "batch", "Analyse (and optionally plan) many images into an SQLite database, throttled and resumable");
+    cmd->add_option("IMAGE", opts->images, "Disk images, or directories to search for them");
+    cmd->add_option("--list", opts->list, "File with one image path per line ('#' comments)");
+    cmd->add_option("--db", opts->db, "Results database (created if missing)")->capture_default_str();
+    cmd->add_option("--jobs", opts->jobs, "Images analysed at once")->check(CLI::Range(1u, 256u))->capture_default_str();
+    cmd->add_option("--read-rate", opts->read_rate, "Most all workers together read per second (e.g. 100MiB/s)")
+        ->check(rate_check());
+    cmd->add_option("--per-datastore", opts->per_datastore,
+                    "Most jobs at once on one storage device (file system); 0: no limit")
+        ->capture_default_str();
+    cmd->add_flag("--plan", opts->plan, "Also plan every volume (recommended strategy) and record impact warnings");
+    cmd->add_option("--strategy", opts->strategy, "Plan with this strategy (implies --plan)")
+        ->check(CLI::IsMember({"defrag", "consolidate", "thin-safe", "shrink"}));
+    cmd->add_flag("--force", opts->force, "Re-analyse images that are unchanged since an earlier run");
+    cmd->add_option("--shard", opts->shard, "Only the images of shard K of N (K/N, by path hash)")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                return batch::parse_shard(text) ? std::string() : "'" + text + "' is not a shard K/N with 1 <= K <= N";
+            },
+            "K/N"));
+    cmd->add_flag("--json", opts->json, "One JSON object per image on stdout (JSON lines)");
+    cmd->callback([opts] { run(*opts); });
+}
+
+}  // namespace guestfrag::cli

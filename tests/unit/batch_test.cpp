@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag batch`, `history` and `merge`: rows for every image (failed ones with their
+// error), figures equal to `analyze --json`, resume after an interrupt, the read-rate budget,
+// and shards that merge into the unsharded result.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "app/batch/batch.hpp"
+#include "app/batch/image_list.hpp"
+#include "app/batch/sqlite.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+/// A directory of four generated images (three volumes of different seeds and a GPT disk)
+/// and one corrupt image (random bytes with a .img name).
+fs::path datastore(const std::string& name) {
+    const fs::path dir = test::scratch_dir() / (name + "." + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "sub");
+    for (const std::uint32_t seed : {41u, 42u, 43u}) {
+        MkImageOptions o;
+        o.disk_size = 40ull << 20;
+        o.files = 150;
+        o.seed = seed;
+        fs::copy_file(test::generated_image("batch-" + std::to_string(seed), o),
+                      dir / (seed == 43 ? "sub/vm" + std::to_string(seed) + ".img" : "vm" + std::to_string(seed) + ".img"));
+    }
+    MkImageOptions gpt;
+    gpt.disk_size = 40ull << 20;
+    gpt.files = 150;
+    gpt.seed = 44;
+    gpt.table = "gpt";
+    fs::copy_file(test::generated_image("batch-gpt", gpt), dir / "vm44.raw");
+    std::ofstream bad(dir / "broken.img", std::ios::binary);
+    for (std::uint32_t i = 0; i < 300000; ++i) bad.put(static_cast<char>((i * 7919u) % 251u));
+    std::ofstream(dir / "notes.txt") << "not an image\n";
+    return dir;
+}
+
+/// path → (status, error, fragmentation % of partition 1) from a results database.
+std::map<std::string, std::tuple<std::string, std::string, double>> image_rows(const fs::path& db) {
+    batch::Database d(db.string(), false);
+    batch::Statement s(d,
+                       "SELECT i.path, i.status, coalesce(i.error, ''), coalesce(m.fragmentation_percent, -1) "
+                       "FROM images i LEFT JOIN volumes v ON v.image_id = i.image_id "
+                       "LEFT JOIN metrics m ON m.volume_id = v.volume_id ORDER BY i.image_id");
+    std::map<std::string, std::tuple<std::string, std::string, double>> rows;
+    while (s.step()) rows[s.text(0)] = {s.text(1), s.text(2), s.real(3)};
+    return rows;
+}
+
+std::int64_t count(const fs::path& db, const std::string& sql) {
+    batch::Database d(db.string(), false);
+    batch::Statement s(d, sql);
+    REQUIRE(s.step());
+    return s.integer(0);
+}
+
+}  // namespace
+
+TEST_CASE("batch records every image, the corrupt one with its error, and equals analyze", "[batch]") {
+    const fs::path dir = datastore("batch-rows");
+    const fs::path db = dir / "results.sqlite";
+    const auto r = test::run_cli({"batch", dir.string(), "--db", db.string(), "--jobs", "3", "--plan", "--json"});
+    INFO(r.err);
+    CHECK(r.status == 2);  // one image failed
+    CHECK(r.err.find("1 of 5 images failed") != std::string::npos);
+
+    // JSON lines: one object per image.
+    std::map<std::string, Json> lines;
+    std::istringstream out(r.out);
+    for (std::string line; std::getline(out, line);) {
+        const Json j = Json::parse(line);
+        lines[j["path"]] = j;
+    }
+    CHECK(lines.size() == 5);  // notes.txt is not taken from a directory
+
+    const auto rows = image_rows(db);
+    REQUIRE(rows.size() == 5);
+    for (const auto& [path, row] : rows) {
+        INFO(path);
+        const auto& [status, error, fragmentation] = row;
+        if (fs::path(path).filename() == "broken.img") {
+            CHECK(status == "failed");
+            CHECK(error == "no partition table and no NTFS file system found");
+            CHECK(lines[path]["status"] == "failed");
+            continue;
+        }
+        CHECK(status == "ok");
+        const auto analysis = test::run_cli({"analyze", path, "--json"});
+        REQUIRE(analysis.status == 0);
+        const Json a = Json::parse(analysis.out);
+        CHECK(fragmentation == Approx(a["volumes"][0]["files"]["fragmentation_percent"].get<double>()));
+        CHECK(lines[path]["volumes"][0]["fragmented_files"] == a["volumes"][0]["files"]["fragmented"]);
+    }
+    // --plan recorded one plan per volume with its JSON, and the plan replays on the image.
+    CHECK(count(db, "SELECT count(*) FROM plans") == 4);
+    batch::Database d(db.string(), false);
+    batch::Statement plan(d, "SELECT i.path, p.plan_json FROM plans p JOIN volumes v USING (volume_id) "
+                             "JOIN images i USING (image_id) LIMIT 1");
+    REQUIRE(plan.step());
+    const fs::path plan_file = dir / "replay.json";
+    std::ofstream(plan_file) << plan.text(1);
+    CHECK(test::run_cli({"plan", plan.text(0), "--check", plan_file.string()}).status == 0);
+}
+
+TEST_CASE("an interrupted batch resumes without redoing finished images", "[batch]") {
+    const fs::path dir = datastore("batch-resume");
+    const fs::path db = dir / "results.sqlite";
+    const std::vector<std::string> images = batch::expand_images({dir.string()}, std::nullopt);
+    REQUIRE(images.size() == 5);
+    {
+        batch::ResultsDb results(db.string(), true);
+        const std::int64_t run = results.begin_run("test", "");
+        std::stop_source stop;
+        batch::BatchOptions options;
+        options.jobs = 1;
+        // Stop as soon as the second image is stored: the batch must end there.
+        const batch::BatchSummary s = batch::run_batch(results, run, images, options, stop.get_token(),
+                                                       [&](const batch::BatchEvent& e) {
+                                                           if (e.finished == 2) stop.request_stop();
+                                                       });
+        results.end_run(run, s.interrupted);
+        CHECK(s.interrupted);
+        CHECK(s.analysed == 2);
+    }
+    CHECK(count(db, "SELECT count(*) FROM images") == 2);
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
+
+    // The same command again: the finished images that succeeded are skipped; the rest
+    // (and a failed one, which may have been fixed since) are analysed.
+    std::size_t ok_before = 0;
+    for (const auto& [path, row] : image_rows(db)) ok_before += std::get<0>(row) == "ok" ? 1 : 0;
+    const auto r = test::run_cli({"batch", dir.string(), "--db", db.string(), "--json"});
+    std::size_t skipped = 0;
+    std::istringstream out(r.out);
+    for (std::string line; std::getline(out, line);)
+        if (Json::parse(line)["status"] == "skipped") ++skipped;
+    CHECK(skipped == ok_before);
+    CHECK(ok_before >= 1);
+    // Every image has a row, and no image was analysed successfully twice.
+    CHECK(count(db, "SELECT count(DISTINCT path) FROM images") == 5);
+    CHECK(count(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);
+
+    // A changed image (new mtime) is analysed again; unchanged ones are not.
+    fs::last_write_time(images[2], fs::last_write_time(images[2]) + std::chrono::seconds(5));
+    const auto again = test::run_cli({"batch", dir.string(), "--db", db.string(), "--json"});
+    CHECK(again.out.find("\"path\":\"" + images[2] + "\",\"status\":\"ok\"") != std::string::npos);
+    CHECK(count(db, "SELECT count(*) FROM images WHERE path = '" + images[2] + "'") == 2);
+
+    // SIGINT: the process ends with 130 and says how to resume.
+    const fs::path db2 = dir / "interrupted.sqlite";
+    const auto interrupted = test::run({"timeout", "--preserve-status", "-s", "INT", "1", GUESTFRAG_CLI, "batch",
+                                        dir.string(), "--db", db2.string(), "--read-rate", "256K/s"});
+    CHECK(interrupted.status == 130);
+    CHECK(interrupted.err.find("run the same command again to resume") != std::string::npos);
+    CHECK(count(db2, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
+
+    // history lists both analyses of the changed image, oldest first.
+    const auto history = test::run_cli({"history", images[2], "--db", db.string(), "--json"});
+    REQUIRE(history.status == 0);
+    CHECK(Json::parse(history.out).size() == 2);
+}
+
+TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch][rate]") {
+    const fs::path dir = datastore("batch-rate");
+    const std::vector<std::string> images = batch::expand_images({dir.string()}, std::nullopt);
+    batch::ResultsDb results((dir / "results.sqlite").string(), true);
+    batch::BatchOptions options;
+    options.jobs = 3;
+    options.read_rate = 1 << 20;  // 1 MiB/s; the bucket holds 256 KiB
+    const auto start = std::chrono::steady_clock::now();
+    const batch::BatchSummary s = batch::run_batch(results, results.begin_run("test", ""), images, options, {});
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    REQUIRE(s.bytes_read > 2 * options.read_rate);  // long enough to measure
+    const double rate = static_cast<double>(s.bytes_read) / seconds;
+    INFO(s.bytes_read << " bytes in " << seconds << " s");
+    // The bucket's first 256 KiB come at once; beyond that the rate holds. The lower bound
+    // only guards against a limiter that stalls (the run is read-bound at this rate).
+    CHECK(rate <= 1.1 * static_cast<double>(options.read_rate));
+    CHECK(rate >= 0.5 * static_cast<double>(options.read_rate));
+}
+
+TEST_CASE("shards cover every image once and merge into the unsharded result", "[batch][shard]") {
+    const fs::path dir = datastore("batch-shards");
+    const fs::path whole = dir / "whole.sqlite";
+    const fs::path one = dir / "one.sqlite";
+    const fs::path two = dir / "two.sqlite";
+    const fs::path merged = dir / "merged.sqlite";
+    test::run_cli({"batch", dir.string(), "--db", whole.string()});
+    test::run_cli({"batch", dir.string(), "--db", one.string(), "--shard", "1/2"});
+    test::run_cli({"batch", dir.string(), "--db", two.string(), "--shard", "2/2"});
+    const auto a = image_rows(one);
+    const auto b = image_rows(two);
+    for (const auto& [path, row] : a) CHECK_FALSE(b.contains(path));
+    CHECK(a.size() + b.size() == 5);
+
+    const auto r = test::run_cli({"merge", merged.string(), one.string(), two.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(image_rows(merged) == image_rows(whole));
+    CHECK(count(merged, "SELECT count(*) FROM runs") == 2);
+    CHECK(count(merged, "SELECT count(*) FROM metrics") == count(whole, "SELECT count(*) FROM metrics"));
+    // Foreign keys hold after renumbering.
+    CHECK(count(merged, "SELECT count(*) FROM volumes v LEFT JOIN images i USING (image_id) WHERE i.path IS NULL") == 0);
+
+    // Merging something that is not a results database fails with one line.
+    const auto bad = test::run_cli({"merge", merged.string(), (dir / "vm41.img").string()});
+    CHECK(bad.status == 2);
+    CHECK(bad.err.rfind("guestfrag: error: " + (dir / "vm41.img").string() + ": ", 0) == 0);
+}
+
+TEST_CASE("batch usage errors and shard arithmetic", "[batch]") {
+    CHECK(test::run_cli({"batch"}).status == 1);
+    CHECK(test::run_cli({"batch", "x.img", "--shard", "3/2"}).status == 1);
+    CHECK(test::run_cli({"batch", "x.img", "--jobs", "0"}).status == 1);
+    REQUIRE(batch::parse_shard("2/5"));
+    CHECK(batch::parse_shard("2/5")->index == 2);
+    CHECK_FALSE(batch::parse_shard("0/5"));
+    CHECK_FALSE(batch::parse_shard("2/"));
+    // Every path lands in exactly one shard of N.
+    for (const std::string p : {"/a.vmdk", "/datastore1/vm/vm.vmdk", "/x/y.qcow2"}) {
+        int in = 0;
+        for (std::uint32_t k = 1; k <= 7; ++k) in += batch::in_shard(p, {k, 7}) ? 1 : 0;
+        CHECK(in == 1);
+    }
+    CHECK(batch::looks_like_image("vm.vmdk"));
+    CHECK_FALSE(batch::looks_like_image("vm-flat.vmdk"));
+    CHECK_FALSE(batch::looks_like_image("vm-s001.vmdk"));
+    CHECK(batch::looks_like_image("Disk.AVHDX"));
+    CHECK_FALSE(batch::looks_like_image("notes.txt"));
+}
