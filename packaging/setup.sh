@@ -5,6 +5,7 @@
 #   packaging/setup.sh test   install what is missing, build, run the whole test suite
 #   packaging/setup.sh asan   the same suite built with AddressSanitizer + UBSan
 #   packaging/setup.sh fuzz   each container-format parser under libFuzzer for FUZZ_SECONDS (30)
+#   packaging/setup.sh deb    build the .deb (CPack) from build/, install it with dpkg + apt, smoke-test it
 set -euo pipefail
 
 mode=${1:-demo}
@@ -82,8 +83,27 @@ case "$mode" in
                 "$corpus" 2>&1 | tail -3
         done
         ;;
+    deb)
+        build "$root/build"
+        rm -f "$root"/build/guestfrag_*.deb
+        (cd "$root/build" && cpack -G DEB >/dev/null)
+        deb=$(ls "$root"/build/guestfrag_*.deb)
+        dpkg-deb --info "$deb" | sed -n '/Depends/p'
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        # dpkg -i leaves missing dependencies unconfigured; apt-get -f brings them in.
+        $sudo dpkg -i "$deb" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
+        dpkg-query -W -f='${Status}\n' guestfrag | grep -q "install ok installed"
+        /usr/bin/guestfrag --version
+        QT_QPA_PLATFORM=offscreen /usr/bin/guestfrag-gui --help | head -3
+        test -f /usr/share/man/man1/guestfrag.1.gz
+        check=$(mktemp -d)
+        /usr/bin/guestfrag mkimage "$check/disk.img" --size 64MiB --files 100 >/dev/null
+        /usr/bin/guestfrag analyze "$check/disk.img" | head -5
+        rm -rf "$check"
+        ;;
     *)
-        echo "usage: $0 demo|test|asan|fuzz" >&2
+        echo "usage: $0 demo|test|asan|fuzz|deb" >&2
         exit 1
         ;;
 esac

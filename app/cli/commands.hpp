@@ -12,5 +12,10 @@ void add_mkimage_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_estimate_command(CLI::App& app);
 void add_report_command(CLI::App& app);
+void add_impact_command(CLI::App& app);
+void add_batch_command(CLI::App& app);
+void add_history_command(CLI::App& app);
+void add_merge_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
 
 }  // namespace guestfrag::cli

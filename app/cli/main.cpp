@@ -34,6 +34,11 @@ int main(int argc, char** argv) {
     add_plan_command(app);
     add_estimate_command(app);
     add_report_command(app);
+    add_impact_command(app);
+    add_batch_command(app);
+    add_history_command(app);
+    add_merge_command(app);
+    add_schedule_command(app);
     add_mkimage_command(app);
     try {
         app.parse(argc, argv);
