@@ -25,9 +25,22 @@ using Json = nlohmann::json;
 
 namespace {
 
+/// A scratch directory removed with everything in it when the test is done (the images are
+/// copies, 160 MB per datastore).
+struct Scratch {
+    explicit Scratch(fs::path path) : dir(std::move(path)) {}
+    fs::path dir;
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    ~Scratch() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+    }
+};
+
 /// A directory of four generated images (three volumes of different seeds and a GPT disk)
 /// and one corrupt image (random bytes with a .img name).
-fs::path datastore(const std::string& name) {
+fs::path make_datastore(const std::string& name) {
     const fs::path dir = test::scratch_dir() / (name + "." + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir / "sub");
@@ -73,7 +86,8 @@ std::int64_t count(const fs::path& db, const std::string& sql) {
 }  // namespace
 
 TEST_CASE("batch records every image, the corrupt one with its error, and equals analyze", "[batch]") {
-    const fs::path dir = datastore("batch-rows");
+    const Scratch store{make_datastore("batch-rows")};
+    const fs::path& dir = store.dir;
     const fs::path db = dir / "results.sqlite";
     const auto r = test::run_cli({"batch", dir.string(), "--db", db.string(), "--jobs", "3", "--plan", "--json"});
     INFO(r.err);
@@ -119,7 +133,8 @@ TEST_CASE("batch records every image, the corrupt one with its error, and equals
 }
 
 TEST_CASE("an interrupted batch resumes without redoing finished images", "[batch]") {
-    const fs::path dir = datastore("batch-resume");
+    const Scratch store{make_datastore("batch-resume")};
+    const fs::path& dir = store.dir;
     const fs::path db = dir / "results.sqlite";
     const std::vector<std::string> images = batch::expand_images({dir.string()}, std::nullopt);
     REQUIRE(images.size() == 5);
@@ -177,7 +192,8 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
 }
 
 TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch][rate]") {
-    const fs::path dir = datastore("batch-rate");
+    const Scratch store{make_datastore("batch-rate")};
+    const fs::path& dir = store.dir;
     const std::vector<std::string> images = batch::expand_images({dir.string()}, std::nullopt);
     batch::ResultsDb results((dir / "results.sqlite").string(), true);
     batch::BatchOptions options;
@@ -196,7 +212,8 @@ TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch
 }
 
 TEST_CASE("shards cover every image once and merge into the unsharded result", "[batch][shard]") {
-    const fs::path dir = datastore("batch-shards");
+    const Scratch store{make_datastore("batch-shards")};
+    const fs::path& dir = store.dir;
     const fs::path whole = dir / "whole.sqlite";
     const fs::path one = dir / "one.sqlite";
     const fs::path two = dir / "two.sqlite";
