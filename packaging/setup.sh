@@ -64,7 +64,7 @@ case "$mode" in
     fuzz)
         install_packages clang-14 libclang-rt-14-dev
         build "$root/build-fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-            -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF \
+            -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF -DGUESTFRAG_BUILD_GUI=OFF \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo
         for fuzzer in "$root"/build-fuzz/tests/fuzz/*_fuzz; do
             name=$(basename "$fuzzer" _fuzz)
