@@ -2,11 +2,14 @@
 // qemu-img / qemu-io helpers shared by the container-format tests.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "support/fixtures.hpp"
 
@@ -31,6 +34,37 @@ inline void qemu_io(const std::filesystem::path& image, const std::string& forma
     }
     argv.push_back(image.string());
     run_ok(argv);
+}
+
+/// One extent of `qemu-img map --output=json` (depth 0 = the image named).
+struct QemuExtent {
+    std::uint64_t start = 0, length = 0;
+    std::size_t depth = 0;
+    bool present = false, zero = false, data = false;
+    std::optional<std::uint64_t> offset;  ///< in the layer's file, where qemu knows it
+};
+
+/// `qemu-img map --output=json` of `image`, read as `format` when given (else qemu probes).
+inline std::vector<QemuExtent> qemu_map(const std::filesystem::path& image, const std::string& format = {}) {
+    std::vector<std::string> argv{"qemu-img", "map", "--output=json"};
+    if (!format.empty()) argv.insert(argv.end(), {"-f", format});
+    argv.push_back(image.string());
+    const auto r = run(argv);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::vector<QemuExtent> extents;
+    for (const auto& e : nlohmann::json::parse(r.out)) {
+        QemuExtent x;
+        x.start = e.at("start").get<std::uint64_t>();
+        x.length = e.at("length").get<std::uint64_t>();
+        x.depth = e.at("depth").get<std::size_t>();
+        x.present = e.at("present").get<bool>();
+        x.zero = e.at("zero").get<bool>();
+        x.data = e.at("data").get<bool>();
+        if (e.contains("offset")) x.offset = e.at("offset").get<std::uint64_t>();
+        extents.push_back(x);
+    }
+    return extents;
 }
 
 }  // namespace guestfrag::test

@@ -71,16 +71,12 @@ struct Growth {
 /// layer has, thin growth otherwise.
 Growth expected_growth(const fs::path& image, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& writes,
                        std::uint64_t granule) {
-    const auto r = test::run({"qemu-img", "map", "--output=json", image.string()});
-    REQUIRE(r.status == 0);
     std::set<std::uint64_t> top;
     std::set<std::uint64_t> parent;
-    for (const Json& e : Json::parse(r.out)) {
-        if (!e["data"].get<bool>()) continue;
-        const std::uint64_t start = e["start"].get<std::uint64_t>();
-        const std::uint64_t end = start + e["length"].get<std::uint64_t>();
-        for (std::uint64_t g = start / granule; g * granule < end; ++g)
-            (e["depth"].get<int>() == 0 ? top : parent).insert(g);
+    for (const test::QemuExtent& e : test::qemu_map(image)) {
+        if (!e.data) continue;
+        for (std::uint64_t g = e.start / granule; g * granule < e.start + e.length; ++g)
+            (e.depth == 0 ? top : parent).insert(g);
     }
     std::set<std::uint64_t> written;
     for (const auto& [lo, hi] : writes)

@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +33,8 @@ using Bytes = std::vector<std::byte>;
 
 using guestfrag::test::kind_of;
 using guestfrag::test::run_ok;
+using guestfrag::test::QemuExtent;
+using guestfrag::test::qemu_map;
 
 namespace {
 
@@ -100,44 +101,6 @@ Bytes qemu_raw(const fs::path& image) {
     return bytes;
 }
 
-struct QemuEntry {
-    std::uint64_t start = 0, length = 0;
-    bool zero = false, data = false, present = false;
-    std::optional<std::uint64_t> offset;
-};
-
-std::vector<QemuEntry> qemu_map(const fs::path& image) {
-    const auto r = test::run({"qemu-img", "map", "-f", "vpc", "--output=json", image.string()});
-    REQUIRE(r.status == 0);
-    std::vector<QemuEntry> entries;
-    const std::regex object_re(R"(\{[^}]*\})");
-    const auto number = [](const std::string& object, const char* key) -> std::optional<std::uint64_t> {
-        std::smatch m;
-        if (!std::regex_search(object, m, std::regex(std::string("\"") + key + R"(":\s*(\d+))")))
-            return std::nullopt;
-        return std::stoull(m[1]);
-    };
-    const auto flag = [](const std::string& object, const char* key) {
-        std::smatch m;
-        REQUIRE(std::regex_search(object, m, std::regex(std::string("\"") + key + R"(":\s*(true|false))")));
-        return m[1] == "true";
-    };
-    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), object_re); it != std::sregex_iterator();
-         ++it) {
-        const std::string object = it->str();
-        QemuEntry e;
-        e.start = number(object, "start").value();
-        e.length = number(object, "length").value();
-        REQUIRE(number(object, "depth").value() == 0);  // qemu has no VHD parents
-        e.zero = flag(object, "zero");
-        e.data = flag(object, "data");
-        e.present = flag(object, "present");
-        e.offset = number(object, "offset");
-        entries.push_back(e);
-    }
-    return entries;
-}
-
 std::string describe(const ByteSet& set) {
     std::string text;
     for (const auto& iv : set)
@@ -182,7 +145,8 @@ Bytes sector_of(std::uint64_t tag) {
 void check_allocation_against_qemu(const DiskImage& image, const fs::path& file) {
     const Layer& layer = image.layers().at(0);
     ByteSet qemu_data, qemu_zero_only, covered;
-    for (const QemuEntry& e : qemu_map(file)) {
+    for (const QemuExtent& e : qemu_map(file, "vpc")) {
+        REQUIRE(e.depth == 0);  // qemu has no VHD parents
         covered += span(e.start, e.start + e.length);
         CHECK(e.present);
         if (e.data)
@@ -202,7 +166,8 @@ void check_allocation_against_qemu(const DiskImage& image, const fs::path& file)
 
 /// The file offsets qemu reports for data must be ours too.
 void check_file_offsets_against_qemu(const LayerFile& layer, const fs::path& file) {
-    for (const QemuEntry& e : qemu_map(file)) {
+    for (const QemuExtent& e : qemu_map(file, "vpc")) {
+        REQUIRE(e.depth == 0);  // qemu has no VHD parents
         if (!e.data || !e.offset) continue;
         for (std::uint64_t at = e.start; at < e.start + e.length;) {
             const Mapping m = layer.map(at);

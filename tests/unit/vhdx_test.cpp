@@ -43,6 +43,8 @@ using test::VhdxState;
 
 using guestfrag::test::kind_of;
 using guestfrag::test::run_ok;
+using guestfrag::test::QemuExtent;
+using guestfrag::test::qemu_map;
 using guestfrag::test::qemu_io;
 
 namespace {
@@ -178,32 +180,6 @@ void check_bytes(const DiskImage& image, const std::vector<std::byte>& expected)
         }
         offset += n;
     }
-}
-
-struct QemuExtent {
-    std::uint64_t start = 0, length = 0;
-    std::size_t depth = 0;
-    bool present = false, zero = false, data = false;
-    std::optional<std::uint64_t> offset;
-};
-
-std::vector<QemuExtent> qemu_map(const fs::path& path) {
-    const auto r = test::run({"qemu-img", "map", "--output=json", path.string()});
-    INFO(r.err);
-    REQUIRE(r.status == 0);
-    std::vector<QemuExtent> extents;
-    for (const auto& e : nlohmann::json::parse(r.out)) {
-        QemuExtent x;
-        x.start = e.at("start").get<std::uint64_t>();
-        x.length = e.at("length").get<std::uint64_t>();
-        x.depth = e.at("depth").get<std::size_t>();
-        x.present = e.at("present").get<bool>();
-        x.zero = e.at("zero").get<bool>();
-        x.data = e.at("data").get<bool>();
-        if (e.contains("offset")) x.offset = e.at("offset").get<std::uint64_t>();
-        extents.push_back(x);
-    }
-    return extents;
 }
 
 /// The top layer against `qemu-img map`. Without block status (qemu 7.2) qemu reports the
