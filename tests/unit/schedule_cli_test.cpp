@@ -71,27 +71,9 @@ std::uint64_t move_bytes(std::size_t index) {
            plan()["identity"]["cluster_size"].get<std::uint64_t>();
 }
 
-/// ISO 8601 "2026-11-23T22:00:00+01:00" as an instant (seconds since the epoch), by hand.
-std::int64_t parse_iso(const std::string& text) {
-    static const std::regex kIso(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})([+-])(\d{2}):(\d{2}))");
-    std::smatch m;
-    REQUIRE(std::regex_match(text, m, kIso));
-    std::tm fields{};
-    fields.tm_year = std::stoi(m[1]) - 1900;
-    fields.tm_mon = std::stoi(m[2]) - 1;
-    fields.tm_mday = std::stoi(m[3]);
-    fields.tm_hour = std::stoi(m[4]);
-    fields.tm_min = std::stoi(m[5]);
-    fields.tm_sec = std::stoi(m[6]);
-    const std::int64_t offset = (std::stoi(m[8]) * 3600 + std::stoi(m[9]) * 60) * (m[7] == "-" ? -1 : 1);
-    return static_cast<std::int64_t>(::timegm(&fields)) - offset;
-}
-
-/// "20261123T210000Z" as an instant.
-std::int64_t parse_ics_utc(const std::string& text) {
-    static const std::regex kUtc(R"((\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z)");
-    std::smatch m;
-    REQUIRE(std::regex_match(text, m, kUtc));
+/// Seconds since the epoch of the UTC date and time in groups 1-6 (year, month, day, hour,
+/// minute, second) of `m`.
+std::int64_t utc_seconds(const std::smatch& m) {
     std::tm fields{};
     fields.tm_year = std::stoi(m[1]) - 1900;
     fields.tm_mon = std::stoi(m[2]) - 1;
@@ -100,6 +82,23 @@ std::int64_t parse_ics_utc(const std::string& text) {
     fields.tm_min = std::stoi(m[5]);
     fields.tm_sec = std::stoi(m[6]);
     return static_cast<std::int64_t>(::timegm(&fields));
+}
+
+/// ISO 8601 "2026-11-23T22:00:00+01:00" as an instant (seconds since the epoch), by hand.
+std::int64_t parse_iso(const std::string& text) {
+    static const std::regex kIso(R"((\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})([+-])(\d{2}):(\d{2}))");
+    std::smatch m;
+    REQUIRE(std::regex_match(text, m, kIso));
+    const std::int64_t offset = (std::stoi(m[8]) * 3600 + std::stoi(m[9]) * 60) * (m[7] == "-" ? -1 : 1);
+    return utc_seconds(m) - offset;
+}
+
+/// "20261123T210000Z" as an instant.
+std::int64_t parse_ics_utc(const std::string& text) {
+    static const std::regex kUtc(R"((\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z)");
+    std::smatch m;
+    REQUIRE(std::regex_match(text, m, kUtc));
+    return utc_seconds(m);
 }
 
 /// Local wall-clock minute of the day and the date at `t`, read with localtime_r.
