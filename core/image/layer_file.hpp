@@ -24,14 +24,31 @@ struct Mapping {
     /// Where the data lies in the layer's file, when it is stored uncompressed and the
     /// whole `length` is contiguous there; used for host-level fragmentation figures.
     std::optional<std::uint64_t> file_offset;
+    /// Which of the layer's files `file_offset` is in: the extent index of a multi-file
+    /// VMDK (twoGbMaxExtentSparse, several FLAT extents), 0 for single-file formats.
+    std::uint32_t file_index = 0;
 };
 
 /// The parent a differencing/backing layer names, as recorded in the layer.
 struct ParentLink {
+    /// A parent container format a child can record; the VMDK variants (sparse,
+    /// descriptor, COWD, seSparse) are one family, as hypervisors name them.
+    enum class Format : std::uint8_t { Raw, Qcow2, Vmdk, Vhd, Vhdx };
+
     std::string recorded;                 ///< the name as the file records it, for messages
     std::vector<std::string> candidates;  ///< host paths to try, in the hypervisor's order
-    /// What the parent's identity() must be (VHD/VHDX unique id, VMDK CID), if recorded.
-    std::optional<std::string> expected_identity;
+    /// The parent's format as the child records it (qcow2's backing-format extension;
+    /// implied by VMDK, VHD and VHDX differencing), when it is one guestfrag reads. A
+    /// recorded raw parent is opened as raw without looking at its content; any other must
+    /// match the parent's content.
+    std::optional<Format> format;
+    /// The child's own name for the parent's format ("vpc" in qcow2), for messages; set
+    /// with no `format` when the child names one guestfrag does not read. Empty when the
+    /// child records no format (the parent is then recognised by its content).
+    std::string recorded_format;
+    /// The values any one of which the parent's identity() may have (VHD unique id, VHDX
+    /// parent_linkage and parent_linkage2, VMDK CID); empty when the child records none.
+    std::vector<std::string> expected_identities;
 };
 
 /// One file of a disk chain, read through its format's own allocation tables (qcow2
@@ -52,6 +69,11 @@ public:
     /// sector, ...): Mapping runs start and end on multiples of it (or the disk's end).
     [[nodiscard]] virtual std::uint64_t granule_size() const = 0;
 
+    /// How much the layer's file grows when a write lands where it stores nothing: the
+    /// granule for most formats, the whole block for VHD/VHDX (a differencing block is
+    /// allocated whole even though its sector bitmap tracks 512-byte sectors).
+    [[nodiscard]] virtual std::uint64_t growth_unit() const { return granule_size(); }
+
     /// State of the byte at `offset` (< virtual_size()) and how many bytes share it.
     /// Implementations coalesce neighbouring table entries so that a large unallocated
     /// disk maps in few calls. Throws Error(Corrupt) when a table entry points outside the
@@ -65,13 +87,20 @@ public:
     /// The parent this layer needs, if it is a differencing or backed layer.
     [[nodiscard]] virtual std::optional<ParentLink> parent() const = 0;
 
-    /// The identity a child's ParentLink::expected_identity is compared with (VHD footer
+    /// The identity a child's ParentLink::expected_identities is compared with (VHD footer
     /// unique id, VHDX DataWriteGuid, VMDK CID as lower-case hex), if the format has one.
     [[nodiscard]] virtual std::optional<std::string> identity() const { return std::nullopt; }
 };
 
+enum class ImageFormat;  // core/image/open_image.hpp
+
 /// Opens one layer file, choosing the reader by content. Throws Error(Unsupported) for
 /// a format without a reader, and the reader's errors otherwise.
 [[nodiscard]] std::unique_ptr<LayerFile> open_layer(const std::string& path);
+
+/// Opens one layer file with the reader for `format`, without looking at its content (a
+/// format already sniffed, or a raw parent as its child records it). Throws like
+/// open_layer(path).
+[[nodiscard]] std::unique_ptr<LayerFile> open_layer(const std::string& path, ImageFormat format);
 
 }  // namespace guestfrag

@@ -14,9 +14,12 @@ inline constexpr std::size_t kMaxChainDepth = 64;
 
 /// Opens a layered image: the file at `path`, then its parent, grandparent, ... as the
 /// formats record them. `parents[i]`, when given, replaces the recorded parent of the
-/// layer at depth i (so `--parent` supplies a moved or missing base). Throws
-/// Error(NotFound, "parent not found: <recorded> ...") naming the recorded parent,
-/// Error(Corrupt) for loops, chains deeper than kMaxChainDepth and identity mismatches.
+/// layer at depth i (so `--parent` supplies a moved or missing base; the parent's recorded
+/// format and identity are still checked). A parent recorded as raw is opened as raw
+/// without looking at its content. Throws Error(NotFound, "parent not found: <recorded>
+/// ...") naming the recorded parent, Error(Unsupported) for a recorded parent format
+/// guestfrag does not read, Error(Corrupt) for loops, chains deeper than kMaxChainDepth,
+/// parents whose content is not their recorded format and identity mismatches.
 [[nodiscard]] std::unique_ptr<DiskImage> open_chain(const std::string& path,
                                                     const std::vector<std::string>& parents = {});
 

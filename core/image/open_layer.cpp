@@ -13,7 +13,11 @@
 namespace guestfrag {
 
 std::unique_ptr<LayerFile> open_layer(const std::string& path) {
-    switch (const ImageFormat format = sniff_format(path)) {
+    return open_layer(path, sniff_format(path));
+}
+
+std::unique_ptr<LayerFile> open_layer(const std::string& path, ImageFormat format) {
+    switch (format) {
         case ImageFormat::Raw: return std::make_unique<RawLayer>(path);
         case ImageFormat::Qcow2: return open_qcow2(path);
         case ImageFormat::Vhd: return open_vhd(path);

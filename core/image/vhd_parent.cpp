@@ -154,7 +154,10 @@ ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
                         ? header.parent_name
                         : "(no parent path recorded; parent id " + guid_text(header.parent_id) + ")";
     link.candidates = std::move(candidates);
-    link.expected_identity = guid_text(header.parent_id);
+    // Hyper-V and Virtual PC chain a differencing VHD only to another VHD.
+    link.format = ParentLink::Format::Vhd;
+    link.recorded_format = "vhd";
+    link.expected_identities = {guid_text(header.parent_id)};
     return link;
 }
 

@@ -19,9 +19,9 @@ inline constexpr std::uint32_t kMaxLocatorBytes = 65536;
 /// deprecated Wi2r) resolved against the child's directory; the absolute path (W2ku,
 /// Wi2k, MacX) when it is a path on this host; then the absolute path's file name and the
 /// parent unicode name, each in the child's directory. `recorded` is the absolute path if
-/// any, else the relative one, else the unicode name. `expected_identity` is the parent
-/// unique id. Throws Error(Corrupt) when a locator's data lies outside the file or is
-/// implausibly long.
+/// any, else the relative one, else the unicode name. The parent's format is vhd and its
+/// one expected identity the parent unique id. Throws Error(Corrupt) when a locator's
+/// data lies outside the file or is implausibly long.
 [[nodiscard]] ParentLink parent_link(const HostFile& file, const DynamicHeader& header);
 
 }  // namespace guestfrag::vhd

@@ -84,7 +84,7 @@ struct VhdxLayer::Parts {
     FileView file;
     Metadata meta;
     Bat bat;
-    std::optional<Guid> parent_linkage;
+    std::vector<Guid> parent_linkages;
 };
 
 VhdxLayer::VhdxLayer(const std::string& path) : VhdxLayer(load(path)) {}
@@ -94,7 +94,7 @@ VhdxLayer::VhdxLayer(Parts parts)
       file_(std::move(parts.file)),
       meta_(std::move(parts.meta)),
       bat_(std::move(parts.bat)),
-      parent_linkage_(parts.parent_linkage) {}
+      parent_linkages_(std::move(parts.parent_linkages)) {}
 
 VhdxLayer::Parts VhdxLayer::load(const std::string& path) {
     HostFile host(path);
@@ -142,14 +142,24 @@ VhdxLayer::Parts VhdxLayer::load(const std::string& path) {
     if (header.log_length != 0) reserved.push_back({header.log_offset, header.log_length, "the log"});
     Bat bat(raw, meta, file.size(), reserved);
 
-    std::optional<Guid> linkage;
+    // MS-VHDX: the parent is the one whose DataWriteGuid is parent_linkage or, when
+    // present, parent_linkage2 (an alternative identity; a nil one names no disk).
+    std::vector<Guid> linkages;
     if (meta.has_parent) {
-        const std::string* text = meta.locator_value("parent_linkage");
-        if (text == nullptr) corrupt("the parent locator has no parent_linkage");
-        linkage = Guid::parse(*text);
-        if (!linkage) corrupt("the parent locator's parent_linkage \"" + *text + "\" is not a GUID");
+        for (const std::string_view key : {"parent_linkage", "parent_linkage2"}) {
+            const std::string* text = meta.locator_value(key);
+            if (text == nullptr) {
+                if (key == "parent_linkage") corrupt("the parent locator has no parent_linkage");
+                continue;
+            }
+            const auto linkage = Guid::parse(*text);
+            if (!linkage)
+                corrupt("the parent locator's " + std::string(key) + " \"" + *text + "\" is not a GUID");
+            if (linkages.empty() || (!linkage->is_zero() && *linkage != linkages.front()))
+                linkages.push_back(*linkage);
+        }
     }
-    return Parts{header, std::move(file), std::move(meta), std::move(bat), linkage};
+    return Parts{header, std::move(file), std::move(meta), std::move(bat), std::move(linkages)};
 }
 
 std::shared_ptr<const VhdxLayer::Bitmap> VhdxLayer::bitmap(std::uint64_t block) const {
@@ -345,9 +355,12 @@ std::optional<ParentLink> VhdxLayer::parent() const {
     link.recorded = absolute != nullptr && !absolute->empty() ? *absolute
                     : relative != nullptr && !relative->empty()
                         ? *relative
-                        : "(no parent path recorded; parent_linkage " + parent_linkage_->text() + ")";
+                        : "(no parent path recorded; parent_linkage " + parent_linkages_.front().text() + ")";
     link.candidates = std::move(candidates);
-    link.expected_identity = parent_linkage_->text();
+    // The locator type is the VHDX one (others are refused at open): the parent is a VHDX.
+    link.format = ParentLink::Format::Vhdx;
+    link.recorded_format = "vhdx";
+    for (const Guid& linkage : parent_linkages_) link.expected_identities.push_back(linkage.text());
     return link;
 }
 

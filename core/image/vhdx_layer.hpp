@@ -49,6 +49,7 @@ public:
     [[nodiscard]] std::uint64_t granule_size() const override {
         return meta_.has_parent ? meta_.logical_sector_size : meta_.block_size;
     }
+    [[nodiscard]] std::uint64_t growth_unit() const override { return meta_.block_size; }
     /// Runs coalesce blocks (and sectors) of one state, and for Data contiguous file
     /// offsets; one call examines at most a bounded number of blocks.
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
@@ -56,7 +57,8 @@ public:
     /// For a differencing disk: candidates relative_path (against this file's directory),
     /// absolute_win32_path when it is a host path, then the file name of
     /// absolute_win32_path and of relative_path in this file's directory; recorded is
-    /// absolute_win32_path, else relative_path; expected_identity is parent_linkage.
+    /// absolute_win32_path, else relative_path; expected_identities are parent_linkage and
+    /// parent_linkage2 (if any); the format is vhdx.
     [[nodiscard]] std::optional<ParentLink> parent() const override;
     [[nodiscard]] std::optional<std::string> identity() const override { return header_.data_write_guid.text(); }
 
@@ -90,7 +92,9 @@ private:
     vhdx::FileView file_;
     vhdx::Metadata meta_;
     vhdx::Bat bat_;
-    std::optional<vhdx::Guid> parent_linkage_;
+    /// parent_linkage, then parent_linkage2 when it is another, non-nil GUID; empty
+    /// without a parent.
+    std::vector<vhdx::Guid> parent_linkages_;
 
     mutable std::mutex mutex_;  ///< guards everything below
     mutable std::list<std::pair<std::uint64_t, std::shared_ptr<const Bitmap>>> bitmaps_;  ///< most recent first

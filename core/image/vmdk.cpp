@@ -71,6 +71,13 @@ std::vector<std::string> candidates_for(const std::string& name, const fs::path&
     return out;
 }
 
+/// `link` with the format VMware records implicitly: a VMDK's parent is a VMDK.
+ParentLink vmdk_parent(ParentLink link) {
+    link.format = ParentLink::Format::Vmdk;
+    link.recorded_format = "vmdk";
+    return link;
+}
+
 std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const fs::path& dir) {
     const bool has_parent_cid = d.parent_cid != VmdkDescriptor::kNoParent;
     if (!d.parent_hint && !has_parent_cid) return std::nullopt;
@@ -83,8 +90,8 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
     } else {
         link.recorded = "parent with CID " + vmdk_cid_text(d.parent_cid) + " (no parentFileNameHint)";
     }
-    if (has_parent_cid) link.expected_identity = vmdk_cid_text(d.parent_cid);
-    return link;
+    if (has_parent_cid) link.expected_identities = {vmdk_cid_text(d.parent_cid)};
+    return vmdk_parent(std::move(link));
 }
 
 /// Opens an extent file named in a descriptor, naming the extent when it is missing.
@@ -218,9 +225,12 @@ std::unique_ptr<LayerFile> open_sparse_file(const std::string& path, HostFile fi
 std::unique_ptr<LayerFile> open_cowd_file(const std::string& path, HostFile file) {
     const VmdkCowdHeader header = read_vmdk_cowd_header(file);
     std::optional<ParentLink> parent;
-    if (!header.parent_file_name.empty())
-        parent = ParentLink{header.parent_file_name, candidates_for(header.parent_file_name, directory_of(path)),
-                            std::nullopt};
+    if (!header.parent_file_name.empty()) {
+        ParentLink link;
+        link.recorded = header.parent_file_name;
+        link.candidates = candidates_for(header.parent_file_name, directory_of(path));
+        parent = vmdk_parent(std::move(link));
+    }
     std::vector<VmdkLayer::Placed> extents;
     extents.push_back({0, std::make_unique<VmdkCowdExtent>(std::move(file), header), fs::path(path).filename().string()});
     return std::make_unique<VmdkLayer>(path, std::nullopt, std::move(extents), std::move(parent));

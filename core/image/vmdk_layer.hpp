@@ -63,7 +63,7 @@ private:
     std::uint64_t granule_ = 512;
 };
 
-/// Formats a CID the way identity() and ParentLink::expected_identity use it.
+/// Formats a CID the way identity() and ParentLink::expected_identities use it.
 [[nodiscard]] std::string vmdk_cid_text(std::uint32_t cid);
 
 }  // namespace guestfrag

@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/image/open_chain.hpp"
+#include "core/image/open_image.hpp"
 #include "core/image/qcow2.hpp"
 #include "core/image/qcow2_header.hpp"
 #include "core/image/qcow2_inflate.hpp"
@@ -420,7 +421,9 @@ TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][
             const auto link = open_qcow2(top.string())->parent();
             REQUIRE(link);
             CHECK(link->recorded == "mid.qcow2");
-            CHECK_FALSE(link->expected_identity);
+            CHECK(link->format == ParentLink::Format::Qcow2);
+            CHECK(link->recorded_format == "qcow2");
+            CHECK(link->expected_identities.empty());
         }
     }
 }
@@ -494,6 +497,115 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
         REQUIRE(q);
         CHECK(q->header().backing_format == std::optional<std::string>("qcow2"));
         CHECK(q->header().backing_file == std::optional<std::string>("base.qcow2"));
+    }
+}
+
+TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][qcow2][chain]") {
+    if (!have_qemu()) return;
+    const WorkDir dir("backing-format");
+
+    SECTION("a raw base that starts with a qcow2 header is read as raw") {
+        // Guest data that happens to begin with a valid qcow2 header (a small image's first
+        // 64 KiB), over the standard layout elsewhere.
+        run_ok({"qemu-img", "create", "-q", "-f", "qcow2", (dir / "small.qcow2").string(), "1M"});
+        const fs::path base = dir / "base.raw";
+        make_raw(base, kDiskSize, kLayout);
+        {
+            std::vector<char> head(64 * KiB);
+            std::ifstream in(dir / "small.qcow2", std::ios::binary);
+            in.read(head.data(), static_cast<std::streamsize>(head.size()));
+            REQUIRE(in.gcount() == static_cast<std::streamsize>(head.size()));
+            std::fstream out(base, std::ios::binary | std::ios::in | std::ios::out);
+            out.write(head.data(), static_cast<std::streamsize>(head.size()));
+            REQUIRE(out.good());
+        }
+        REQUIRE(sniff_format(base.string()) == ImageFormat::Qcow2);
+        run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.raw", "-F", "raw",
+                (dir / "child.qcow2").string()});
+        qemu_io(dir / "child.qcow2", "qcow2", {"write -P 0x5a 128K 64K", "write -P 0x5b 4M 8K"});
+
+        const auto disk = check_image(dir / "child.qcow2", 2, 64 * KiB);
+        CHECK(disk->size() == kDiskSize);
+        CHECK(disk->layers()[1].path == base.string());
+        CHECK(disk->layers()[1].format == "raw");
+        // --parent replaces the path, and the recorded format still decides how it is read.
+        const fs::path copy = dir / "copy.raw";
+        fs::copy_file(base, copy);
+        const auto given = open_chain((dir / "child.qcow2").string(), {copy.string()});
+        REQUIRE(given->layers().size() == 2);
+        CHECK(given->layers()[1].format == "raw");
+        CHECK(given->size() == kDiskSize);
+    }
+    SECTION("a base recorded as qcow2 whose content is raw is refused") {
+        const fs::path base = convert(standard_raw(dir), dir / "base.qcow2", {});
+        run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2",
+                (dir / "child.qcow2").string()});
+        CHECK(open_chain((dir / "child.qcow2").string())->layers().size() == 2);
+        fs::remove(base);
+        fs::copy_file(standard_raw(dir), base);
+        std::string message;
+        CHECK(kind_of([&] { (void)open_chain((dir / "child.qcow2").string()); }, &message) ==
+              ErrorKind::Corrupt);
+        INFO(message);
+        CHECK(message.find("parent " + base.string() + " of " + (dir / "child.qcow2").string() +
+                           " is recorded as qcow2 but its content is raw") != std::string::npos);
+        // --parent overrides the path, not the check.
+        message.clear();
+        CHECK(kind_of([&] { (void)open_chain((dir / "child.qcow2").string(), {standard_raw(dir).string()}); },
+                      &message) == ErrorKind::Corrupt);
+        CHECK(message.find("is recorded as qcow2 but its content is raw") != std::string::npos);
+    }
+    SECTION("qemu's format names") {
+        const std::vector<std::pair<std::string, ParentLink::Format>> names = {
+            {"raw", ParentLink::Format::Raw},   {"qcow2", ParentLink::Format::Qcow2},
+            {"vmdk", ParentLink::Format::Vmdk}, {"vpc", ParentLink::Format::Vhd},
+            {"vhdx", ParentLink::Format::Vhdx},
+        };
+        for (const auto& [name, format] : names) {
+            INFO(name);
+            const fs::path child = dir / (name + "-child.qcow2");
+            run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.img", "-F", name, "-u",
+                    child.string(), "24M"});
+            const auto link = open_qcow2(child.string())->parent();
+            REQUIRE(link);
+            CHECK(link->format == format);
+            CHECK(link->recorded_format == name);
+        }
+        // Without the extension (qemu-img no longer writes such files: its type is renamed
+        // to one nobody knows) the parent is recognised by its content.
+        const fs::path base = convert(standard_raw(dir), dir / "base.qcow2", {});
+        const fs::path legacy = dir / "legacy.qcow2";
+        run_ok(
+            {"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2", legacy.string()});
+        std::uint64_t extension = 72;
+        while (extension < 4096 && read_be(legacy, extension, 4) != 0xe2792aca) extension += 4;
+        REQUIRE(extension < 4096);
+        patch(legacy, extension, be(0x67756672, 4));
+        const auto link = open_qcow2(legacy.string())->parent();
+        REQUIRE(link);
+        REQUIRE_FALSE(dynamic_cast<const Qcow2Layer&>(*open_qcow2(legacy.string())).header().backing_format);
+        CHECK_FALSE(link->format);
+        CHECK(link->recorded_format.empty());
+        const auto disk = open_chain(legacy.string());
+        REQUIRE(disk->layers().size() == 2);
+        CHECK(disk->layers()[1].format == "qcow2");
+    }
+    SECTION("a backing format guestfrag does not read is unsupported") {
+        for (const std::string name : {"qed", "vdi", "luks"}) {
+            INFO(name);
+            const fs::path child = dir / (name + "-child.qcow2");
+            run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base." + name, "-F", name, "-u",
+                    child.string(), "24M"});
+            const auto link = open_qcow2(child.string())->parent();
+            REQUIRE(link);
+            CHECK_FALSE(link->format);
+            CHECK(link->recorded_format == name);
+            // Refused for the format even though the base is also missing.
+            std::string message;
+            CHECK(kind_of([&] { (void)open_chain(child.string()); }, &message) == ErrorKind::Unsupported);
+            CHECK(message == child.string() + " records its parent as a " + name +
+                                 " image, which guestfrag does not read");
+        }
     }
 }
 

@@ -435,8 +435,10 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
     const auto link = file->parent();
     REQUIRE(link.has_value());
     CHECK(link->recorded == "C:\\VMs\\parent.vhd");
-    CHECK(link->expected_identity == open_vhd(parent.string())->identity());
-    CHECK(link->expected_identity == guid_string(test::vhd_unique_id(parent)));
+    CHECK(link->expected_identities == std::vector<std::string>{guid_string(test::vhd_unique_id(parent))});
+    CHECK(open_vhd(parent.string())->identity() == guid_string(test::vhd_unique_id(parent)));
+    CHECK(link->format == ParentLink::Format::Vhd);
+    CHECK(link->recorded_format == "vhd");
     REQUIRE(link->candidates.size() == 1);  // relative and file-name candidates coincide
     CHECK(link->candidates[0] == (dir / "parent.vhd").string());
     CHECK(file->identity() == guid_string(spec.unique_id));
@@ -609,6 +611,18 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
               ErrorKind::Corrupt);
         CHECK(contains(message, guid_string(guid(9))));
         CHECK(contains(message, guid_string(test::vhd_unique_id(parent))));
+    }
+    SECTION("a parent whose content is not a VHD") {
+        run_ok(
+            {"qemu-img", "create", "-q", "-f", "vhdx", (dir / "parent.vhdx").string(), std::to_string(size)});
+        test::VhdSpec spec = child_spec(parent, size);
+        spec.parent_name = "parent.vhdx";
+        spec.locators = {{test::kVhdW2ru, test::vhd_utf16le(".\\parent.vhdx")}};
+        test::write_vhd(dir / "child.vhd", spec);
+        CHECK(kind_of([&] { (void)open_chain((dir / "child.vhd").string()); }, &message) ==
+              ErrorKind::Corrupt);
+        CHECK(message == "parent " + (dir / "parent.vhdx").string() + " of " + (dir / "child.vhd").string() +
+                             " is recorded as vhd but its content is vhdx");
     }
     SECTION("missing parent names the recorded path") {
         test::VhdSpec spec = child_spec(parent, size);

@@ -324,7 +324,9 @@ TEST_CASE("vhdx: the Hyper-V differencing sample names its missing parent", "[vh
     const auto link = layer.parent();
     REQUIRE(link);
     CHECK(link->recorded == kSampleParent);
-    CHECK(link->expected_identity == "ff34003b-11ed-4cf8-a166-b2be05e20b80");
+    // Hyper-V writes a nil parent_linkage2, which names no parent.
+    CHECK(link->expected_identities == std::vector<std::string>{"ff34003b-11ed-4cf8-a166-b2be05e20b80"});
+    CHECK(link->format == ParentLink::Format::Vhdx);
     REQUIRE(!link->candidates.empty());
     CHECK(link->candidates.front() ==
           (path.parent_path() / "Generation 1_49C4BAF3-4B25-4406-8C4B-D39E65C32385.avhdx").string());
@@ -553,7 +555,9 @@ TEST_CASE("vhdx: differencing child over a qemu-made parent", "[vhdx]") {
     const auto link = child.parent();
     REQUIRE(link);
     CHECK(link->recorded == "C:\\VMs\\base.vhdx");
-    CHECK(link->expected_identity == test::vhdx_data_write_guid(f.parent));
+    CHECK(link->expected_identities == std::vector<std::string>{test::vhdx_data_write_guid(f.parent)});
+    CHECK(link->format == ParentLink::Format::Vhdx);
+    CHECK(link->recorded_format == "vhdx");
     // The relative path and both recorded file names lead to the same file: listed once.
     REQUIRE(link->candidates.size() == 1);
     CHECK(link->candidates[0] == f.parent.string());
@@ -621,6 +625,52 @@ TEST_CASE("vhdx: parent resolution, missing parents, identity and loops", "[vhdx
         std::string message;
         CHECK(kind_of([&] { (void)open_chain(child.string()); }, &message) == ErrorKind::Corrupt);
         CHECK(message.find("01234567-89ab-cdef-0123-456789abcdef") != std::string::npos);
+    }
+    // child_spec's locator with parent_linkage2 set to `linkage2`.
+    const auto with_linkage2 = [&](const std::string& linkage, const std::string& linkage2) {
+        auto spec = child_spec(f.size, linkage, ".\\base.vhdx", "C:\\VMs\\base.vhdx");
+        const auto entry = std::find_if(spec.parent_locator.begin(), spec.parent_locator.end(),
+                                        [](const auto& kv) { return kv.first == "parent_linkage2"; });
+        REQUIRE(entry != spec.parent_locator.end());
+        entry->second = linkage2;
+        return spec;
+    };
+    SECTION("a parent whose DataWriteGuid is parent_linkage2 is the parent") {
+        test::VhdxWriter w(with_linkage2("01234567-89ab-cdef-0123-456789abcdef", "{" + guid + "}"));
+        w.write(0, pattern(0, 4096, 6));
+        const fs::path child = f.dir / "linkage2.avhdx";
+        w.save(child);
+        const auto link = VhdxLayer(child.string()).parent();
+        REQUIRE(link);
+        CHECK(link->expected_identities ==
+              std::vector<std::string>{"01234567-89ab-cdef-0123-456789abcdef", guid});
+        const auto image = open_chain(child.string());
+        REQUIRE(image->layers().size() == 2);
+        CHECK(image->layers()[1].path == f.parent.string());
+        std::vector<std::byte> bytes(8192);
+        image->read(0, bytes);
+        CHECK(std::memcmp(bytes.data(), pattern(0, 4096, 6).data(), 4096) == 0);
+        CHECK(std::memcmp(bytes.data() + 4096, f.expected.data() + 4096, 4096) == 0);
+    }
+    SECTION("a parent matching neither linkage is refused, naming both") {
+        test::VhdxWriter w(
+            with_linkage2("01234567-89ab-cdef-0123-456789abcdef", "{76543210-ba98-fedc-3210-fedcba987654}"));
+        const fs::path child = f.dir / "neither.avhdx";
+        w.save(child);
+        std::string message;
+        CHECK(kind_of([&] { (void)open_chain(child.string()); }, &message) == ErrorKind::Corrupt);
+        INFO(message);
+        CHECK(message.find("expected id 01234567-89ab-cdef-0123-456789abcdef or "
+                           "76543210-ba98-fedc-3210-fedcba987654, found " +
+                           guid + ")") != std::string::npos);
+    }
+    SECTION("a parent_linkage2 that is not a GUID is corrupt") {
+        test::VhdxWriter w(with_linkage2(guid, "{not-a-guid}"));
+        const fs::path child = f.dir / "bad-linkage2.avhdx";
+        w.save(child);
+        std::string message;
+        CHECK(kind_of([&] { (void)VhdxLayer(child.string()); }, &message) == ErrorKind::Corrupt);
+        CHECK(message.find("parent_linkage2 \"{not-a-guid}\" is not a GUID") != std::string::npos);
     }
     SECTION("children naming each other form a loop") {
         auto a = child_spec(f.size, "bbbbbbbb-0000-4000-8000-00000000000b", ".\\b.avhdx", "C:\\VMs\\b.avhdx");

@@ -495,7 +495,10 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
         REQUIRE(link);
         CHECK(link->recorded == "mid.vmdk");
         CHECK(link->candidates == std::vector<std::string>{(dir / "mid.vmdk").string()});
-        CHECK(link->expected_identity == open_vmdk(mid.string())->identity());
+        REQUIRE(open_vmdk(mid.string())->identity());
+        CHECK(link->expected_identities == std::vector<std::string>{*open_vmdk(mid.string())->identity()});
+        CHECK(link->format == ParentLink::Format::Vmdk);
+        CHECK(link->recorded_format == "vmdk");
     }
     SECTION("flat base") {
         convert(raw, dir / "flat.vmdk", "monolithicFlat");
@@ -557,7 +560,8 @@ TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][v
         const auto link = open_vmdk((dir / "redo-delta.vmdk").string())->parent();
         REQUIRE(link);
         CHECK(link->recorded == "base.vmdk");
-        CHECK_FALSE(link->expected_identity);
+        CHECK(link->expected_identities.empty());
+        CHECK(link->format == ParentLink::Format::Vmdk);
         const auto disk = open_chain((dir / "redo-delta.vmdk").string());
         REQUIRE(disk->layers().size() == 2);
         // qemu ignores the header's parent: compare with a descriptor naming the same one.
@@ -802,7 +806,7 @@ TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][
         const auto link = open_vmdk((dir / "c.vmdk").string())->parent();
         REQUIRE(link);
         CHECK(link->recorded == hint);
-        CHECK(link->expected_identity == "00000001");
+        CHECK(link->expected_identities == std::vector<std::string>{"00000001"});
         return link->candidates;
     };
     const std::string d = dir.string();
@@ -821,6 +825,17 @@ TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][
         std::string message;
         CHECK(kind_of([&] { (void)open_chain((dir / "c.vmdk").string()); }, &message) == ErrorKind::NotFound);
         CHECK(message.find("CID 00000001") != std::string::npos);
+    }
+    SECTION("a hint naming a qcow2 file is refused: a VMDK's parent is a VMDK") {
+        if (!have_qemu()) return;
+        run_ok({"qemu-img", "create", "-q", "-f", "qcow2", (dir / "base.qcow2").string(), "1M"});
+        test::write_text_file(dir / "c.vmdk",
+                              test::vmdk_descriptor_text(0x2, 0x1, "monolithicFlat",
+                                                         {{2048, "FLAT", "c-flat.vmdk", 0}}, "base.qcow2"));
+        std::string message;
+        CHECK(kind_of([&] { (void)open_chain((dir / "c.vmdk").string()); }, &message) == ErrorKind::Corrupt);
+        CHECK(message == "parent " + d + "/base.qcow2 of " + (dir / "c.vmdk").string() +
+                             " is recorded as vmdk but its content is qcow2");
     }
 }
 
@@ -1100,6 +1115,7 @@ TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image
         const std::uint64_t at = find_in_file(base, "CID=") + 4;
         patch_text(base, at, "0000beef");
         CHECK(kind_of([&] { (void)open_chain((dir / "top.vmdk").string()); }, &message) == ErrorKind::Corrupt);
+        INFO(message);
         CHECK(message.find("expected id") != std::string::npos);
         CHECK(message.find("found 0000beef") != std::string::npos);
     }
