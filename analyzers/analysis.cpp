@@ -12,6 +12,7 @@ ImageAnalysis analyze_image(const DiskImage& image, std::optional<int> only_part
     result.format = image.format();
     result.virtual_size = image.size();
     result.layers = image.layers();
+    for (const Layer& layer : result.layers) result.host.push_back(analyze_host_layout(layer, 0, result.virtual_size));
     result.table = read_partitions(image);
 
     bool found_requested = false;

@@ -30,6 +30,7 @@ struct ImageAnalysis {
     std::string format;
     std::uint64_t virtual_size = 0;
     std::vector<Layer> layers;
+    std::vector<HostLayout> host;  ///< per layer, over the whole disk
     PartitionTable table;
     std::vector<VolumeAnalysis> volumes;  ///< NTFS partitions, in partition order
 };

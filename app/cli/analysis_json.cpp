@@ -6,12 +6,24 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json layer_json(const Layer& layer) {
+Json host_json(const HostLayout& h) {
+    return {{"stored_bytes", h.stored_bytes},
+            {"unplaced_bytes", h.unplaced_bytes},
+            {"extents", h.extents},
+            {"seeks", h.seeks},
+            {"backward_seeks", h.backward_seeks},
+            {"granules", h.granules},
+            {"fragmentation_percent", h.fragmentation_percent}};
+}
+
+Json layer_json(const Layer& layer, const HostLayout& host) {
     return {{"depth", layer.depth},
             {"path", layer.path},
             {"format", layer.format},
             {"granule_size", layer.granule_size},
-            {"allocated_bytes", layer.allocated_bytes()}};
+            {"growth_unit", layer.growth_granule()},
+            {"allocated_bytes", layer.allocated_bytes()},
+            {"host", host_json(host)}};
 }
 
 Json stream_json(const VolumeMap& map, const Stream& s) {
@@ -84,7 +96,8 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
                           {"allocated_bytes", u.allocated_bytes},
                           {"ntfs_used_bytes", u.ntfs_used_bytes},
                           {"ntfs_free_bytes", u.ntfs_free_bytes},
-                          {"reclaimable_bytes", u.reclaimable_bytes}});
+                          {"reclaimable_bytes", u.reclaimable_bytes},
+                          {"host", host_json(u.host)}});
     j["layers"] = std::move(layers);
     if (with_streams) {
         Json streams = Json::array();
@@ -98,7 +111,7 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
 
 Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
     Json layers = Json::array();
-    for (const Layer& l : a.layers) layers.push_back(layer_json(l));
+    for (std::size_t i = 0; i < a.layers.size(); ++i) layers.push_back(layer_json(a.layers[i], a.host[i]));
     Json partitions = Json::array();
     for (const Partition& p : a.table.partitions)
         partitions.push_back({{"number", p.number},

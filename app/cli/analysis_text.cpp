@@ -14,6 +14,15 @@ void row(std::ostream& out, const std::string& label, const std::string& value) 
     out << "  " << pad(label, 30) << value << '\n';
 }
 
+/// "12 extents, 11 seeks (3 backward), 0.52% fragmented in the file" for a HostLayout.
+std::string host_text(const HostLayout& h) {
+    std::string text = std::to_string(h.extents) + " extent(s), " + std::to_string(h.seeks) + " seek(s) (" +
+                       std::to_string(h.backward_seeks) + " backward), " + fixed(h.fragmentation_percent, 2) +
+                       "% fragmented";
+    if (h.unplaced_bytes != 0) text += "; " + format_size(h.unplaced_bytes) + " compressed";
+    return text;
+}
+
 void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, bool all_files) {
     const VolumeMap& m = v.map;
     const FileFragmentation& f = v.files;
@@ -42,11 +51,13 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
                                  format_size(fs.largest_extent_clusters * cs) + ", average " +
                                  format_size(static_cast<std::uint64_t>(fs.average_extent_clusters * static_cast<double>(cs))));
     row(out, "Free-space fragmentation", fixed(fs.fragmentation_percent, 2) + "%");
-    for (const LayerUsage& u : v.layers)
+    for (const LayerUsage& u : v.layers) {
         row(out, "Layer " + std::to_string(u.depth) + " in this volume",
             format_size(u.allocated_bytes) + " allocated: " + format_size(u.ntfs_used_bytes) + " NTFS-used, " +
                 format_size(u.ntfs_free_bytes) + " NTFS-free (" + format_size(u.reclaimable_bytes) +
                 " reclaimable in whole granules)");
+        row(out, "Layer " + std::to_string(u.depth) + " file layout", host_text(u.host));
+    }
 
     if (!fs.histogram.empty()) {
         out << "\n  Free extents by size\n";
@@ -81,10 +92,13 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
     out << "Image " << a.path << "\n";
     row(out, "Format", a.format);
     row(out, "Virtual size", format_size(a.virtual_size) + " (" + std::to_string(a.virtual_size) + " bytes)");
-    for (const Layer& l : a.layers)
+    for (std::size_t i = 0; i < a.layers.size(); ++i) {
+        const Layer& l = a.layers[i];
         row(out, "Layer " + std::to_string(l.depth) + " (" + l.format + ")",
             format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
                 l.path);
+        row(out, "  file layout", host_text(a.host[i]));
+    }
     out << "\nPartitions (" << a.table.label << ")\n";
     out << "  " << pad("#", 4) << pad("start", 14, true) << pad("length", 14, true) << "  " << pad("type", 11)
         << "file system\n";

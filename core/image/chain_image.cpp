@@ -9,20 +9,37 @@
 namespace guestfrag {
 namespace {
 
+/// Appends stored data at `file_offset` to the layer's host extents, extending the last
+/// one when the new piece continues it on the disk and in the same file.
+void add_host_extent(std::vector<HostExtent>& extents, const HostExtent& piece) {
+    if (!extents.empty()) {
+        HostExtent& last = extents.back();
+        if (last.file == piece.file && last.virtual_offset + last.length == piece.virtual_offset &&
+            last.file_offset + last.length == piece.file_offset) {
+            last.length += piece.length;
+            return;
+        }
+    }
+    extents.push_back(piece);
+}
+
 Layer map_layer(const LayerFile& file, int depth) {
     Layer layer;
     layer.depth = depth;
     layer.path = file.path();
     layer.format = file.format();
     layer.granule_size = file.granule_size();
+    layer.growth_unit = file.growth_unit();
     const std::uint64_t size = file.virtual_size();
     for (std::uint64_t offset = 0; offset < size;) {
         const Mapping m = file.map(offset);
         if (m.length == 0) throw Error(ErrorKind::Internal, "layer mapping made no progress");
         const std::uint64_t end = offset + std::min(m.length, size - offset);
         const auto range = ByteSet::interval_type::right_open(offset, end);
-        if (m.state == Allocation::Data) layer.allocated.add(layer.allocated.end(), range);
-        else if (m.state == Allocation::Zero) layer.zero.add(layer.zero.end(), range);
+        if (m.state == Allocation::Data) {
+            layer.allocated.add(layer.allocated.end(), range);
+            if (m.file_offset) add_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
+        } else if (m.state == Allocation::Zero) layer.zero.add(layer.zero.end(), range);
         offset = end;
     }
     return layer;

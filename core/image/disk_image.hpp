@@ -14,6 +14,17 @@ namespace guestfrag {
 /// Byte ranges [lower, upper) of the virtual disk.
 using ByteSet = boost::icl::interval_set<std::uint64_t>;
 
+/// A piece of a layer's stored data that is contiguous both on the virtual disk and in
+/// one of the layer's files: [virtual_offset, +length) lies at [file_offset, +length).
+struct HostExtent {
+    std::uint64_t virtual_offset = 0;
+    std::uint64_t file_offset = 0;
+    std::uint64_t length = 0;
+    std::uint32_t file = 0;  ///< which file of the layer (VMDK extent index; 0 elsewhere)
+
+    bool operator==(const HostExtent&) const = default;
+};
+
 /// Allocation of one layer of a (possibly layered) virtual disk.
 /// depth 0 is the image that was named; depth 1 its parent (backing file), and so on.
 struct Layer {
@@ -21,10 +32,19 @@ struct Layer {
     std::string path;
     std::string format;              ///< "raw", "qcow2", "vmdk", "vhd", "vhdx", ...
     std::uint64_t granule_size = 0;  ///< allocation unit of this layer, bytes
+    /// Bytes the layer's file grows by when a write lands where it stores nothing: the
+    /// granule, or the whole block of a VHD/VHDX whose sector bitmap has a finer granule.
+    std::uint64_t growth_unit = 0;
     ByteSet allocated;               ///< virtual-disk bytes whose data lives in this layer
     ByteSet zero;                    ///< bytes this layer declares zero without storing them
+    /// Where the stored data lies in the layer's files, in virtual-disk order, maximal
+    /// (neighbours are never contiguous in both). Compressed data has no place and is
+    /// missing, so these cover `allocated` less its compressed bytes.
+    std::vector<HostExtent> host_extents;
 
     [[nodiscard]] std::uint64_t allocated_bytes() const { return boost::icl::length(allocated); }
+    /// growth_unit, or the granule for layers that do not set one.
+    [[nodiscard]] std::uint64_t growth_granule() const { return growth_unit != 0 ? growth_unit : granule_size; }
 };
 
 /// The one seam for reading guest disks (raw, VMDK, VHD, VHDX, qcow2 and chains).

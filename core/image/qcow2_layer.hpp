@@ -40,6 +40,8 @@ public:
     [[nodiscard]] std::uint64_t granule_size() const override {
         return std::uint64_t{1} << header_.granule_bits();
     }
+    /// A subcluster write still allocates its whole cluster in the file.
+    [[nodiscard]] std::uint64_t growth_unit() const override { return header_.cluster_size(); }
     /// Runs coalesce granules of one state (and, for stored data, contiguous host offsets);
     /// one call scans at most a few thousand L2 entries but skips unallocated L2 tables whole.
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;

@@ -110,6 +110,10 @@ RawImage::RawImage(std::string path) : path_(std::move(path)) {
         if (size_ > 0) layer.allocated = host_allocation(fd_.get(), size_, layer.granule_size);
     }
     if (size_ == 0) throw Error(ErrorKind::Corrupt, "empty image (0 bytes)");
+    layer.growth_unit = layer.granule_size;
+    // A raw disk is its own file: every stored range lies at its own offset.
+    for (const auto& stored : layer.allocated)
+        layer.host_extents.push_back({stored.lower(), stored.lower(), stored.upper() - stored.lower(), 0});
     layers_.push_back(std::move(layer));
 }
 

@@ -96,6 +96,9 @@ public:
     [[nodiscard]] std::uint64_t granule_size() const override {
         return footer_.disk_type == vhd::DiskType::Dynamic ? block_size_ : kSectorSize;
     }
+    [[nodiscard]] std::uint64_t growth_unit() const override {
+        return footer_.disk_type == vhd::DiskType::Fixed ? kSectorSize : block_size_;
+    }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return parent_; }
     [[nodiscard]] std::optional<std::string> identity() const override {
         return vhd::guid_text(footer_.unique_id);

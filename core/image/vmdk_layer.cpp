@@ -58,6 +58,7 @@ Mapping VmdkLayer::map(std::uint64_t offset) const {
     } catch (const Error& e) {
         rethrow_in_extent(i, e);
     }
+    m.file_index = static_cast<std::uint32_t>(i);
     // A Data run with a file offset belongs to one file; other runs may continue.
     for (std::size_t j = i + 1; j < extents_.size() && j <= i + kMergeExtents; ++j) {
         if (offset + m.length != extents_[j].start || m.file_offset) break;

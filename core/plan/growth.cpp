@@ -34,7 +34,7 @@ GrowthModel::GrowthModel(const VolumeMap& volume, const std::vector<Layer>& laye
       cluster_size_(volume.cluster_size),
       total_clusters_(volume.total_clusters),
       granule_(granule) {
-    if (granule_ == 0) granule_ = layers.empty() ? 0 : layers.front().granule_size;
+    if (granule_ == 0) granule_ = layers.empty() ? 0 : layers.front().growth_granule();
     if (granule_ == 0) granule_ = std::max<std::uint64_t>(cluster_size_, 1);
     if (!layers.empty()) {
         top_raw_ = layers.front().allocated;

@@ -18,7 +18,10 @@ public:
     explicit MemoryImage(std::vector<std::byte> bytes, std::vector<Layer> layers = {})
         : bytes_(std::move(bytes)), layers_(std::move(layers)) {
         if (layers_.empty()) {
-            Layer all{0, path_, "memory", 512, {}, {}};
+            Layer all;
+            all.path = path_;
+            all.format = "memory";
+            all.granule_size = 512;
             all.allocated.add(ByteSet::interval_type::right_open(0, bytes_.size()));
             layers_.push_back(std::move(all));
         }

@@ -86,13 +86,22 @@ std::vector<std::byte> disk() {
     return d;
 }
 
+Layer memory_layer(int depth, const std::string& path) {
+    Layer layer;
+    layer.depth = depth;
+    layer.path = path;
+    layer.format = "memory";
+    layer.granule_size = 64 * K;
+    return layer;
+}
+
 /// Top layer (64 KiB granules) holds disk [0, 448K) and [576K, 640K); a parent holds
 /// [448K, 512K), the granule that clusters 96-111 fall in.
 std::vector<Layer> layers() {
-    Layer top{0, "clone", "memory", 64 * K, {}, {}};
+    Layer top = memory_layer(0, "clone");
     top.allocated.add(bytes(0, 448 * K));
     top.allocated.add(bytes(576 * K, 640 * K));
-    Layer parent{1, "base", "memory", 64 * K, {}, {}};
+    Layer parent = memory_layer(1, "base");
     parent.allocated.add(bytes(448 * K, 512 * K));
     return {top, parent};
 }

@@ -120,3 +120,22 @@ TEST_CASE("reclaimable bytes: allocated bytes in wholly free granules", "[plan][
               return s;
           }());
 }
+
+TEST_CASE("growth: a VHD differencing top grows by whole blocks, not by its 512-byte sectors", "[plan][growth]") {
+    // The top layer stores one sector of disk block [0, 2M) (so the block is in its file);
+    // its sector bitmap granule is 512 bytes, its growth unit the 2 MiB block.
+    Layer top;
+    top.granule_size = 512;
+    top.growth_unit = 2 * M;
+    top.allocated.add(b(M + 4 * K, M + 4 * K + 512));
+    Plan plan;
+    plan.moves = {
+        to(10, 1),   // disk 1M+40K: block 0, already in the file → nothing
+        to(300, 1),  // disk 1M+1200K = 2.17M: block 1, nowhere → the file grows by 2 MiB
+        to(310, 2),  // block 1 again → nothing more
+    };
+    const GrowthFigures g = plan_growth(volume(), {top}, plan);
+    CHECK(g.thin_growth_bytes == 2 * M);
+    CHECK(g.clone_delta_growth_bytes == 0);
+    CHECK(GrowthModel(volume(), {top}, 0).granule() == 2 * M);
+}

@@ -133,10 +133,10 @@ VolumeMap require_claims_hold(const Disk& d, const Plan& plan) {
     CHECK(s.thin_growth_bytes == thin);
     CHECK(s.clone_delta_growth_bytes == clone);
 
-    // Reclaimable as analyze_layer_usage computes it, on a top layer at the plan's granule
+    // Reclaimable as analyze_layer_usage computes it, on a top layer growing by the plan's granule
     // that also holds every granule the plan wrote.
     std::vector<Layer> layers = d.layers;
-    layers[0].granule_size = s.granule_size;
+    layers[0].growth_unit = s.granule_size;
     CHECK(s.reclaimable_bytes_before == analyze_layer_usage(d.map, layers)[0].reclaimable_bytes);
     layers[0].allocated += written;
     CHECK(s.reclaimable_bytes_after == analyze_layer_usage(after, layers)[0].reclaimable_bytes);
