@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace guestfrag {
 
@@ -27,6 +29,23 @@ public:
 
 private:
     ErrorKind kind_;
+};
+
+/// NotFound for a layer's parent that is nowhere the hypervisor would look: also says
+/// which depth needs it, so a front end can ask for the file and open the image again
+/// with it as parents[depth - 1].
+class MissingParentError : public Error {
+public:
+    MissingParentError(std::size_t depth, std::string recorded, const std::string& message)
+        : Error(ErrorKind::NotFound, message), depth_(depth), recorded_(std::move(recorded)) {}
+    /// Depth of the missing layer: 1 for the image's own parent, 2 for its grandparent...
+    [[nodiscard]] std::size_t depth() const noexcept { return depth_; }
+    /// The parent's name as its child records it.
+    [[nodiscard]] const std::string& recorded() const noexcept { return recorded_; }
+
+private:
+    std::size_t depth_;
+    std::string recorded_;
 };
 
 }  // namespace guestfrag

@@ -52,8 +52,16 @@ public:
             std::function<void()> deliver;
             try {
                 deliver = [done, result = work(progress)]() mutable { done(std::move(result)); };
-            } catch (const Error& e) {
-                deliver = [failed, e] { failed(e); };
+            } catch (const Error&) {
+                // Rethrown on the receiving thread so that `failed` sees the error's own
+                // type (MissingParentError carries the depth to ask a parent for).
+                deliver = [failed, error = std::current_exception()] {
+                    try {
+                        std::rethrow_exception(error);
+                    } catch (const Error& e) {
+                        failed(e);
+                    }
+                };
             } catch (const std::exception& e) {
                 deliver = [failed, e = Error(ErrorKind::Internal, e.what())] { failed(e); };
             }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/main_window.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <QApplication>
@@ -486,19 +487,19 @@ void MainWindow::report_error(const QString& image, const Error& error) {
 }
 
 bool MainWindow::offer_parent(const Error& error) {
-    // The core names the missing parent in a NotFound error ("parent not found: NAME ...").
+    const auto* missing = dynamic_cast<const MissingParentError*>(&error);
+    if (missing == nullptr || !QFileInfo::exists(image_path_)) return false;
     const QString reason = QString::fromStdString(error.what());
-    if (error.kind() != ErrorKind::NotFound || !reason.startsWith(QStringLiteral("parent not found")) ||
-        !QFileInfo::exists(image_path_))
-        return false;
     const auto answer = QMessageBox::question(
         this, tr("Parent image missing"), tr("%1\n\nChoose the parent image file?").arg(reason),
         QMessageBox::Open | QMessageBox::Cancel, QMessageBox::Open);
     if (answer != QMessageBox::Open) return false;
     const QString parent = QFileDialog::getOpenFileName(this, tr("Parent image"), QFileInfo(image_path_).absolutePath());
     if (parent.isEmpty()) return false;
+    // The file replaces the parent at the missing depth; shallower ones keep what was given.
     std::vector<std::string> parents = parents_;
-    parents.push_back(parent.toStdString());
+    parents.resize(std::max(parents.size(), missing->depth()));
+    parents[missing->depth() - 1] = parent.toStdString();
     open_image(image_path_, parents);
     return true;
 }

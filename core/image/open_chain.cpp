@@ -32,9 +32,9 @@ std::string choose_parent(const ParentLink& link, const std::vector<std::string>
         if (fs::is_regular_file(candidate) || fs::is_block_file(candidate)) return candidate;
     std::string tried;
     for (const std::string& candidate : link.candidates) tried += (tried.empty() ? "" : ", ") + candidate;
-    throw Error(ErrorKind::NotFound, "parent not found: " + link.recorded +
-                                         (tried.empty() ? "" : " (looked for " + tried + ")") +
-                                         "; give it with --parent");
+    throw MissingParentError(depth, link.recorded,
+                             "parent not found: " + link.recorded + (tried.empty() ? "" : " (looked for " + tried + ")") +
+                                 "; give it with --parent");
 }
 
 /// The family a sniffed format belongs to, as a child records its parent's format.

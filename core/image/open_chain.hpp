@@ -16,8 +16,8 @@ inline constexpr std::size_t kMaxChainDepth = 64;
 /// formats record them. `parents[i]`, when given, replaces the recorded parent of the
 /// layer at depth i (so `--parent` supplies a moved or missing base; the parent's recorded
 /// format and identity are still checked). A parent recorded as raw is opened as raw
-/// without looking at its content. Throws Error(NotFound, "parent not found: <recorded>
-/// ...") naming the recorded parent, Error(Unsupported) for a recorded parent format
+/// without looking at its content. Throws MissingParentError (NotFound, "parent not found:
+/// <recorded> ...", with the depth that needs it), Error(Unsupported) for a recorded parent format
 /// guestfrag does not read, Error(Corrupt) for loops, chains deeper than kMaxChainDepth,
 /// parents whose content is not their recorded format and identity mismatches.
 [[nodiscard]] std::unique_ptr<DiskImage> open_chain(const std::string& path,

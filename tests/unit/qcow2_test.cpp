@@ -466,6 +466,23 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
         disk->read(0, ours);
         CHECK(std::memcmp(ours.data(), theirs.data(), ours.size()) == 0);
     }
+    SECTION("a missing grandparent says its depth, and --parent at that depth supplies it") {
+        run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "top.qcow2", "-F", "qcow2",
+                (dir / "leaf.qcow2").string()});
+        fs::rename(base, dir / "moved.qcow2");
+        try {
+            (void)open_chain((dir / "leaf.qcow2").string());
+            FAIL("a chain without its base opened");
+        } catch (const MissingParentError& e) {
+            CHECK(e.kind() == ErrorKind::NotFound);
+            CHECK(e.depth() == 2);  // leaf (0) → top (1) → base (2)
+            CHECK(e.recorded() == "base.qcow2");
+        }
+        const auto disk = open_chain((dir / "leaf.qcow2").string(), {"", (dir / "moved.qcow2").string()});
+        REQUIRE(disk->layers().size() == 3);
+        CHECK(disk->layers()[1].path == (dir / "top.qcow2").string());
+        CHECK(disk->layers()[2].path == (dir / "moved.qcow2").string());
+    }
     SECTION("a loop of two files") {
         run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "b.qcow2", "-F", "qcow2", "-u",
                 (dir / "a.qcow2").string(), "24M"});
