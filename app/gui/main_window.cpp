@@ -386,6 +386,16 @@ void MainWindow::update_summary() {
                        .arg(size_text(v.free_space.free_clusters * v.map.cluster_size))
                        .arg(v.free_space.extents)
                        .arg(v.free_space.fragmentation_percent, 0, 'f', 1);
+    // Where the image file keeps this volume's data (docs/metrics.md §6): NTFS can be
+    // contiguous while the .qcow2/.vmdk holds it out of order.
+    if (!v.layers.empty()) {
+        const HostLayout& h = v.layers.front().host;
+        text += tr(" · in the image file: %1 extents, %2 seeks (%3 backward), %4% fragmented")
+                    .arg(h.extents)
+                    .arg(h.seeks)
+                    .arg(h.backward_seeks)
+                    .arg(h.fragmentation_percent, 0, 'f', 1);
+    }
     summary_->setText(text);
 }
 

@@ -67,6 +67,7 @@ public:
     [[nodiscard]] QTableView* files_view() const { return files_view_; }
     [[nodiscard]] HistogramPanel* histograms() const { return histograms_; }
     [[nodiscard]] WarningsModel* warnings_model() const { return warnings_; }
+    [[nodiscard]] QLabel* summary() const { return summary_; }
 
 signals:
     void analysisFinished();

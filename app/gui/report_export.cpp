@@ -50,6 +50,13 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
     html += tr_row({QStringLiteral("fragmentation"), QString::number(v.files.fragmentation_percent, 'f', 2) + "%"});
     html += tr_row({QStringLiteral("free space fragmentation"),
                     QString::number(v.free_space.fragmentation_percent, 'f', 2) + "%"});
+    for (const LayerUsage& u : v.layers)
+        html += tr_row({QStringLiteral("layer %1 in its file").arg(u.depth),
+                        QStringLiteral("%1 extents, %2 seeks (%3 backward), %4% fragmented")
+                            .arg(u.host.extents)
+                            .arg(u.host.seeks)
+                            .arg(u.host.backward_seeks)
+                            .arg(u.host.fragmentation_percent, 0, 'f', 2)});
     html += QStringLiteral("</table>\n<h3>Most fragmented</h3>\n<table>\n");
     html += tr_row({QStringLiteral("path"), QStringLiteral("stream"), QStringLiteral("size"), QStringLiteral("fragments")},
                    "th");

@@ -6,6 +6,7 @@
 
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QLabel>
 #include <QMimeData>
 #include <QSignalSpy>
 #include <QTimer>
@@ -88,6 +89,14 @@ private slots:
         QCOMPARE(bar_total(seek, "after"), static_cast<double>(core_after.seek_distance.total()));
         QCOMPARE(bar_total(io, "before"), static_cast<double>(core_before.ios));
         QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
+
+        // Summary: the top layer's host layout over this volume, as analyze reports it.
+        const HostLayout& host = analysis_.volumes.front().layers.front().host;
+        QVERIFY2(window.summary()->text().contains(QStringLiteral("%1 extents, %2 seeks (%3 backward)")
+                                                        .arg(host.extents)
+                                                        .arg(host.seeks)
+                                                        .arg(host.backward_seeks)),
+                 qPrintable(window.summary()->text()));
 
         // Warnings: the impact's warnings, one row each.
         QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
