@@ -31,7 +31,10 @@ VolumeResult volume_result(const VolumeAnalysis& v) {
     r.mft_records_in_use = m.mft_records_in_use;
     r.files = v.files;
     r.free_space = v.free_space;
-    if (!v.layers.empty()) r.reclaimable_bytes = v.layers.front().reclaimable_bytes;
+    if (!v.layers.empty()) {
+        r.reclaimable_bytes = v.layers.front().reclaimable_bytes;
+        r.host = v.layers.front().host;
+    }
     return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "analyzers/fragmentation.hpp"
 #include "analyzers/free_space.hpp"
+#include "analyzers/host_layout.hpp"
 #include "core/impact/impact.hpp"
 #include "core/plan/plan.hpp"
 
@@ -35,7 +36,8 @@ struct VolumeResult {
     std::uint64_t mft_records_in_use = 0;
     FileFragmentation files;
     FreeSpaceFragmentation free_space;
-    std::uint64_t reclaimable_bytes = 0;  ///< top layer, at its granule (docs/metrics.md)
+    std::uint64_t reclaimable_bytes = 0;  ///< top layer, in its growth unit (docs/metrics.md §6)
+    HostLayout host;                      ///< top layer's file over this volume (docs/metrics.md §6)
     /// With `batch --plan`: the plan's strategy, summary and guestfrag.plan.v1 text.
     struct PlanResult {
         std::string strategy;

@@ -65,7 +65,11 @@ CREATE TABLE metrics (
   free_extents                     INTEGER NOT NULL,
   largest_free_extent_clusters     INTEGER NOT NULL,
   free_space_fragmentation_percent REAL NOT NULL,
-  reclaimable_bytes                INTEGER NOT NULL
+  reclaimable_bytes                INTEGER NOT NULL,
+  host_extents                     INTEGER,
+  host_seeks                       INTEGER,
+  host_backward_seeks              INTEGER,
+  host_fragmentation_percent       REAL
 );
 CREATE TABLE plans (
   volume_id                INTEGER PRIMARY KEY REFERENCES volumes(volume_id),
@@ -123,6 +127,8 @@ ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
             throw Error(ErrorKind::Unsupported, path + ": not a guestfrag results database");
         if (!create) throw Error(ErrorKind::NotFound, path + ": empty results database");
         create_schema();
+    } else if (version == 1) {
+        upgrade_from_1();
     }
     // WAL: `history` and other readers never block a running batch, and a crash mid-write
     // leaves the last committed image intact.
@@ -133,6 +139,16 @@ void ResultsDb::create_schema() {
     Transaction t(db_);
     db_.exec(kSchema);
     db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    t.commit();
+}
+
+void ResultsDb::upgrade_from_1() {
+    // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
+    Transaction t(db_);
+    for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
+                               "host_fragmentation_percent REAL"})
+        db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
+    db_.exec("PRAGMA user_version = 2");
     t.commit();
 }
 
@@ -181,7 +197,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
                      "INSERT INTO volumes (image_id, partition, start, length, cluster_size, total_clusters, "
                      "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement metrics(db_,
-                      "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                      "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement warning(db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
@@ -193,7 +209,9 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
         metrics.bind(1, volume_id).bind(2, f.files).bind(3, f.fragmented_files).bind(4, f.fragments);
         metrics.bind(5, f.excess_fragments).bind(6, f.fragmented_bytes).bind(7, f.fragmentation_percent);
         metrics.bind(8, f.mft_fragments).bind(9, v.free_space.extents).bind(10, v.free_space.largest_extent_clusters);
-        metrics.bind(11, v.free_space.fragmentation_percent).bind(12, v.reclaimable_bytes).run();
+        metrics.bind(11, v.free_space.fragmentation_percent).bind(12, v.reclaimable_bytes);
+        metrics.bind(13, v.host.extents).bind(14, v.host.seeks).bind(15, v.host.backward_seeks);
+        metrics.bind(16, v.host.fragmentation_percent).run();
         if (v.plan) {
             const PlanSummary& s = v.plan->summary;
             plan.bind(1, volume_id).bind(2, v.plan->strategy).bind(3, s.moves).bind(4, s.moved_bytes);
@@ -215,7 +233,8 @@ std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optiona
                 "SELECT i.analyzed_at, i.status, coalesce(i.error, ''), coalesce(v.partition, 0), "
                 "coalesce(m.fragmentation_percent, 0), coalesce(m.fragmented_files, 0), "
                 "coalesce(m.excess_fragments, 0), coalesce(m.free_space_fragmentation_percent, 0), "
-                "coalesce(m.free_extents, 0), coalesce(v.free_clusters * v.cluster_size, 0) "
+                "coalesce(m.free_extents, 0), coalesce(v.free_clusters * v.cluster_size, 0), "
+                "m.host_seeks, m.host_fragmentation_percent "
                 "FROM images i LEFT JOIN volumes v ON v.image_id = i.image_id "
                 "LEFT JOIN metrics m ON m.volume_id = v.volume_id "
                 "WHERE i.path = ? AND (? IS NULL OR v.partition = ? OR i.status = 'failed') "
@@ -234,6 +253,8 @@ std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optiona
         h.free_space_fragmentation_percent = s.real(7);
         h.free_extents = static_cast<std::uint64_t>(s.integer(8));
         h.free_bytes = static_cast<std::uint64_t>(s.integer(9));
+        if (!s.is_null(10)) h.host_seeks = static_cast<std::uint64_t>(s.integer(10));
+        if (!s.is_null(11)) h.host_fragmentation_percent = s.real(11);
         rows.push_back(std::move(h));
     }
     return rows;
@@ -264,7 +285,8 @@ void ResultsDb::merge_from(const std::string& other) {
         db_.exec("INSERT INTO main.metrics SELECT volume_id + " + volumes +
                  ", files, fragmented_files, fragments, excess_fragments, fragmented_bytes, "
                  "fragmentation_percent, mft_fragments, free_extents, largest_free_extent_clusters, "
-                 "free_space_fragmentation_percent, reclaimable_bytes FROM source.metrics");
+                 "free_space_fragmentation_percent, reclaimable_bytes, host_extents, host_seeks, host_backward_seeks, "
+                 "host_fragmentation_percent FROM source.metrics");
         db_.exec("INSERT INTO main.plans SELECT volume_id + " + volumes +
                  ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, "
                  "thin_growth_bytes, clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, "

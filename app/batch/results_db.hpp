@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -26,6 +26,9 @@ struct HistoryRow {
     double free_space_fragmentation_percent = 0;
     std::uint64_t free_extents = 0;
     std::uint64_t free_bytes = 0;
+    /// The image file's layout over the volume; absent in rows stored before schema 2.
+    std::optional<std::uint64_t> host_seeks;
+    std::optional<double> host_fragmentation_percent;
 };
 
 /// The batch results database (SQLite): runs, images, volumes, metrics, plans, warnings.
@@ -33,7 +36,8 @@ struct HistoryRow {
 /// finished. Not thread-safe: one owner writes (the batch runner serialises its workers).
 class ResultsDb {
 public:
-    /// Opens the database at `path`, creating it and its tables when `create`. Throws
+    /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
+    /// a schema-1 database in place (schema 2 adds the nullable host_* metrics). Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);
@@ -59,6 +63,7 @@ public:
 
 private:
     void create_schema();
+    void upgrade_from_1();
     Database db_;
 };
 

@@ -46,14 +46,18 @@ void add_history_command(CLI::App& app) {
                                {"excess_fragments", r.excess_fragments},
                                {"free_space_fragmentation_percent", r.free_space_fragmentation_percent},
                                {"free_extents", r.free_extents},
-                               {"free_bytes", r.free_bytes}});
+                               {"free_bytes", r.free_bytes},
+                               {"host_seeks", r.host_seeks ? nlohmann::ordered_json(*r.host_seeks) : nullptr},
+                               {"host_fragmentation_percent", r.host_fragmentation_percent
+                                                                  ? nlohmann::ordered_json(*r.host_fragmentation_percent)
+                                                                  : nullptr}});
             std::cout << out.dump(2) << '\n';
             return;
         }
         std::cout << "History of " << path << "\n\n"
                   << pad("analysed (UTC)", 22) << pad("part", 5, true) << pad("files %", 10, true)
                   << pad("fragmented", 12, true) << pad("excess", 10, true) << pad("free %", 9, true)
-                  << pad("free ext", 10, true) << pad("free", 12, true) << '\n';
+                  << pad("free ext", 10, true) << pad("free", 12, true) << pad("host %", 9, true) << '\n';
         std::map<int, std::pair<double, double>> trend;  // partition -> (first, last) fragmentation %
         for (const batch::HistoryRow& r : rows) {
             if (r.status != "ok") {
@@ -67,6 +71,8 @@ void add_history_command(CLI::App& app) {
                       << pad(std::to_string(r.excess_fragments), 10, true)
                       << pad(fixed(r.free_space_fragmentation_percent, 1), 9, true)
                       << pad(std::to_string(r.free_extents), 10, true) << pad(format_size(r.free_bytes), 12, true)
+                      // Rows stored before schema 2 did not measure the image file's layout.
+                      << pad(r.host_fragmentation_percent ? fixed(*r.host_fragmentation_percent, 2) : "-", 9, true)
                       << '\n';
         }
         std::cout << '\n';

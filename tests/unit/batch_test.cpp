@@ -120,6 +120,14 @@ TEST_CASE("batch records every image, the corrupt one with its error, and equals
         const Json a = Json::parse(analysis.out);
         CHECK(fragmentation == Approx(a["volumes"][0]["files"]["fragmentation_percent"].get<double>()));
         CHECK(lines[path]["volumes"][0]["fragmented_files"] == a["volumes"][0]["files"]["fragmented"]);
+        // The image file's layout over the first volume, as analyze reports it.
+        const Json& host = a["volumes"][0]["layers"][0]["host"];
+        const std::string volume_metrics =
+            " FROM images i JOIN volumes v USING (image_id) JOIN metrics m USING (volume_id) WHERE i.path = '" + path +
+            "' ORDER BY v.partition LIMIT 1";
+        CHECK(count(db, "SELECT m.host_extents" + volume_metrics) == host["extents"].get<std::int64_t>());
+        CHECK(count(db, "SELECT m.host_seeks" + volume_metrics) == host["seeks"].get<std::int64_t>());
+        CHECK(count(db, "SELECT m.host_backward_seeks" + volume_metrics) == host["backward_seeks"].get<std::int64_t>());
     }
     // --plan recorded one plan per volume with its JSON, and the plan replays on the image.
     CHECK(count(db, "SELECT count(*) FROM plans") == 4);
@@ -189,6 +197,41 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
     const auto history = test::run_cli({"history", images[2], "--db", db.string(), "--json"});
     REQUIRE(history.status == 0);
     CHECK(Json::parse(history.out).size() == 2);
+}
+
+TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows", "[batch][schema]") {
+    const Scratch store{make_datastore("batch-schema")};
+    const fs::path& dir = store.dir;
+    const fs::path db = dir / "old.sqlite";
+    REQUIRE(test::run_cli({"batch", dir.string(), "--db", db.string()}).status == 2);  // broken.img fails
+    const std::int64_t stored = count(db, "SELECT count(*) FROM metrics");
+    REQUIRE(stored == 4);
+    {
+        // What schema 1 wrote: no host_* columns.
+        batch::Database d(db.string(), false);
+        for (const char* column : {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
+            d.exec(std::string("ALTER TABLE metrics DROP COLUMN ") + column);
+        d.exec("PRAGMA user_version = 1");
+    }
+    const std::string image = (dir / "vm41.img").string();
+    const auto old_history = test::run_cli({"history", image, "--db", db.string(), "--json"});
+    INFO(old_history.err);
+    REQUIRE(old_history.status == 0);
+    const Json rows = Json::parse(old_history.out);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0]["host_seeks"].is_null());  // not measured then, not invented now
+    CHECK(count(db, "PRAGMA user_version") == 2);
+    CHECK(count(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
+
+    // A new run adds measured rows beside the old ones.
+    REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
+    const Json both = Json::parse(test::run_cli({"history", image, "--db", db.string(), "--json"}).out);
+    REQUIRE(both.size() == 2);
+    CHECK(both[0]["host_seeks"].is_null());
+    const Json a = Json::parse(test::run_cli({"analyze", image, "--json"}).out);
+    CHECK(both[1]["host_seeks"] == a["volumes"][0]["layers"][0]["host"]["seeks"]);
+    const auto text = test::run_cli({"history", image, "--db", db.string()});
+    CHECK(text.out.find("host %") != std::string::npos);
 }
 
 TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch][rate]") {
