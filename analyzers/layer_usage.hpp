@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analyzers/host_layout.hpp"
+#include "core/image/host_layout.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/model/volume_map.hpp"
 

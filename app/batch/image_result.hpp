@@ -8,7 +8,7 @@
 
 #include "analyzers/fragmentation.hpp"
 #include "analyzers/free_space.hpp"
-#include "analyzers/host_layout.hpp"
+#include "core/image/host_layout.hpp"
 #include "core/impact/impact.hpp"
 #include "core/plan/plan.hpp"
 

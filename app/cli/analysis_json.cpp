@@ -6,16 +6,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json host_json(const HostLayout& h) {
-    return {{"stored_bytes", h.stored_bytes},
-            {"unplaced_bytes", h.unplaced_bytes},
-            {"extents", h.extents},
-            {"seeks", h.seeks},
-            {"backward_seeks", h.backward_seeks},
-            {"granules", h.granules},
-            {"fragmentation_percent", h.fragmentation_percent}};
-}
-
 Json layer_json(const Layer& layer, const HostLayout& host) {
     return {{"depth", layer.depth},
             {"path", layer.path},
@@ -23,7 +13,7 @@ Json layer_json(const Layer& layer, const HostLayout& host) {
             {"granule_size", layer.granule_size},
             {"growth_unit", layer.growth_granule()},
             {"allocated_bytes", layer.allocated_bytes()},
-            {"host", host_json(host)}};
+            {"host", host_layout_json(host)}};
 }
 
 Json stream_json(const VolumeMap& map, const Stream& s) {
@@ -97,7 +87,7 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
                           {"ntfs_used_bytes", u.ntfs_used_bytes},
                           {"ntfs_free_bytes", u.ntfs_free_bytes},
                           {"reclaimable_bytes", u.reclaimable_bytes},
-                          {"host", host_json(u.host)}});
+                          {"host", host_layout_json(u.host)}});
     j["layers"] = std::move(layers);
     if (with_streams) {
         Json streams = Json::array();
@@ -108,6 +98,16 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
 }
 
 }  // namespace
+
+Json host_layout_json(const HostLayout& h) {
+    return {{"stored_bytes", h.stored_bytes},
+            {"unplaced_bytes", h.unplaced_bytes},
+            {"extents", h.extents},
+            {"seeks", h.seeks},
+            {"backward_seeks", h.backward_seeks},
+            {"granules", h.granules},
+            {"fragmentation_percent", h.fragmentation_percent}};
+}
 
 Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
     Json layers = Json::array();

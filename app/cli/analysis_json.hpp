@@ -9,6 +9,9 @@ namespace guestfrag::cli {
 
 /// The `guestfrag.analysis.v1` document (DESIGN §6, contract); streams only when
 /// `with_streams` (--files).
+/// A HostLayout (docs/metrics.md §6) as `analyze` and `impact` write it.
+[[nodiscard]] nlohmann::ordered_json host_layout_json(const HostLayout& host);
+
 [[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis, bool with_streams);
 
 }  // namespace guestfrag::cli

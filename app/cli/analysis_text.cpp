@@ -14,15 +14,6 @@ void row(std::ostream& out, const std::string& label, const std::string& value) 
     out << "  " << pad(label, 30) << value << '\n';
 }
 
-/// "12 extents, 11 seeks (3 backward), 0.52% fragmented in the file" for a HostLayout.
-std::string host_text(const HostLayout& h) {
-    std::string text = std::to_string(h.extents) + " extent(s), " + std::to_string(h.seeks) + " seek(s) (" +
-                       std::to_string(h.backward_seeks) + " backward), " + fixed(h.fragmentation_percent, 2) +
-                       "% fragmented";
-    if (h.unplaced_bytes != 0) text += "; " + format_size(h.unplaced_bytes) + " compressed";
-    return text;
-}
-
 void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, bool all_files) {
     const VolumeMap& m = v.map;
     const FileFragmentation& f = v.files;
@@ -56,7 +47,7 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
             format_size(u.allocated_bytes) + " allocated: " + format_size(u.ntfs_used_bytes) + " NTFS-used, " +
                 format_size(u.ntfs_free_bytes) + " NTFS-free (" + format_size(u.reclaimable_bytes) +
                 " reclaimable in whole granules)");
-        row(out, "Layer " + std::to_string(u.depth) + " file layout", host_text(u.host));
+        row(out, "Layer " + std::to_string(u.depth) + " file layout", host_layout_text(u.host));
     }
 
     if (!fs.histogram.empty()) {
@@ -88,6 +79,14 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
 
 }  // namespace
 
+std::string host_layout_text(const HostLayout& h) {
+    std::string text = std::to_string(h.extents) + " extent(s), " + std::to_string(h.seeks) + " seek(s) (" +
+                       std::to_string(h.backward_seeks) + " backward), " + fixed(h.fragmentation_percent, 2) +
+                       "% fragmented";
+    if (h.unplaced_bytes != 0) text += "; " + format_size(h.unplaced_bytes) + " compressed";
+    return text;
+}
+
 void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files) {
     out << "Image " << a.path << "\n";
     row(out, "Format", a.format);
@@ -97,7 +96,7 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
         row(out, "Layer " + std::to_string(l.depth) + " (" + l.format + ")",
             format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
                 l.path);
-        row(out, "  file layout", host_text(a.host[i]));
+        row(out, "  file layout", host_layout_text(a.host[i]));
     }
     out << "\nPartitions (" << a.table.label << ")\n";
     out << "  " << pad("#", 4) << pad("start", 14, true) << pad("length", 14, true) << "  " << pad("type", 11)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/impact_json.hpp"
 
+#include "app/cli/analysis_json.hpp"
+
 namespace guestfrag::cli {
 
 namespace {
@@ -70,7 +72,12 @@ Json impact_to_json(const Impact& impact, const std::string& image, const std::s
               {"clone",
                {{"parent_layers", impact.clone.parent_layers},
                 {"shared_bytes", impact.clone.shared_bytes},
-                {"sharing_lost_bytes", impact.clone.sharing_lost_bytes}}}}},
+                {"sharing_lost_bytes", impact.clone.sharing_lost_bytes}}},
+              {"host",
+               {{"before", host_layout_json(impact.host.before)},
+                {"after", impact.host.after ? host_layout_json(*impact.host.after) : Json(nullptr)},
+                {"new_bytes", impact.host.new_bytes},
+                {"in_place", impact.host.in_place}}}}},
             {"warnings", std::move(warnings)}};
 }
 

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "app/cli/analysis_text.hpp"
 #include "app/cli/sizes.hpp"
 
 namespace guestfrag::cli {
@@ -75,6 +76,14 @@ void print_impact(std::ostream& out, const Impact& impact) {
         out << "\nLinked clone (" << impact.clone.parent_layers << " parent layer(s))\n";
         row(out, "read through to parents", format_size(impact.clone.shared_bytes));
         row(out, "copied up by the plan", format_size(impact.clone.sharing_lost_bytes));
+    }
+
+    out << "\nImage file layout over the volume (top layer)\n";
+    row(out, "before", host_layout_text(impact.host.before));
+    if (impact.host.after) {
+        row(out, "after", host_layout_text(*impact.host.after));
+        row(out, "newly allocated", format_size(impact.host.new_bytes) +
+                                        (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
     }
 
     out << "\nWarnings\n";

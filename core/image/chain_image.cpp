@@ -5,23 +5,10 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/image/host_layout.hpp"
 
 namespace guestfrag {
 namespace {
-
-/// Appends stored data at `file_offset` to the layer's host extents, extending the last
-/// one when the new piece continues it on the disk and in the same file.
-void add_host_extent(std::vector<HostExtent>& extents, const HostExtent& piece) {
-    if (!extents.empty()) {
-        HostExtent& last = extents.back();
-        if (last.file == piece.file && last.virtual_offset + last.length == piece.virtual_offset &&
-            last.file_offset + last.length == piece.file_offset) {
-            last.length += piece.length;
-            return;
-        }
-    }
-    extents.push_back(piece);
-}
 
 Layer map_layer(const LayerFile& file, int depth) {
     Layer layer;
@@ -38,8 +25,10 @@ Layer map_layer(const LayerFile& file, int depth) {
         const auto range = ByteSet::interval_type::right_open(offset, end);
         if (m.state == Allocation::Data) {
             layer.allocated.add(layer.allocated.end(), range);
-            if (m.file_offset) add_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
-        } else if (m.state == Allocation::Zero) layer.zero.add(layer.zero.end(), range);
+            if (m.file_offset) append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
+        } else if (m.state == Allocation::Zero) {
+            layer.zero.add(layer.zero.end(), range);
+        }
         offset = end;
     }
     return layer;

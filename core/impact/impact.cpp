@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// assess_impact: the figures of docs/impact.md §1–7 for one plan.
+// assess_impact: the figures of docs/impact.md §1–7 and §9 for one plan.
 #include "core/impact/impact.hpp"
 
 #include <algorithm>
 #include <bit>
+#include <iterator>
 
 #include "core/error.hpp"
 #include "core/impact/content_map.hpp"
@@ -99,6 +100,53 @@ std::uint64_t vss_copy_bytes(const VolumeMap& volume, const ContentMap& content)
     return granule_bytes(relative, kVssBlock);
 }
 
+/// §9: the top layer's file before and after the plan. Growth units the plan newly
+/// allocates in the top layer land in the order the moves first write them: appended at
+/// the end of the file by the container formats, at their own offset in a raw file.
+HostFigures host_figures(const Layer& top, const VolumeMap& volume, const Plan& plan) {
+    const std::uint64_t cs = volume.cluster_size;
+    const std::uint64_t begin = volume.partition_offset;
+    const std::uint64_t end = begin + static_cast<std::uint64_t>(volume.total_clusters) * cs;
+    HostFigures out;
+    out.before = analyze_host_layout(top, begin, end);
+    if (std::any_of(top.host_extents.begin(), top.host_extents.end(), [](const HostExtent& e) { return e.file != 0; }))
+        return out;
+    out.in_place = top.format == "raw";
+    const std::uint64_t unit = std::max<std::uint64_t>(top.growth_granule(), 1);
+    ByteSet held = whole_granules_touching(top.allocated, unit);
+    std::uint64_t file_end = 0;
+    for (const HostExtent& e : top.host_extents) file_end = std::max(file_end, e.file_offset + e.length);
+    std::vector<HostExtent> added;
+    for (const Move& m : plan.moves) {
+        const std::uint64_t lo = begin + static_cast<std::uint64_t>(m.to_lcn) * cs;
+        const std::uint64_t hi = lo + static_cast<std::uint64_t>(m.clusters) * cs;
+        for (std::uint64_t g = lo / unit * unit; g < hi; g += unit) {
+            if (boost::icl::contains(held, g)) continue;
+            held.add(Bytes::right_open(g, g + unit));
+            added.push_back({g, out.in_place ? g : file_end, unit, 0});
+            if (!out.in_place) file_end += unit;
+            out.new_bytes += unit;
+        }
+    }
+    // The after-layer: the stored extents and the new units, in disk order (they never
+    // overlap: a new unit holds no stored byte).
+    Layer after;
+    after.granule_size = top.granule_size;
+    after.growth_unit = unit;
+    after.allocated = top.allocated;
+    std::sort(added.begin(), added.end(),
+              [](const HostExtent& a, const HostExtent& b) { return a.virtual_offset < b.virtual_offset; });
+    std::vector<HostExtent> merged;
+    std::merge(top.host_extents.begin(), top.host_extents.end(), added.begin(), added.end(), std::back_inserter(merged),
+               [](const HostExtent& a, const HostExtent& b) { return a.virtual_offset < b.virtual_offset; });
+    for (const HostExtent& e : merged) {
+        append_host_extent(after.host_extents, e);
+        after.allocated.add(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
+    }
+    out.after = analyze_host_layout(after, begin, end);
+    return out;
+}
+
 }  // namespace
 
 std::string_view severity_name(Severity severity) noexcept {
@@ -150,6 +198,7 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
 
     out.alignment = alignment_figures(table, chunks);
     out.clone = clone_figures(before, layers, content);
+    if (!layers.empty()) out.host = host_figures(layers.front(), before, plan);
     out.warnings = impact_warnings(out, image);
     return out;
 }

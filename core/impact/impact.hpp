@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/image/disk_image.hpp"
+#include "core/image/host_layout.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/partition/partition.hpp"
 #include "core/plan/growth.hpp"
@@ -99,6 +100,18 @@ struct CloneFigures {
     friend bool operator==(const CloneFigures&, const CloneFigures&) = default;
 };
 
+/// §9: where the top layer's file keeps the volume's data, before and after the plan.
+struct HostFigures {
+    HostLayout before;
+    /// Absent for a layer of several files (twoGbMaxExtentSparse): which extent file a new
+    /// grain goes to is not recorded in the layer.
+    std::optional<HostLayout> after;
+    std::uint64_t new_bytes = 0;  ///< growth units the plan newly allocates in the top layer
+    bool in_place = false;        ///< raw: they land at their own offset, not at the file's end
+
+    friend bool operator==(const HostFigures&, const HostFigures&) = default;
+};
+
 /// Everything `guestfrag impact` prints for one plan.
 struct Impact {
     int partition = 0;
@@ -114,6 +127,7 @@ struct Impact {
     VssFigures vss;
     std::vector<AlignmentFigures> alignment;  ///< every partition of the disk
     CloneFigures clone;
+    HostFigures host;
     std::vector<ImpactWarning> warnings;      ///< most severe first
 };
 

@@ -60,6 +60,16 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
                            " of its files read through to the base); the plan copies " + size_text(b) +
                            " of shared base data into the clone. Defragment the parent, then recompose the clones"});
     }
+    if (const auto& h = impact.host; h.after && h.after->seeks > h.before.seeks) {
+        const std::string file = layers.empty() ? "the image file" : layers.front().path;
+        out.push_back({"HOST_FRAGMENTATION", Severity::Info, h.new_bytes,
+                       "the plan places " + size_text(h.new_bytes) + " of new " +
+                           size_text(layers.empty() ? 0 : layers.front().growth_granule()) +
+                           " units at the end of " + file + ", out of disk order: a sequential read of the volume "
+                           "seeks " + std::to_string(h.before.seeks) + " -> " + std::to_string(h.after->seeks) +
+                           " times in the file; rewrite the file in order afterwards (qemu-img convert, "
+                           "vmkfstools -i, Convert-VHD) or use thin-safe"});
+    }
     if (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0) {
         std::string message = size_text(impact.reclaimable_bytes_before) +
                                " of NTFS-free space is still allocated in the top layer";

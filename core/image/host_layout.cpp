@@ -1,9 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "analyzers/host_layout.hpp"
+#include "core/image/host_layout.hpp"
 
 #include <algorithm>
 
 namespace guestfrag {
+
+void append_host_extent(std::vector<HostExtent>& extents, const HostExtent& piece) {
+    if (!extents.empty()) {
+        HostExtent& last = extents.back();
+        if (last.file == piece.file && last.virtual_offset + last.length == piece.virtual_offset &&
+            last.file_offset + last.length == piece.file_offset) {
+            last.length += piece.length;
+            return;
+        }
+    }
+    extents.push_back(piece);
+}
 
 HostLayout analyze_host_layout(const Layer& layer, std::uint64_t begin, std::uint64_t end) {
     HostLayout out;

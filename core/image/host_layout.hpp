@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/image/disk_image.hpp"
 
@@ -25,8 +26,14 @@ struct HostLayout {
     std::uint64_t seeks = 0;
     std::uint64_t backward_seeks = 0;  ///< ...and of those, jumps back within the same file
     std::uint64_t granules = 0;        ///< growth-unit-sized steps the stored data spans
-    double fragmentation_percent = 0;  ///< 100 · seeks / (granules − 1); 0 with < 2 granules
+    double fragmentation_percent = 0;  ///< 100 · seeks / max(seeks, granules − 1); 0 if both are 0
+
+    friend bool operator==(const HostLayout&, const HostLayout&) = default;
 };
+
+/// Appends `piece` (past every extent already there) to `extents`, extending the last one
+/// when the piece continues it on the disk and in the same file: keeps them maximal.
+void append_host_extent(std::vector<HostExtent>& extents, const HostExtent& piece);
 
 /// Host layout of `layer` over the virtual-disk bytes [begin, end). O(host extents).
 [[nodiscard]] HostLayout analyze_host_layout(const Layer& layer, std::uint64_t begin, std::uint64_t end);
