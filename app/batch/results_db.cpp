@@ -196,8 +196,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     Statement volume(db_,
                      "INSERT INTO volumes (image_id, partition, start, length, cluster_size, total_clusters, "
                      "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement metrics(db_,
-                      "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement metrics(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement warning(db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
@@ -285,8 +284,8 @@ void ResultsDb::merge_from(const std::string& other) {
         db_.exec("INSERT INTO main.metrics SELECT volume_id + " + volumes +
                  ", files, fragmented_files, fragments, excess_fragments, fragmented_bytes, "
                  "fragmentation_percent, mft_fragments, free_extents, largest_free_extent_clusters, "
-                 "free_space_fragmentation_percent, reclaimable_bytes, host_extents, host_seeks, host_backward_seeks, "
-                 "host_fragmentation_percent FROM source.metrics");
+                 "free_space_fragmentation_percent, reclaimable_bytes, host_extents, host_seeks, "
+                 "host_backward_seeks, host_fragmentation_percent FROM source.metrics");
         db_.exec("INSERT INTO main.plans SELECT volume_id + " + volumes +
                  ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, "
                  "thin_growth_bytes, clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, "

@@ -37,20 +37,21 @@ void add_history_command(CLI::App& app) {
         if (opts->json) {
             nlohmann::ordered_json out = nlohmann::ordered_json::array();
             for (const batch::HistoryRow& r : rows)
-                out.push_back({{"analyzed_at", r.analyzed_at},
-                               {"status", r.status},
-                               {"error", r.error},
-                               {"partition", r.partition},
-                               {"fragmentation_percent", r.fragmentation_percent},
-                               {"fragmented_files", r.fragmented_files},
-                               {"excess_fragments", r.excess_fragments},
-                               {"free_space_fragmentation_percent", r.free_space_fragmentation_percent},
-                               {"free_extents", r.free_extents},
-                               {"free_bytes", r.free_bytes},
-                               {"host_seeks", r.host_seeks ? nlohmann::ordered_json(*r.host_seeks) : nullptr},
-                               {"host_fragmentation_percent", r.host_fragmentation_percent
-                                                                  ? nlohmann::ordered_json(*r.host_fragmentation_percent)
-                                                                  : nullptr}});
+                out.push_back(
+                    {{"analyzed_at", r.analyzed_at},
+                     {"status", r.status},
+                     {"error", r.error},
+                     {"partition", r.partition},
+                     {"fragmentation_percent", r.fragmentation_percent},
+                     {"fragmented_files", r.fragmented_files},
+                     {"excess_fragments", r.excess_fragments},
+                     {"free_space_fragmentation_percent", r.free_space_fragmentation_percent},
+                     {"free_extents", r.free_extents},
+                     {"free_bytes", r.free_bytes},
+                     {"host_seeks", r.host_seeks ? nlohmann::ordered_json(*r.host_seeks) : nullptr},
+                     {"host_fragmentation_percent",
+                      r.host_fragmentation_percent ? nlohmann::ordered_json(*r.host_fragmentation_percent)
+                                                   : nullptr}});
             std::cout << out.dump(2) << '\n';
             return;
         }
@@ -70,9 +71,11 @@ void add_history_command(CLI::App& app) {
                       << pad(std::to_string(r.fragmented_files), 12, true)
                       << pad(std::to_string(r.excess_fragments), 10, true)
                       << pad(fixed(r.free_space_fragmentation_percent, 1), 9, true)
-                      << pad(std::to_string(r.free_extents), 10, true) << pad(format_size(r.free_bytes), 12, true)
+                      << pad(std::to_string(r.free_extents), 10, true)
+                      << pad(format_size(r.free_bytes), 12, true)
                       // Rows stored before schema 2 did not measure the image file's layout.
-                      << pad(r.host_fragmentation_percent ? fixed(*r.host_fragmentation_percent, 2) : "-", 9, true)
+                      << pad(r.host_fragmentation_percent ? fixed(*r.host_fragmentation_percent, 2) : "-", 9,
+                             true)
                       << '\n';
         }
         std::cout << '\n';

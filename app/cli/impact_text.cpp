@@ -82,8 +82,9 @@ void print_impact(std::ostream& out, const Impact& impact) {
     row(out, "before", host_layout_text(impact.host.before));
     if (impact.host.after) {
         row(out, "after", host_layout_text(*impact.host.after));
-        row(out, "newly allocated", format_size(impact.host.new_bytes) +
-                                        (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
+        row(out, "newly allocated",
+            format_size(impact.host.new_bytes) +
+                (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
     }
 
     out << "\nWarnings\n";

@@ -25,7 +25,8 @@ Layer map_layer(const LayerFile& file, int depth) {
         const auto range = ByteSet::interval_type::right_open(offset, end);
         if (m.state == Allocation::Data) {
             layer.allocated.add(layer.allocated.end(), range);
-            if (m.file_offset) append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
+            if (m.file_offset)
+                append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
         } else if (m.state == Allocation::Zero) {
             layer.zero.add(layer.zero.end(), range);
         }

@@ -44,7 +44,9 @@ struct Layer {
 
     [[nodiscard]] std::uint64_t allocated_bytes() const { return boost::icl::length(allocated); }
     /// growth_unit, or the granule for layers that do not set one.
-    [[nodiscard]] std::uint64_t growth_granule() const { return growth_unit != 0 ? growth_unit : granule_size; }
+    [[nodiscard]] std::uint64_t growth_granule() const {
+        return growth_unit != 0 ? growth_unit : granule_size;
+    }
 };
 
 /// The one seam for reading guest disks (raw, VMDK, VHD, VHDX, qcow2 and chains).

@@ -33,7 +33,8 @@ std::string choose_parent(const ParentLink& link, const std::vector<std::string>
     std::string tried;
     for (const std::string& candidate : link.candidates) tried += (tried.empty() ? "" : ", ") + candidate;
     throw MissingParentError(depth, link.recorded,
-                             "parent not found: " + link.recorded + (tried.empty() ? "" : " (looked for " + tried + ")") +
+                             "parent not found: " + link.recorded +
+                                 (tried.empty() ? "" : " (looked for " + tried + ")") +
                                  "; give it with --parent");
 }
 

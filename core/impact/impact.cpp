@@ -109,7 +109,8 @@ HostFigures host_figures(const Layer& top, const VolumeMap& volume, const Plan& 
     const std::uint64_t end = begin + static_cast<std::uint64_t>(volume.total_clusters) * cs;
     HostFigures out;
     out.before = analyze_host_layout(top, begin, end);
-    if (std::any_of(top.host_extents.begin(), top.host_extents.end(), [](const HostExtent& e) { return e.file != 0; }))
+    if (std::any_of(top.host_extents.begin(), top.host_extents.end(),
+                    [](const HostExtent& e) { return e.file != 0; }))
         return out;
     out.in_place = top.format == "raw";
     const std::uint64_t unit = std::max<std::uint64_t>(top.growth_granule(), 1);
@@ -134,15 +135,16 @@ HostFigures host_figures(const Layer& top, const VolumeMap& volume, const Plan& 
     after.granule_size = top.granule_size;
     after.growth_unit = unit;
     after.allocated = top.allocated;
-    std::sort(added.begin(), added.end(),
-              [](const HostExtent& a, const HostExtent& b) { return a.virtual_offset < b.virtual_offset; });
-    std::vector<HostExtent> merged;
-    std::merge(top.host_extents.begin(), top.host_extents.end(), added.begin(), added.end(), std::back_inserter(merged),
-               [](const HostExtent& a, const HostExtent& b) { return a.virtual_offset < b.virtual_offset; });
-    for (const HostExtent& e : merged) {
-        append_host_extent(after.host_extents, e);
+    for (const HostExtent& e : added)
         after.allocated.add(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
-    }
+    const auto in_disk_order = [](const HostExtent& a, const HostExtent& b) {
+        return a.virtual_offset < b.virtual_offset;
+    };
+    std::sort(added.begin(), added.end(), in_disk_order);
+    std::vector<HostExtent> merged;
+    std::merge(top.host_extents.begin(), top.host_extents.end(), added.begin(), added.end(),
+               std::back_inserter(merged), in_disk_order);
+    for (const HostExtent& e : merged) append_host_extent(after.host_extents, e);
     out.after = analyze_host_layout(after, begin, end);
     return out;
 }

@@ -65,8 +65,10 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
         out.push_back({"HOST_FRAGMENTATION", Severity::Info, h.new_bytes,
                        "the plan places " + size_text(h.new_bytes) + " of new " +
                            size_text(layers.empty() ? 0 : layers.front().growth_granule()) +
-                           " units at the end of " + file + ", out of disk order: a sequential read of the volume "
-                           "seeks " + std::to_string(h.before.seeks) + " -> " + std::to_string(h.after->seeks) +
+                           " units at the end of " + file +
+                           ", out of disk order: a sequential read of the volume "
+                           "seeks " +
+                           std::to_string(h.before.seeks) + " -> " + std::to_string(h.after->seeks) +
                            " times in the file; rewrite the file in order afterwards (qemu-img convert, "
                            "vmkfstools -i, Convert-VHD) or use thin-safe"});
     }

@@ -123,11 +123,13 @@ TEST_CASE("batch records every image, the corrupt one with its error, and equals
         // The image file's layout over the first volume, as analyze reports it.
         const Json& host = a["volumes"][0]["layers"][0]["host"];
         const std::string volume_metrics =
-            " FROM images i JOIN volumes v USING (image_id) JOIN metrics m USING (volume_id) WHERE i.path = '" + path +
-            "' ORDER BY v.partition LIMIT 1";
+            " FROM images i JOIN volumes v USING (image_id) JOIN metrics m USING (volume_id) WHERE i.path = "
+            "'" +
+            path + "' ORDER BY v.partition LIMIT 1";
         CHECK(count(db, "SELECT m.host_extents" + volume_metrics) == host["extents"].get<std::int64_t>());
         CHECK(count(db, "SELECT m.host_seeks" + volume_metrics) == host["seeks"].get<std::int64_t>());
-        CHECK(count(db, "SELECT m.host_backward_seeks" + volume_metrics) == host["backward_seeks"].get<std::int64_t>());
+        CHECK(count(db, "SELECT m.host_backward_seeks" + volume_metrics) ==
+              host["backward_seeks"].get<std::int64_t>());
     }
     // --plan recorded one plan per volume with its JSON, and the plan replays on the image.
     CHECK(count(db, "SELECT count(*) FROM plans") == 4);
@@ -209,7 +211,8 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     {
         // What schema 1 wrote: no host_* columns.
         batch::Database d(db.string(), false);
-        for (const char* column : {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
+        for (const char* column :
+             {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
             d.exec(std::string("ALTER TABLE metrics DROP COLUMN ") + column);
         d.exec("PRAGMA user_version = 1");
     }

@@ -121,7 +121,8 @@ TEST_CASE("reclaimable bytes: allocated bytes in wholly free granules", "[plan][
           }());
 }
 
-TEST_CASE("growth: a VHD differencing top grows by whole blocks, not by its 512-byte sectors", "[plan][growth]") {
+TEST_CASE("growth: a VHD differencing top grows by whole blocks, not by its 512-byte sectors",
+          "[plan][growth]") {
     // The top layer stores one sector of disk block [0, 2M) (so the block is in its file);
     // its sector bitmap granule is 512 bytes, its growth unit the 2 MiB block.
     Layer top;
