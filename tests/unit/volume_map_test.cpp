@@ -197,3 +197,37 @@ TEST_CASE("paths deeper than 1024 components are orphans", "[model][path]") {
     CHECK(too_deep.path_of(1000 + 1024) == "<orphan>" + deepest_1024);
     CHECK(too_deep.path_of(1000 + 1023) == deepest_1024);
 }
+
+TEST_CASE("the name pool keeps every name intact and packs them into 64 KiB blocks", "[model][names]") {
+    guestfrag::NamePool pool;
+    CHECK(pool.add("").empty());
+    CHECK(pool.allocated_bytes() == 0);  // the empty name needs no block
+
+    // 10,000 names of 1..255 bytes: all readable afterwards, byte for byte, though blocks
+    // were added while earlier views were held.
+    std::vector<std::string> names;
+    std::vector<std::string_view> views;
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < 10'000; ++i) {
+        names.push_back(std::string(1 + i % 255, static_cast<char>('a' + i % 26)) + std::to_string(i));
+        views.push_back(pool.add(names.back()));
+        total += names.back().size();
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) REQUIRE(views[i] == names[i]);
+    // A name never straddles blocks, so at most one name's worth (< 300 bytes) is lost at
+    // the end of each 64 KiB block: blocks = ceil(total / (64K - 300)) at most.
+    const std::size_t block = 64 * 1024;
+    CHECK(pool.allocated_bytes() % block == 0);
+    CHECK(pool.allocated_bytes() >= total);
+    CHECK(pool.allocated_bytes() / block <= (total + block - 301) / (block - 300));
+
+    // A text over a quarter block gets a block of its own and leaves the current one in use.
+    const std::size_t before = pool.allocated_bytes();
+    const std::string big(20'000, 'x');
+    CHECK(pool.add(big) == big);
+    CHECK(pool.allocated_bytes() == before + big.size());
+    const std::string_view small = pool.add("after");
+    CHECK(small == "after");
+    CHECK(pool.allocated_bytes() == before + big.size());  // fitted in the current block
+    CHECK(views.front() == names.front());
+}
