@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,27 @@ std::vector<HostExtent> qemu_host_extents(const std::vector<test::QemuExtent>& m
             out.back().length += e.length;
         else
             out.push_back({e.start, *e.offset, e.length, 0});
+    }
+    return out;
+}
+
+/// The first volume's bytes [begin, end) on the disk, from `analyze --json`: its clusters
+/// only (the partition's last sector, NTFS's backup boot sector, lies outside them).
+std::pair<std::uint64_t, std::uint64_t> first_volume(const Json& analysis) {
+    const Json& volume = analysis["volumes"][0];
+    const std::uint64_t start = analysis["partitions"][0]["start"];
+    return {start, start + volume["total_clusters"].get<std::uint64_t>() *
+                               volume["cluster_size"].get<std::uint64_t>()};
+}
+
+/// `extents` cut to the disk bytes [begin, end).
+std::vector<HostExtent> clipped(const std::vector<HostExtent>& extents, std::uint64_t begin,
+                                std::uint64_t end) {
+    std::vector<HostExtent> out;
+    for (const HostExtent& e : extents) {
+        const std::uint64_t lo = std::max(e.virtual_offset, begin);
+        const std::uint64_t hi = std::min(e.virtual_offset + e.length, end);
+        if (lo < hi) out.push_back({lo, e.file_offset + (lo - e.virtual_offset), hi - lo, e.file});
     }
     return out;
 }
@@ -290,23 +312,9 @@ TEST_CASE("analyze --json reports each layer's host layout for the disk and for 
     CHECK(layer["host"]["granules"] == want.granules);
     CHECK(layer["host"]["unplaced_bytes"] == 0);
 
-    // The volume's figures: the same formulas over the volume's clusters only (the
-    // partition's last sector, NTFS's backup boot sector, lies outside them).
-    const auto& volume = doc["volumes"][0];
-    const std::uint64_t start = doc["partitions"][0]["start"];
-    const std::uint64_t length =
-        volume["total_clusters"].get<std::uint64_t>() * volume["cluster_size"].get<std::uint64_t>();
-    std::vector<HostExtent> inside;
-    for (HostExtent e : extents) {
-        const std::uint64_t lo = std::max(e.virtual_offset, start);
-        const std::uint64_t hi = std::min(e.virtual_offset + e.length, start + length);
-        if (lo >= hi) continue;
-        e.file_offset += lo - e.virtual_offset;
-        e.virtual_offset = lo;
-        e.length = hi - lo;
-        inside.push_back(e);
-    }
-    const HostLayout vol = expected_layout(inside, 4096);
+    // The volume's figures: the same formulas over the volume's bytes only.
+    const auto [begin, end] = first_volume(doc);
+    const HostLayout vol = expected_layout(clipped(extents, begin, end), 4096);
     const auto& host = doc["volumes"][0]["layers"][0]["host"];
     CHECK(host["stored_bytes"] == vol.stored_bytes);
     CHECK(host["extents"] == vol.extents);
@@ -389,9 +397,8 @@ TEST_CASE("impact predicts the image file's layout after the plan as qemu lays i
     std::ifstream in(plan_file);
     const Json plan = Json::parse(in);
     const Json analysis = Json::parse(test::run_cli({"analyze", image.string(), "--json"}).out);
-    const std::uint64_t start = analysis["partitions"][0]["start"];
+    const auto [start, end] = first_volume(analysis);
     const std::uint64_t cluster = analysis["volumes"][0]["cluster_size"];
-    const std::uint64_t length = analysis["volumes"][0]["total_clusters"].get<std::uint64_t>() * cluster;
     std::vector<std::string> writes;
     for (const Json& m : plan["moves"])
         writes.push_back("write -P 0x5a " +
@@ -400,14 +407,8 @@ TEST_CASE("impact predicts the image file's layout after the plan as qemu lays i
     REQUIRE(writes.size() > 10);
     test::qemu_io(applied, "qcow2", writes);
 
-    std::vector<HostExtent> inside;
-    for (HostExtent e : qemu_host_extents(test::qemu_map(applied, "qcow2"))) {
-        const std::uint64_t lo = std::max(e.virtual_offset, start);
-        const std::uint64_t hi = std::min(e.virtual_offset + e.length, start + length);
-        if (lo >= hi) continue;
-        inside.push_back({lo, e.file_offset + (lo - e.virtual_offset), hi - lo, 0});
-    }
-    const HostLayout want = expected_layout(inside, 64 * K);
+    const HostLayout want =
+        expected_layout(clipped(qemu_host_extents(test::qemu_map(applied, "qcow2")), start, end), 64 * K);
     REQUIRE(want.seeks > 0);  // the plan must make a difference worth checking
     // Extents may differ (qemu puts new L2 and refcount clusters among the data, which
     // splits extents by gaps too small to seek); seeks and what is stored may not.
