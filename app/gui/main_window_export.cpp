@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The window's File ▸ Export actions: plan JSON (core/plan/plan_io), the HTML report and
 // the histogram charts as PNG.
+#include <functional>
+
 #include <QFileDialog>
 #include <QMessageBox>
 
@@ -11,42 +13,50 @@
 
 namespace guestfrag::gui {
 
-void MainWindow::export_plan() {
-    if (!plan_) return (void)QMessageBox::information(this, tr("Export plan"), tr("There is no plan yet."));
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export plan"), QStringLiteral("plan.json"),
-                                                      tr("guestfrag plan (*.json)"));
+namespace {
+
+/// One export: nothing without a plan; otherwise asks where, runs `write` there and shows
+/// its Error in a dialog titled `title`.
+void export_to(MainWindow* window, bool have_plan, const QString& title, const QString& default_name,
+               const QString& filter, const std::function<void(const QString&)>& write) {
+    if (!have_plan)
+        return (void)QMessageBox::information(window, title, MainWindow::tr("There is no plan yet."));
+    const QString path = QFileDialog::getSaveFileName(window, title, default_name, filter);
     if (path.isEmpty()) return;
     try {
-        const VolumeMap& before = opened_.analysis->volumes.at(plan_->volume).map;
-        write_text_file(path, QByteArray::fromStdString(plan_to_json(plan_->plan, before)));
+        write(path);
     } catch (const Error& e) {
-        QMessageBox::critical(this, tr("Export plan"), QString::fromStdString(e.what()));
+        QMessageBox::critical(window, title, QString::fromStdString(e.what()));
     }
+}
+
+}  // namespace
+
+void MainWindow::export_plan() {
+    export_to(this, plan_.has_value(), tr("Export plan"), QStringLiteral("plan.json"),
+              tr("guestfrag plan (*.json)"), [this](const QString& path) {
+                  const VolumeMap& before = opened_.analysis->volumes.at(plan_->volume).map;
+                  write_text_file(path, QByteArray::fromStdString(plan_to_json(plan_->plan, before)));
+              });
 }
 
 void MainWindow::export_report() {
-    if (!plan_) return (void)QMessageBox::information(this, tr("Export report"), tr("There is no plan yet."));
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("report.html"),
-                                                      tr("HTML (*.html)"));
-    if (path.isEmpty()) return;
-    try {
-        const QString html = html_report(opened_, *plan_, histograms_->headline(),
-                                         histograms_->chart_image(HistogramPanel::IoLength),
-                                         histograms_->chart_image(HistogramPanel::SeekDistance));
-        write_text_file(path, html.toUtf8());
-    } catch (const Error& e) {
-        QMessageBox::critical(this, tr("Export report"), QString::fromStdString(e.what()));
-    }
+    export_to(this, plan_.has_value(), tr("Export report"), QStringLiteral("report.html"),
+              tr("HTML (*.html)"), [this](const QString& path) {
+                  const QString html = html_report(opened_, *plan_, histograms_->headline(),
+                                                   histograms_->chart_image(HistogramPanel::IoLength),
+                                                   histograms_->chart_image(HistogramPanel::SeekDistance));
+                  write_text_file(path, html.toUtf8());
+              });
 }
 
 void MainWindow::export_charts() {
-    if (!plan_) return (void)QMessageBox::information(this, tr("Export charts"), tr("There is no plan yet."));
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export charts"), QStringLiteral("histograms.png"),
-                                                      tr("PNG image (*.png)"));
-    if (path.isEmpty()) return;
-    // Both charts side by side, as the window shows them.
-    const QImage both = histograms_->charts_image();
-    if (!both.save(path, "PNG")) QMessageBox::critical(this, tr("Export charts"), tr("Cannot write %1").arg(path));
+    export_to(this, plan_.has_value(), tr("Export charts"), QStringLiteral("histograms.png"),
+              tr("PNG image (*.png)"), [this](const QString& path) {
+                  // Both charts side by side, as the window shows them.
+                  if (!histograms_->charts_image().save(path, "PNG"))
+                      throw Error(ErrorKind::Io, "cannot write " + path.toStdString());
+              });
 }
 
 }  // namespace guestfrag::gui
