@@ -7,17 +7,10 @@
 # Usage: bench/host.sh [BUILD_DIR] [IMAGE]
 #   IMAGE  a raw disk (default: $BENCH_DIR/impact-4GiB.raw, generated once as bench/impact.sh does)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-cli=$build/app/cli/guestfrag
-data=${BENCH_DIR:-$build/bench-data}
+source "$(dirname "$0")/common.sh"
+bench_setup "${1:-}"
 image=${2:-$data/impact-4GiB.raw}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$data"
-if [ ! -f "$image" ]; then
-    "$cli" mkimage "$image" --size 4GiB --files 20000 --seed 1 >/dev/null
-fi
+impact_image "$image"
 qemu-img convert -f raw -O qcow2 "$image" "$work/ordered.qcow2"
 qemu-img convert -W -m 16 -f raw -O qcow2 "$image" "$work/w64k.qcow2"
 qemu-img convert -W -m 16 -f raw -O qcow2 -o cluster_size=4096 "$image" "$work/w4k.qcow2"

@@ -6,17 +6,10 @@
 #   IMAGE  a raw disk to use (default: generated once as $BENCH_DIR/impact-4GiB.raw, a
 #          fragmented NTFS volume of 20,000 files of pseudo-random data filling ~60 %)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-cli=$build/app/cli/guestfrag
-data=${BENCH_DIR:-$build/bench-data}
+source "$(dirname "$0")/common.sh"
+bench_setup "${1:-}"
 image=${2:-$data/impact-4GiB.raw}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$data"
-if [ ! -f "$image" ]; then
-    "$cli" mkimage "$image" --size 4GiB --files 20000 --seed 1 >/dev/null
-fi
+impact_image "$image"
 "$cli" plan "$image" --strategy defrag -o "$work/plan.json" >/dev/null
 size=$(stat -c %s "$image")
 allocated=$(( $(stat -c %b "$image") * 512 ))
