@@ -9,7 +9,7 @@
 
 namespace guestfrag {
 
-/// File fragmentation of a volume (DESIGN §3; formulas and worked example in docs/metrics.md).
+/// File fragmentation of a volume (docs/design.md §3; formulas and worked example in docs/metrics.md).
 /// A stream counts when it has ≥ 1 fragment (resident streams are absent from the VolumeMap;
 /// all-hole streams have 0 fragments and are skipped everywhere). Counts of bytes saturate at
 /// UINT64_MAX instead of wrapping.

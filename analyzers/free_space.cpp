@@ -19,7 +19,7 @@ std::uint64_t mul_saturating(std::uint64_t a, std::uint64_t b) {
     return a != 0 && b > kMax / a ? kMax : a * b;
 }
 
-/// DESIGN §3's table, one "≤ limit" row each.
+/// docs/design.md §3's table, one "≤ limit" row each.
 struct PenaltyRow {
     std::uint64_t limit;
     int penalty;

@@ -16,7 +16,7 @@ struct FreeExtentBucket {
     std::uint64_t bytes = 0;      ///< their total size
 };
 
-/// Free-space fragmentation of a volume (DESIGN §3; formulas and worked example in
+/// Free-space fragmentation of a volume (docs/design.md §3; formulas and worked example in
 /// docs/metrics.md). Free extents are the intervals of VolumeMap::free, taken as given
 /// (maximal, inside the volume). Byte figures saturate at UINT64_MAX instead of wrapping.
 struct FreeSpaceFragmentation {
@@ -31,7 +31,7 @@ struct FreeSpaceFragmentation {
 /// Pure; never fails; O(free extents) time, O(1) extra memory besides the result.
 [[nodiscard]] FreeSpaceFragmentation analyze_free_space(const VolumeMap& volume);
 
-/// ZFS metaslab penalty (0–100) of one free extent of `bytes` (DESIGN §3 table): the penalty
+/// ZFS metaslab penalty (0–100) of one free extent of `bytes` (docs/design.md §3 table): the penalty
 /// of the first row whose limit is ≥ bytes (≤ 1K: 100, ≤ 2K: 98, ..., ≤ 8M: 5); extents
 /// above 8M but below 16M keep 5, and 16M or more get 0. See docs/metrics.md.
 [[nodiscard]] int zfs_free_extent_penalty(std::uint64_t bytes);

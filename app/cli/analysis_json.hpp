@@ -7,7 +7,7 @@
 
 namespace guestfrag::cli {
 
-/// The `guestfrag.analysis.v1` document (DESIGN §6, contract); streams only when
+/// The `guestfrag.analysis.v1` document (docs/design.md §6, contract); streams only when
 /// `with_streams` (--files).
 /// A HostLayout (docs/metrics.md §6) as `analyze` and `impact` write it.
 [[nodiscard]] nlohmann::ordered_json host_layout_json(const HostLayout& host);

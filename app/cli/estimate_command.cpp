@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag estimate IMAGE`: replays a workload on every NTFS volume (and, with --plan, on
 // the volume as the plan would leave it) and reports IO counts, vscsiStats histograms and
-// device time estimates (DESIGN §4; docs/estimate.md).
+// device time estimates (docs/design.md §4; docs/estimate.md).
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -30,7 +30,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// ---- JSON (guestfrag.estimate.v1, DESIGN §4 contract) ----
+// ---- JSON (guestfrag.estimate.v1, docs/design.md §4 contract) ----
 
 Json histogram_json(const Histogram& h) { return Json{{"limits", h.limits()}, {"counts", h.counts()}}; }
 

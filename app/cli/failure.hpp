@@ -7,7 +7,7 @@
 
 namespace guestfrag::cli {
 
-/// Exit statuses of the CLI (DESIGN §6, contract).
+/// Exit statuses of the CLI (docs/design.md §6, contract).
 enum ExitStatus : int { kOk = 0, kUsage = 1, kBadInput = 2, kInternal = 3, kInterrupted = 130 };
 
 /// A failure that ends the command: printed by main as "guestfrag: error: SUBJECT: reason".

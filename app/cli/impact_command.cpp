@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag impact IMAGE --plan PLAN.json`: what the plan would do to the storage under
-// the guest (DESIGN §5; formulas in docs/impact.md). Reads the image, never writes it.
+// the guest (docs/design.md §5; formulas in docs/impact.md). Reads the image, never writes it.
 #include <bit>
 #include <iostream>
 #include <memory>

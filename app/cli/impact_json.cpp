@@ -42,7 +42,7 @@ Json impact_to_json(const Impact& impact, const std::string& image, const std::s
         warnings.push_back(
             {{"code", w.code}, {"severity", severity_name(w.severity)}, {"bytes", w.bytes}, {"message", w.message}});
 
-    // DESIGN §5 names snapshot_delta_bytes once: it is the 4 KiB figure (the finest
+    // docs/design.md §5 names snapshot_delta_bytes once: it is the 4 KiB figure (the finest
     // tracker); every granularity is in snapshot_deltas.
     const std::uint64_t snapshot_delta = impact.snapshot.empty() ? 0 : impact.snapshot.front().bytes;
     return {{"schema", "guestfrag.impact.v1"},

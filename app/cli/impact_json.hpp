@@ -9,7 +9,7 @@
 
 namespace guestfrag::cli {
 
-/// The `guestfrag.impact.v1` document (DESIGN §5 contract, extra fields in docs/impact.md).
+/// The `guestfrag.impact.v1` document (docs/design.md §5 contract, extra fields in docs/impact.md).
 [[nodiscard]] nlohmann::ordered_json impact_to_json(const Impact& impact, const std::string& image,
                                                     const std::string& plan);
 

@@ -19,7 +19,7 @@ struct ScheduleSource {
 /// The table for people: one row per batch (start, end, duration, moves, bytes, rate).
 void print_schedule(std::ostream& out, const Schedule& schedule, const ScheduleSource& source);
 
-/// The guestfrag.schedule.v1 document (DESIGN §6, contract; docs/schedule.md §5).
+/// The guestfrag.schedule.v1 document (docs/design.md §6, contract; docs/schedule.md §5).
 [[nodiscard]] std::string schedule_to_json(const Schedule& schedule, const ScheduleSource& source);
 
 /// An RFC 5545 calendar: one VEVENT per batch, times in UTC, CRLF line ends, lines folded

@@ -18,7 +18,7 @@ namespace guestfrag::gui {
 /// so rare but important clusters (the MFT, pinned metadata) are not hidden by ties.
 enum class CellState : std::uint8_t {
     Mft,         ///< $MFT's unnamed $DATA
-    Metadata,    ///< unmovable (DESIGN §3), or in use by nothing a stream maps
+    Metadata,    ///< unmovable (docs/design.md §3), or in use by nothing a stream maps
     Excluded,    ///< pagefile, hiberfil, VSS store: movable but left alone
     Fragmented,  ///< a movable stream with more than one fragment
     Contiguous,  ///< a movable stream in one fragment

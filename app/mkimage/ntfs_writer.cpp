@@ -54,7 +54,7 @@ struct SearchCtxDeleter {
 };
 
 /// Fragments of an open non-resident attribute: runs after merging LCN-contiguous ones,
-/// holes not counted (DESIGN §3).
+/// holes not counted (docs/design.md §3).
 std::uint64_t count_fragments(ntfs_attr* na) {
     if (!NAttrNonResident(na)) return 0;
     if (ntfs_attr_map_whole_runlist(na) != 0) fail("reading a runlist");

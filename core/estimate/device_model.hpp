@@ -8,7 +8,7 @@
 
 namespace guestfrag {
 
-// Device time models for `guestfrag estimate` (DESIGN §4). All of them serve one IO at a
+// Device time models for `guestfrag estimate` (docs/design.md §4). All of them serve one IO at a
 // time (queue depth 1) and know nothing of caches beyond what is stated; the parameters,
 // their sources and what the models leave out are in docs/estimate.md. `distance` is the
 // vscsiStats seek distance from the previous IO (seek_distance), absent for the first IO

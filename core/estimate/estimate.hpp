@@ -16,7 +16,7 @@
 
 namespace guestfrag {
 
-/// The default cap on one IO (DESIGN §4: --max-io defaults to 1 MiB).
+/// The default cap on one IO (docs/design.md §4: --max-io defaults to 1 MiB).
 inline constexpr std::uint64_t kDefaultMaxIo = 1 << 20;
 
 /// A workload fixed for one volume, ready to replay on any state of it: a trace's paths

@@ -11,7 +11,7 @@ namespace guestfrag {
 
 namespace {
 
-// vscsiStats' buckets, as ESXi prints them (DESIGN §4). The odd limits (4095, 8191, ...)
+// vscsiStats' buckets, as ESXi prints them (docs/design.md §4). The odd limits (4095, 8191, ...)
 // separate IOs just below a power of two from the aligned sizes.
 // clang-format off
 constexpr std::array<std::int64_t, 17> kIoLengthLimits = {

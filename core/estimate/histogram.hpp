@@ -36,9 +36,9 @@ private:
     std::vector<std::uint64_t> counts_;
 };
 
-/// vscsiStats ioLength bucket limits in bytes (DESIGN §4): 512 … 524288, then "> 524288".
+/// vscsiStats ioLength bucket limits in bytes (docs/design.md §4): 512 … 524288, then "> 524288".
 [[nodiscard]] std::span<const std::int64_t> io_length_limits() noexcept;
-/// vscsiStats seekDistance bucket limits in sectors (DESIGN §4): −500000 … 500000.
+/// vscsiStats seekDistance bucket limits in sectors (docs/design.md §4): −500000 … 500000.
 [[nodiscard]] std::span<const std::int64_t> seek_distance_limits() noexcept;
 
 /// An empty histogram with io_length_limits().

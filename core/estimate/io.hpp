@@ -5,10 +5,10 @@
 
 namespace guestfrag {
 
-/// Bytes per logical block: LBNs and seek distances count 512-byte sectors (DESIGN §4).
+/// Bytes per logical block: LBNs and seek distances count 512-byte sectors (docs/design.md §4).
 inline constexpr std::uint64_t kSectorBytes = 512;
 
-/// One IO a workload issues to the virtual disk (DESIGN §4).
+/// One IO a workload issues to the virtual disk (docs/design.md §4).
 struct Io {
     std::int64_t lbn = 0;      ///< first 512-byte sector on the virtual disk (partition offset included)
     std::uint64_t length = 0;  ///< bytes; a multiple of kSectorBytes for every IO the generators make

@@ -17,7 +17,7 @@ struct DeviceSeconds {
     double array = 0;
 };
 
-/// What `estimate` reports for one workload on one volume state (DESIGN §4: the JSON "R").
+/// What `estimate` reports for one workload on one volume state (docs/design.md §4: the JSON "R").
 struct IoStats {
     std::uint64_t ios = 0;
     std::uint64_t bytes = 0;

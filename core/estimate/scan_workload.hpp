@@ -9,7 +9,7 @@
 
 namespace guestfrag {
 
-/// The streams the scan workload reads, in its order (DESIGN §4): every $DATA stream of
+/// The streams the scan workload reads, in its order (docs/design.md §4): every $DATA stream of
 /// the map (unnamed or named; the map holds only non-resident ones) with size > 0,
 /// ordered by (mft_record, label). Metadata files ($MFT, $LogFile, ...) and excluded
 /// files (pagefile.sys, ...) are included: a backup or antivirus scan reads them too.

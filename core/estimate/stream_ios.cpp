@@ -41,7 +41,7 @@ void append_stream_ios(const VolumeMap& volume, const Stream& stream, std::uint6
     const auto max_cluster = static_cast<std::int64_t>(kByteLimit / cs / 4);
     if (volume.partition_offset >= kByteLimit / 2) return;
 
-    // The last IO ends at the size rounded up to a whole sector (DESIGN §4).
+    // The last IO ends at the size rounded up to a whole sector (docs/design.md §4).
     const std::uint64_t end = stream.size >= kByteLimit
                                   ? kByteLimit
                                   : (stream.size + kSectorBytes - 1) / kSectorBytes * kSectorBytes;

@@ -14,7 +14,7 @@ namespace guestfrag {
 /// Throws Error(Unsupported) unless valid_max_io(max_io).
 void check_max_io(std::uint64_t max_io);
 
-/// Appends to `out` the IOs that read (or write) `stream` front to back (DESIGN §4).
+/// Appends to `out` the IOs that read (or write) `stream` front to back (docs/design.md §4).
 /// The stream's extents are its allocated runs in VCN order with runs merged when they
 /// continue each other both in VCN and on disk (mapping pairs split runs at attribute-list
 /// boundaries; that is not a seek); a hole always ends an extent. Each extent is cut into

@@ -7,7 +7,7 @@
 
 namespace guestfrag {
 
-/// A workload `estimate` replays on a volume (DESIGN §4), as named on the command line.
+/// A workload `estimate` replays on a volume (docs/design.md §4), as named on the command line.
 struct Workload {
     enum class Kind {
         Scan,   ///< "scan": read every non-resident $DATA stream

@@ -18,14 +18,14 @@
 namespace guestfrag {
 
 /// What a plan would do to the storage under the guest, before anyone moves a cluster
-/// (DESIGN §5). Every figure is in bytes of the virtual disk and has its formula in
+/// (docs/design.md §5). Every figure is in bytes of the virtual disk and has its formula in
 /// docs/impact.md; the section numbers below refer to it.
 
 enum class Severity : std::uint8_t { Info, Warning, Critical };
 /// "info", "warning", "critical".
 [[nodiscard]] std::string_view severity_name(Severity severity) noexcept;
 
-/// One risk, with the bytes at stake and what to do instead (DESIGN §5 codes, docs/impact.md §8).
+/// One risk, with the bytes at stake and what to do instead (docs/design.md §5 codes, docs/impact.md §8).
 struct ImpactWarning {
     std::string code;  ///< "THIN_GROWTH", "CLONE_DELTA_GROWTH", "DEDUP_LOSS", ...
     Severity severity = Severity::Info;

@@ -41,11 +41,11 @@ enum class AttrType : std::uint32_t {
 /// Why a stream may not be moved by a plan.
 enum class Placement : std::uint8_t {
     Movable,
-    Unmovable,  ///< NTFS metadata the file system pins (DESIGN §3)
+    Unmovable,  ///< NTFS metadata the file system pins (docs/design.md §3)
     Excluded,   ///< movable in principle but left alone (pagefile, hiberfil, VSS store)
 };
 
-/// A non-resident attribute of a file record: the unit of fragmentation (DESIGN §3).
+/// A non-resident attribute of a file record: the unit of fragmentation (docs/design.md §3).
 /// Fields are ordered largest first so the struct has no padding holes: a volume holds one
 /// per non-resident attribute, hundreds of thousands on a system disk.
 struct Stream {
@@ -65,7 +65,7 @@ struct Stream {
 
     /// "$DATA", "$DATA:name", "$INDEX_ALLOCATION:$I30", ... (the JSON "stream" field).
     [[nodiscard]] std::string label() const;
-    /// Runs after merging LCN-contiguous neighbours, holes not counted (DESIGN §3).
+    /// Runs after merging LCN-contiguous neighbours, holes not counted (docs/design.md §3).
     [[nodiscard]] std::uint64_t fragments() const;
     /// Clusters actually allocated (holes excluded).
     [[nodiscard]] std::int64_t allocated_clusters() const;
@@ -123,7 +123,7 @@ struct VolumeMap {
     ClusterSet mft_zone;                   ///< the reserved MFT zone as NTFS computes it
 
     ClusterSet free;                       ///< clear bits of $Bitmap within the volume
-    ClusterSet unmovable;                  ///< clusters the file system pins (DESIGN §3)
+    ClusterSet unmovable;                  ///< clusters the file system pins (docs/design.md §3)
     std::vector<FileEntry> files;          ///< sorted by mft_record
     std::shared_ptr<const NamePool> names; ///< storage of files[].name (shared by copies)
     std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)

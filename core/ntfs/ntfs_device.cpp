@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// libntfs-3g device operations over a DiskImage: the adapter of DESIGN §1's I/O seam.
+// libntfs-3g device operations over a DiskImage: the adapter of docs/design.md §1's I/O seam.
 #include "core/ntfs/ntfs_device.hpp"
 
 #include <sys/stat.h>

@@ -66,7 +66,7 @@ void classify_placement(VolumeMap& volume) {
         for (const Extent& e : s.extents) {
             if (e.lcn == Extent::kSparse) continue;
             volume.unmovable.add(ClusterSet::interval_type::right_open(e.lcn, e.lcn + e.clusters));
-            if (mft_data) break;  // only the first extent of $MFT is pinned (DESIGN §3)
+            if (mft_data) break;  // only the first extent of $MFT is pinned (docs/design.md §3)
         }
     }
 }

@@ -10,7 +10,7 @@
 
 namespace guestfrag {
 
-/// What writing a plan's destinations costs a layered disk (DESIGN §5; formulas in
+/// What writing a plan's destinations costs a layered disk (docs/design.md §5; formulas in
 /// docs/planner.md §3). Bytes, multiples of the granule.
 struct GrowthFigures {
     /// Granules written that no layer has allocated: the thin disk (top layer) grows.

@@ -10,7 +10,7 @@
 
 namespace guestfrag {
 
-/// One move of a plan (DESIGN §5, contract): `clusters` clusters of stream
+/// One move of a plan (docs/design.md §5, contract): `clusters` clusters of stream
 /// (mft_record, stream label) starting at `vcn` go from `from_lcn` to `to_lcn`. When the
 /// move runs, the destination is free; afterwards its source is free.
 struct Move {

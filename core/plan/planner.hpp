@@ -14,7 +14,7 @@
 
 namespace guestfrag {
 
-/// The planning strategies of DESIGN §5; each algorithm is spelled out in docs/planner.md.
+/// The planning strategies of docs/design.md §5; each algorithm is spelled out in docs/planner.md.
 enum class Strategy { Defrag, Consolidate, ThinSafe, Shrink };
 
 /// "defrag", "consolidate", "thin-safe", "shrink".

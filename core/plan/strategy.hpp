@@ -94,7 +94,7 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress);
 void plan_consolidate(Builder& builder, const Progress& progress);
 void plan_shrink(Builder& builder, const Progress& progress);
 
-/// Defrag leaves a stream alone when every fragment is at least this big (DESIGN §5).
+/// Defrag leaves a stream alone when every fragment is at least this big (docs/design.md §5).
 inline constexpr std::uint64_t kLeaveAloneBytes = 64ull << 20;
 /// How often (in streams or granules) the strategies report progress.
 inline constexpr std::uint64_t kProgressEvery = 4096;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Bad input ends in exit status 2 and one line "guestfrag: error: IMAGE: reason" (DESIGN §6).
+// Bad input ends in exit status 2 and one line "guestfrag: error: IMAGE: reason" (docs/design.md §6).
 #include <catch2/catch.hpp>
 
 #include <fstream>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag estimate` as users' scripts see it: the guestfrag.estimate.v1 contract
-// (DESIGN §4) on a generated image, with figures recomputed independently from the volume
+// (docs/design.md §4) on a generated image, with figures recomputed independently from the volume
 // map the analysis reads.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The vscsiStats histograms of DESIGN §4: exact bucket limits and "≤ limit" semantics.
+// The vscsiStats histograms of docs/design.md §4: exact bucket limits and "≤ limit" semantics.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -13,7 +13,7 @@ using guestfrag::Error;
 using guestfrag::Histogram;
 using guestfrag::Io;
 
-TEST_CASE("vscsiStats limits are exactly DESIGN §4's", "[estimate][histogram]") {
+TEST_CASE("vscsiStats limits are exactly docs/design.md §4's", "[estimate][histogram]") {
     const std::vector<std::int64_t> io_length(guestfrag::io_length_limits().begin(),
                                               guestfrag::io_length_limits().end());
     CHECK(io_length == std::vector<std::int64_t>{512, 1024, 2048, 4095, 4096, 8191, 8192, 16383, 16384, 32768,

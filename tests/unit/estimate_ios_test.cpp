@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// IO streams and their statistics (DESIGN §4) on hand-built VolumeMaps. Every expected IO,
+// IO streams and their statistics (docs/design.md §4) on hand-built VolumeMaps. Every expected IO,
 // bucket, percentage and device time is worked out in the comment above it.
 #include <catch2/catch.hpp>
 

@@ -66,7 +66,7 @@ struct Growth {
     std::uint64_t clone_delta = 0;
 };
 
-/// DESIGN §5 growth counted from `qemu-img map`: each granule written counts once; it costs
+/// docs/design.md §5 growth counted from `qemu-img map`: each granule written counts once; it costs
 /// nothing when the top layer (depth 0) has data in it, a copy-on-write when only a deeper
 /// layer has, thin growth otherwise.
 Growth expected_growth(const fs::path& image, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& writes,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// DESIGN §3 metrics on hand-built VolumeMaps. Every expected number is worked out in the
+// docs/design.md §3 metrics on hand-built VolumeMaps. Every expected number is worked out in the
 // comment above it; docs/metrics.md walks through the first fixture the same way.
 #include <catch2/catch.hpp>
 
@@ -263,7 +263,7 @@ TEST_CASE("huge streams do not overflow byte counts", "[metrics][files]") {
     CHECK(analyze_file_fragmentation(v).fragmented_bytes == std::numeric_limits<std::uint64_t>::max());
 }
 
-TEST_CASE("ZFS penalties follow the DESIGN table row by row", "[metrics][free]") {
+TEST_CASE("ZFS penalties follow the design table row by row", "[metrics][free]") {
     // "≤ limit" rows: a size gets the first row whose limit is ≥ it.
     CHECK(zfs_free_extent_penalty(0) == 100);
     CHECK(zfs_free_extent_penalty(512) == 100);

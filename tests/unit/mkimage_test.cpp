@@ -123,7 +123,7 @@ std::vector<std::uint64_t> data_clusters(const std::vector<std::string>& istat) 
     return clusters;
 }
 
-/// Fragments as DESIGN §3 counts them: contiguous clusters merged, sparse clusters skipped.
+/// Fragments as docs/design.md §3 counts them: contiguous clusters merged, sparse clusters skipped.
 std::size_t fragments(const std::vector<std::uint64_t>& clusters) {
     std::size_t n = 0;
     std::uint64_t next = 0;

@@ -71,7 +71,7 @@ void check_image_against_tsk(const fs::path& image) {
         require_streams_match_tsk(image, v.map);
         require_counts_match_tsk(image, v.map);
     }
-    // Analysis never writes the image (DESIGN §1).
+    // Analysis never writes the image (docs/design.md §1).
     CHECK(test::file_fingerprint(image) == before);
 }
 

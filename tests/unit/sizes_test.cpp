@@ -6,7 +6,7 @@
 using guestfrag::cli::format_size;
 using guestfrag::cli::parse_size;
 
-TEST_CASE("sizes parse in the forms DESIGN §6 names", "[cli][sizes]") {
+TEST_CASE("sizes parse in the forms docs/design.md §6 names", "[cli][sizes]") {
     CHECK(parse_size("4096") == 4096u);
     CHECK(parse_size("64K") == 65536u);
     CHECK(parse_size("64KiB") == 65536u);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Stream and VolumeMap helpers on hand-built maps: labels, fragment counting (DESIGN §3),
+// Stream and VolumeMap helpers on hand-built maps: labels, fragment counting (docs/design.md §3),
 // allocated clusters, free clusters, record lookup and path building.
 #include <catch2/catch.hpp>
 
