@@ -37,6 +37,25 @@ build() {  # build DIR [cmake args...]
     cmake --build "$dir" -j "$jobs"
 }
 
+# run_suite BUILD_DIR: the whole ctest suite. Every oracle is a build dependency, so a test
+# that did not run (skipped or disabled) fails the run as a failed test would; the counts
+# come from ctest's JUnit report.
+run_suite() {
+    local dir=$1 status=0
+    local report="$dir/ctest-junit.xml"
+    ctest --test-dir "$dir" -j "$jobs" --output-on-failure --output-junit "$report" || status=$?
+    local total skipped disabled
+    total=$(sed -n 's/^\s*tests="\([0-9]*\)".*/\1/p' "$report" | head -1)
+    skipped=$(sed -n 's/^\s*skipped="\([0-9]*\)".*/\1/p' "$report" | head -1)
+    disabled=$(sed -n 's/^\s*disabled="\([0-9]*\)".*/\1/p' "$report" | head -1)
+    echo "ctest: ${total:-0} tests, ${skipped:-?} skipped, ${disabled:-?} disabled"
+    [ "$status" -eq 0 ] || return "$status"
+    if [ "${total:-0}" -eq 0 ] || [ "${skipped:-1}" -ne 0 ] || [ "${disabled:-1}" -ne 0 ]; then
+        echo "error: every test must run: no test may be skipped or disabled" >&2
+        return 1
+    fi
+}
+
 install_deps
 case "$mode" in
     demo)
@@ -47,7 +66,7 @@ case "$mode" in
         ;;
     test)
         build "$root/build" -DGUESTFRAG_WERROR=ON
-        ctest --test-dir "$root/build" -j "$jobs" --output-on-failure
+        run_suite "$root/build"
         ;;
     asan)
         # libparted 3.5 reads out of bounds in its own constructor (strchr in
@@ -59,7 +78,7 @@ case "$mode" in
         export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
         build "$root/build-asan" -DGUESTFRAG_WERROR=ON -DGUESTFRAG_SANITIZE=address,undefined \
             -DCMAKE_BUILD_TYPE=Debug -DGUESTFRAG_BUILD_BENCH=OFF
-        ctest --test-dir "$root/build-asan" -j "$jobs" --output-on-failure
+        run_suite "$root/build-asan"
         ;;
     fuzz)
         install_packages clang-14 libclang-rt-14-dev

@@ -24,7 +24,7 @@ void add_analyze_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
-    cmd->add_option("IMAGE", opts->image, "Disk image (raw/flat disk, or a bare NTFS volume)")->required();
+    cmd->add_option("IMAGE", opts->image, "Disk image: raw/flat, VMDK, VHD, VHDX or qcow2 (with its parents), partitioned or a bare NTFS volume")->required();
     cmd->add_option("--partition", opts->partition, "Analyse only this partition number");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.analysis.v1 JSON document");
     cmd->add_flag("--files", opts->files,

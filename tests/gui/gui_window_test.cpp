@@ -229,7 +229,7 @@ private slots:
     }
 
     void missingParentIsNamedThenGiven() {
-        if (!test::have_tool("qemu-img")) QSKIP("qemu-img missing");
+        QVERIFY2(test::have_tool("qemu-img"), "qemu-img is not on PATH");
         const auto child = test::scratch_dir() / ("gui_child_" + std::to_string(QCoreApplication::applicationPid()) + ".qcow2");
         // -u: the recorded parent does not exist, as after moving a base image away.
         const auto made = test::run({"qemu-img", "create", "-q", "-f", "qcow2", "-u", "-b", "moved-away-base.img", "-F",

@@ -74,9 +74,16 @@ CommandResult run_cli(const std::vector<std::string>& args) {
     return run(argv);
 }
 
+void require_tools(std::initializer_list<std::string_view> tools) {
+    for (const std::string_view tool : tools)
+        if (!have_tool(std::string(tool)))
+            throw std::runtime_error("test oracle missing: " + std::string(tool) +
+                                     " is not on PATH (see packaging/debian-build-deps.txt)");
+}
+
 fs::path testdata(const std::string& name) {
     const fs::path source = fs::path(GUESTFRAG_TESTDATA_DIR) / name;
-    if (!fs::exists(source)) return {};
+    if (!fs::exists(source)) throw std::runtime_error("test data missing: " + source.string());
     const auto ext = source.extension();
     if (ext != ".xz" && ext != ".gz") return source;
     const fs::path target = scratch_dir() / source.stem();

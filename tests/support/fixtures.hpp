@@ -2,7 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "app/mkimage/mkimage.hpp"
@@ -12,9 +14,10 @@ namespace guestfrag::test {
 /// Per-build scratch directory for generated and decompressed images (created on demand).
 std::filesystem::path scratch_dir();
 
-/// Path of an external test image in ../shared/testdata. A `.xz` or `.gz` file is
-/// decompressed once into the scratch directory and that copy's path returned.
-/// Returns an empty path when the file is absent (callers SKIP-equivalent: WARN + return).
+/// Path of a real sample image in tests/data (provenance in tests/data/README.md). A `.xz`
+/// or `.gz` file is decompressed once into the scratch directory and that copy's path
+/// returned. Throws std::runtime_error when the file is absent: a test whose data is missing
+/// fails, it never passes.
 std::filesystem::path testdata(const std::string& name);
 
 struct CommandResult {
@@ -28,6 +31,10 @@ CommandResult run(const std::vector<std::string>& argv);
 
 /// Whether an executable is on PATH.
 bool have_tool(const std::string& name);
+
+/// Throws std::runtime_error naming the first of `tools` that is not on PATH. Oracles are
+/// build dependencies (packaging/debian-build-deps.txt): a test without its oracle fails.
+void require_tools(std::initializer_list<std::string_view> tools);
 
 /// Runs the guestfrag CLI built with this tree.
 CommandResult run_cli(const std::vector<std::string>& args);

@@ -25,7 +25,7 @@ nlohmann::json volumes_of(const fs::path& image) {
 }  // namespace
 
 TEST_CASE("every container format qemu writes analyses like the raw disk", "[formats][cli]") {
-    if (!test::have_tool("qemu-img")) { WARN("qemu-img missing"); return; }
+    test::require_tools({"qemu-img"});
     MkImageOptions o;
     o.disk_size = 32ull << 20;
     o.files = 200;

@@ -153,10 +153,7 @@ TEST_CASE("host layout counts extents, seeks and growth units as documented", "[
 
 TEST_CASE("host extents of qcow2, VMDK and VHD written out of order equal qemu-img map offsets",
           "[image][host][qemu]") {
-    if (!test::have_tool("qemu-img") || !test::have_tool("qemu-io")) {
-        WARN("qemu-img/qemu-io missing");
-        return;
-    }
+    test::require_tools({"qemu-img", "qemu-io"});
     const fs::path dir = test::scratch_dir() / "host-order";
     fs::create_directories(dir);
     // qemu allocates in the order of the writes, so the file holds 48M, 8M, 0, 32M, 9M.
@@ -182,10 +179,7 @@ TEST_CASE("host extents of qcow2, VMDK and VHD written out of order equal qemu-i
 
 TEST_CASE("twoGbMaxExtentSparse data in two extent files counts a seek between the files",
           "[image][host][qemu]") {
-    if (!test::have_tool("qemu-img") || !test::have_tool("qemu-io")) {
-        WARN("qemu-img/qemu-io missing");
-        return;
-    }
+    test::require_tools({"qemu-img", "qemu-io"});
     const fs::path dir = test::scratch_dir() / "host-split";
     fs::create_directories(dir);
     const fs::path image = dir / "split.vmdk";
@@ -280,10 +274,7 @@ TEST_CASE("raw images are their own file: host extents are the stored ranges in 
 
 TEST_CASE("analyze --json reports each layer's host layout for the disk and for each volume",
           "[cli][host][qemu]") {
-    if (!test::have_tool("qemu-img")) {
-        WARN("qemu-img missing");
-        return;
-    }
+    test::require_tools({"qemu-img"});
     MkImageOptions o;
     o.disk_size = 32ull << 20;
     o.files = 150;
@@ -366,10 +357,7 @@ TEST_CASE("a VHD differencing layer: sector runs in blocks the file holds in rev
 
 TEST_CASE("impact predicts the image file's layout after the plan as qemu lays it out",
           "[impact][host][qemu]") {
-    if (!test::have_tool("qemu-img") || !test::have_tool("qemu-io")) {
-        WARN("qemu-img/qemu-io missing");
-        return;
-    }
+    test::require_tools({"qemu-img", "qemu-io"});
     MkImageOptions o;
     o.disk_size = 32ull << 20;
     o.files = 150;

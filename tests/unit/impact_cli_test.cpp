@@ -117,7 +117,7 @@ fs::path small_disk(const std::string& key, std::uint32_t seed, std::string tabl
 
 TEST_CASE("impact growth on linked clones and thin disks equals granule counts from qemu-img map",
           "[impact][formats]") {
-    if (!test::have_tool("qemu-img") || !test::have_tool("qemu-io")) { WARN("qemu tools missing"); return; }
+    test::require_tools({"qemu-img", "qemu-io"});
     const fs::path raw = small_disk("impact-growth", 23);
     const fs::path dir = work_dir("impact-growth");
     const Json analysis = run_json({"analyze", raw.string(), "--json"});
@@ -280,7 +280,7 @@ TEST_CASE("impact finds shadow copy stores and warns of copy-on-write under 16 K
 
 TEST_CASE("impact flags the unaligned partitions of the DFTT disk as mmls places them", "[impact][alignment]") {
     const fs::path dftt = test::testdata("dftt-10-ntfs-disk.dd.xz");
-    if (dftt.empty() || !test::have_tool("mmls")) { WARN("DFTT image or mmls missing"); return; }
+    test::require_tools({"mmls"});
     const auto slots = test::mmls_partitions(dftt);
     REQUIRE(slots.size() == 2);
     const fs::path plan_path = work_dir("impact-dftt") / "plan.json";

@@ -27,14 +27,7 @@ using guestfrag::test::run;
 
 namespace {
 
-bool have_tsk() {
-    for (const char* tool : {"mmls", "fsstat", "fls", "istat", "icat"})
-        if (!guestfrag::test::have_tool(tool)) {
-            WARN(std::string(tool) + " (The Sleuth Kit) is not installed: skipped");
-            return false;
-        }
-    return true;
-}
+void require_tsk() { guestfrag::test::require_tools({"mmls", "fsstat", "fls", "istat", "icat"}); }
 
 /// A disk generated for one test process and removed afterwards; carries the summary,
 /// which generated_image's cache cannot provide.
@@ -138,7 +131,7 @@ std::size_t fragments(const std::vector<std::uint64_t>& clusters) {
 }  // namespace
 
 TEST_CASE("mkimage: an msdos disk that The Sleuth Kit reads as fragmented NTFS", "[mkimage]") {
-    if (!have_tsk()) return;
+    require_tsk();
     const Generated disk("mkimage-msdos", small());
     const MkImageSummary& s = disk.summary;
 
@@ -219,7 +212,7 @@ TEST_CASE("mkimage: an msdos disk that The Sleuth Kit reads as fragmented NTFS",
 }
 
 TEST_CASE("mkimage: GPT and bare-volume disks", "[mkimage]") {
-    if (!have_tsk()) return;
+    require_tsk();
     SECTION("gpt") {
         const fs::path gpt = guestfrag::test::generated_image("mkimage-gpt-64m", small("gpt"));
         const std::string mmls = joined(tsk("mmls", gpt, {}, 0));
@@ -233,10 +226,7 @@ TEST_CASE("mkimage: GPT and bare-volume disks", "[mkimage]") {
         const fs::path bare = guestfrag::test::generated_image("mkimage-none-64m", small("none"));
         CHECK(joined(tsk("fsstat", bare, {}, 0)).find("File System Type: NTFS") != std::string::npos);
         CHECK(live_files(joined(tsk("fls", bare, {"-r", "-p"}, 0))).size() == 400);
-        if (!guestfrag::test::have_tool("ntfsfix")) {
-            WARN("ntfsfix is not installed: consistency check skipped");
-            return;
-        }
+        guestfrag::test::require_tools({"ntfsfix"});
         // -n: check only. Copy first: ntfsfix opens read-write even with -n.
         const fs::path copy =
             guestfrag::test::scratch_dir() / ("mkimage-none-copy." + std::to_string(::getpid()));
@@ -250,7 +240,7 @@ TEST_CASE("mkimage: GPT and bare-volume disks", "[mkimage]") {
 }
 
 TEST_CASE("mkimage: the same seed gives the same files and extents", "[mkimage]") {
-    if (!have_tsk()) return;
+    require_tsk();
     MkImageOptions o = small();
     o.disk_size = 32ull << 20;
     o.files = 200;
@@ -401,7 +391,7 @@ TEST_CASE("mkimage: a full volume stops the population without failing", "[mkima
     CHECK(disk.summary.volume_full);
     CHECK(disk.summary.files_created > 1000);
     CHECK(disk.summary.files_created < 5000);
-    if (!have_tsk()) return;
+    require_tsk();
     CHECK(live_files(joined(tsk("fls", disk.path, {"-r", "-p"}, 0))).size() == disk.summary.files_kept);
 }
 

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_tsk() { return test::have_tool("istat") && test::have_tool("blkls") && test::have_tool("ils"); }
+void require_tsk() { test::require_tools({"istat", "blkls", "ils"}); }
 
 // Every in-use file's non-resident $DATA streams equal istat's, both ways.
 void require_streams_match_tsk(const fs::path& image, const VolumeMap& map) {
@@ -86,7 +86,7 @@ MkImageOptions small(const std::string& table) {
 
 fs::path to_raw(const std::string& testdata_name, const std::string& raw_name) {
     const fs::path source = test::testdata(testdata_name);
-    if (source.empty() || !test::have_tool("qemu-img")) return {};
+    test::require_tools({"qemu-img"});
     const fs::path raw = test::scratch_dir() / raw_name;
     if (!fs::exists(raw)) {
         const auto r = test::run({"qemu-img", "convert", "-O", "raw", source.string(), raw.string()});
@@ -98,17 +98,17 @@ fs::path to_raw(const std::string& testdata_name, const std::string& raw_name) {
 }  // namespace
 
 TEST_CASE("generated MBR disk: every stream matches The Sleuth Kit", "[ntfs][tsk]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     check_image_against_tsk(test::generated_image("small-msdos", small("msdos")));
 }
 
 TEST_CASE("generated GPT disk: every stream matches The Sleuth Kit", "[ntfs][tsk]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     check_image_against_tsk(test::generated_image("small-gpt", small("gpt")));
 }
 
 TEST_CASE("generated bare volume: every stream matches The Sleuth Kit", "[ntfs][tsk]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     check_image_against_tsk(test::generated_image("small-none", small("none")));
 }
 
@@ -134,9 +134,8 @@ TEST_CASE("generated files with attribute lists are read whole", "[ntfs]") {
 }
 
 TEST_CASE("DFTT disk with two unaligned NTFS partitions matches The Sleuth Kit", "[ntfs][tsk][testdata]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     const fs::path image = test::testdata("dftt-10-ntfs-disk.dd.xz");
-    if (image.empty()) { WARN("DFTT image missing"); return; }
     const auto disk = open_image(image.string());
     const auto analysis = analyze_image(*disk);
     REQUIRE(analysis.volumes.size() == 2);
@@ -146,22 +145,19 @@ TEST_CASE("DFTT disk with two unaligned NTFS partitions matches The Sleuth Kit",
 }
 
 TEST_CASE("Hyper-V dynamic VHDX contents match The Sleuth Kit", "[ntfs][tsk][testdata]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     const fs::path raw = to_raw("hyperv-dynamic.vhdx.gz", "hyperv-dynamic.raw");
-    if (raw.empty()) { WARN("image or qemu-img missing"); return; }
     check_image_against_tsk(raw);
 }
 
 TEST_CASE("Hyper-V fixed VHDX contents match The Sleuth Kit", "[ntfs][tsk][testdata]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     const fs::path raw = to_raw("hyperv-fixed.vhdx.gz", "hyperv-fixed.raw");
-    if (raw.empty()) { WARN("image or qemu-img missing"); return; }
     check_image_against_tsk(raw);
 }
 
 TEST_CASE("Windows-made bare NTFS volume matches The Sleuth Kit", "[ntfs][tsk][testdata]") {
-    if (!have_tsk()) { WARN("sleuthkit missing"); return; }
+    require_tsk();
     const fs::path raw = to_raw("windows_volume.qcow2", "windows_volume.raw");
-    if (raw.empty()) { WARN("image or qemu-img missing"); return; }
     check_image_against_tsk(raw);
 }

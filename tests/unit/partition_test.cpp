@@ -272,10 +272,7 @@ TEST_CASE("libparted reads an in-memory image through the device adapter", "[par
     }
 
     SECTION("mmls reads the same bytes the same way") {
-        if (!test::have_tool("mmls")) {
-            WARN("mmls not installed: skipping the oracle comparison");
-            return;
-        }
+        test::require_tools({"mmls"});
         const fs::path file = test::scratch_dir() / ("memory-mbr." + std::to_string(::getpid()));
         {
             std::ofstream out(file, std::ios::binary);
@@ -291,10 +288,7 @@ TEST_CASE("libparted reads an in-memory image through the device adapter", "[par
 
 TEST_CASE("DFTT NTFS autodetect disk matches mmls and fsstat", "[partition][dftt]") {
     const fs::path disk = test::testdata("dftt-10-ntfs-disk.dd.xz");
-    if (disk.empty() || !test::have_tool("mmls")) {
-        WARN("DFTT image or mmls missing: skipping");
-        return;
-    }
+    test::require_tools({"mmls", "fsstat"});
     const RawImage image(disk.string());
     const PartitionTable table = read_partitions(image);
     CHECK(table.label == "msdos");
@@ -306,10 +300,7 @@ TEST_CASE("DFTT NTFS autodetect disk matches mmls and fsstat", "[partition][dftt
     // The partitions also hold stale ext2/UFS superblocks, so autodetection is ambiguous
     // (libparted's probe and plain fsstat both give up). We must still say NTFS exactly
     // where The Sleuth Kit, told to look for NTFS, finds a valid one at the partition start.
-    if (!test::have_tool("fsstat")) {
-        WARN("fsstat not installed: skipping the file system comparison");
-        return;
-    }
+    test::require_tools({"fsstat"});
     for (const auto& p : table.partitions) {
         const auto r =
             test::run({"fsstat", "-f", "ntfs", "-o", std::to_string(p.start / kSector), disk.string()});
@@ -320,10 +311,7 @@ TEST_CASE("DFTT NTFS autodetect disk matches mmls and fsstat", "[partition][dftt
 }
 
 TEST_CASE("partition tables written by libparted read back like mmls reads them", "[partition]") {
-    if (!test::have_tool("mmls")) {
-        WARN("mmls not installed: skipping");
-        return;
-    }
+    test::require_tools({"mmls"});
     SECTION("msdos with an extended partition and logical partitions") {
         const fs::path file = fresh_file("libparted-msdos.img", 64ull << 20);
         write_table_with_libparted(file, "msdos",
@@ -418,10 +406,7 @@ TEST_CASE("disks without a partition table", "[partition]") {
         CHECK(table.partitions[0].filesystem == "ntfs");
     }
     SECTION("a volume made by mkntfs, which mmls finds no table in") {
-        if (!test::have_tool("mkntfs") || !test::have_tool("mmls")) {
-            WARN("mkntfs or mmls missing: skipping");
-            return;
-        }
+        test::require_tools({"mkntfs", "mmls"});
         const fs::path file = fresh_file("bare-ntfs.img", (8ull << 20) + 1024);  // odd size on purpose
         REQUIRE(test::run({"mkntfs", "-F", "-q", "-Q", file.string()}).status == 0);
         CHECK_FALSE(mmls_volumes(file));
@@ -435,10 +420,7 @@ TEST_CASE("disks without a partition table", "[partition]") {
     }
     SECTION("a volume made by Windows (dfvfs test data, converted to raw by qemu-img)") {
         const fs::path qcow = test::testdata("windows_volume.qcow2");
-        if (qcow.empty() || !test::have_tool("qemu-img") || !test::have_tool("mmls")) {
-            WARN("windows_volume.qcow2, qemu-img or mmls missing: skipping");
-            return;
-        }
+        test::require_tools({"qemu-img", "mmls"});
         const fs::path raw = test::scratch_dir() / ("windows_volume.raw." + std::to_string(::getpid()));
         REQUIRE(test::run({"qemu-img", "convert", "-O", "raw", qcow.string(), raw.string()}).status == 0);
         CHECK_FALSE(mmls_volumes(raw));

@@ -34,7 +34,7 @@ void plan_and_check(const fs::path& image, const std::string& strategy) {
 }  // namespace
 
 TEST_CASE("plans on a sparse VMDK and on a qcow2 linked clone pass the validator", "[plan][formats]") {
-    if (!test::have_tool("qemu-img")) { WARN("qemu-img missing"); return; }
+    test::require_tools({"qemu-img"});
     MkImageOptions o;
     o.disk_size = 32ull << 20;
     o.files = 200;

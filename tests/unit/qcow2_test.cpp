@@ -46,11 +46,7 @@ constexpr std::uint64_t MiB = 1024 * KiB;
 
 std::string at(std::uint64_t offset) { return std::to_string(offset); }
 
-bool have_qemu() {
-    if (test::have_tool("qemu-img") && test::have_tool("qemu-io")) return true;
-    WARN("qemu-img/qemu-io not installed: skipping");
-    return false;
-}
+void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
 
 /// A fresh directory for one test case (test cases run as parallel processes), removed
 /// when the case ends.
@@ -282,7 +278,7 @@ std::pair<std::uint64_t, std::uint64_t> first_l2(const fs::path& path) {
 }  // namespace
 
 TEST_CASE("qcow2 images made by qemu-img convert read and map like qemu", "[image][qcow2]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("convert");
     const fs::path raw = standard_raw(dir);
     struct Case {
@@ -316,7 +312,7 @@ TEST_CASE("qcow2 images made by qemu-img convert read and map like qemu", "[imag
 }
 
 TEST_CASE("qcow2 compressed clusters have no file offset and decompress", "[image][qcow2]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("compressed");
     const fs::path image = convert(standard_raw(dir), dir / "c.qcow2", {"-c"});
     const auto layer = open_qcow2(image.string());
@@ -340,7 +336,7 @@ TEST_CASE("qcow2 compressed clusters have no file offset and decompress", "[imag
 }
 
 TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("zero");
     const fs::path raw = standard_raw(dir);
     SECTION("standard L2") {
@@ -377,7 +373,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
 }
 
 TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][qcow2][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("chain");
     const fs::path raw = standard_raw(dir);
     struct Case {
@@ -429,7 +425,7 @@ TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][
 }
 
 TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[image][qcow2][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("parents");
     const fs::path raw = standard_raw(dir);
     const fs::path base = convert(raw, dir / "base.qcow2", {});
@@ -518,7 +514,7 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
 }
 
 TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][qcow2][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("backing-format");
 
     SECTION("a raw base that starts with a qcow2 header is read as raw") {
@@ -627,7 +623,7 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
 }
 
 TEST_CASE("qcow2 features guestfrag does not read are refused clearly", "[image][qcow2][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("unsupported");
     const fs::path image = dir / "x.qcow2";
     std::string message;
@@ -673,7 +669,7 @@ TEST_CASE("qcow2 features guestfrag does not read are refused clearly", "[image]
 }
 
 TEST_CASE("qcow2 header flags: dirty is readable, corrupt is refused", "[image][qcow2][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("flags");
     const fs::path image = convert(standard_raw(dir), dir / "f.qcow2", {});
     const std::uint64_t features = read_be(image, 72, 8);
@@ -692,7 +688,7 @@ TEST_CASE("qcow2 header flags: dirty is readable, corrupt is refused", "[image][
 }
 
 TEST_CASE("qcow2 damaged tables are corrupt, named, and never over-allocate", "[image][qcow2][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("damaged");
     const fs::path image = convert(standard_raw(dir), dir / "d.qcow2", {});
     const auto [l1, l2] = first_l2(image);
@@ -770,7 +766,7 @@ TEST_CASE("qcow2 damaged tables are corrupt, named, and never over-allocate", "[
 }
 
 TEST_CASE("qcow2 damaged compressed data is corrupt when read", "[image][qcow2][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("badzip");
     const fs::path image = convert(standard_raw(dir), dir / "c.qcow2", {"-c"});
     const auto [l1, l2] = first_l2(image);
@@ -840,7 +836,7 @@ TEST_CASE("qcow2 entry decoding follows the specification", "[image][qcow2][unit
 }
 
 TEST_CASE("qcow2 maps a large, mostly empty disk in few calls", "[image][qcow2]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("large");
     const fs::path image = dir / "big.qcow2";
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", image.string(), "2T"});
@@ -856,7 +852,7 @@ TEST_CASE("qcow2 maps a large, mostly empty disk in few calls", "[image][qcow2]"
 }
 
 TEST_CASE("qcow2 serves concurrent readers", "[image][qcow2][threads]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir dir("threads");
     const fs::path image = convert(standard_raw(dir), dir / "t.qcow2", {"-c", "-o", "cluster_size=4K"});
     const fs::path raw = dir / "t.raw";
@@ -883,12 +879,8 @@ TEST_CASE("qcow2 serves concurrent readers", "[image][qcow2][threads]") {
 }
 
 TEST_CASE("qcow2 real image made by Windows tools reads like qemu", "[image][qcow2][testdata]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const fs::path path = test::testdata("windows_volume.qcow2");
-    if (path.empty()) {
-        WARN("windows_volume.qcow2 missing: skipping");
-        return;
-    }
     const auto disk = check_image(path, 1, 64 * KiB);
     CHECK(disk->size() == 35913728);
     const auto layer = open_qcow2(path.string());

@@ -182,10 +182,7 @@ bool crlf_lines(const std::string& text, std::vector<std::string>& lines) {
 }  // namespace
 
 TEST_CASE("schedule --json follows guestfrag.schedule.v1 inside a nightly window", "[schedule][cli][json]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     REQUIRE(plan()["moves"].size() > 1);
     // A 10-minute window at 64 KiB/s (38.4 MiB a night at most) and a cap of a third of the
@@ -217,10 +214,7 @@ TEST_CASE("schedule --json follows guestfrag.schedule.v1 inside a nightly window
 
 TEST_CASE("schedule --json with --iops and several windows across a DST change",
           "[schedule][cli][json][dst]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     // 2026-03-28 is a Saturday; the night to Sunday 2026-03-29 loses an hour.
     const Json doc = schedule_json({"--iops", "3", "--rate", "1MiB/s", "--window", "Sat,Sun 22:00-06:00",
@@ -247,10 +241,7 @@ TEST_CASE("schedule --json with --iops and several windows across a DST change",
 }
 
 TEST_CASE("schedule without windows is one batch from --start", "[schedule][cli]") {
-    if (!TimeZone::installed("America/New_York")) {
-        WARN("no tz database entry for America/New_York: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("America/New_York"));  // tzdata is a build dependency
     const TimeZone zone("America/New_York");
     const Json doc = schedule_json({"--rate", "20MiB/s", "--start", "2026-11-23T22:00"});
     check_contract(doc, 20 * kMiB, 0, 0);
@@ -291,10 +282,7 @@ TEST_CASE("schedule prints a table for people", "[schedule][cli]") {
 }
 
 TEST_CASE("schedule --ics is an RFC 5545 calendar", "[schedule][cli][ics]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     const std::vector<std::string> args = {"--rate",  "64KiB/s",         "--window", "daily 01:00-01:10",
                                            "--start", "2026-11-23T00:00"};

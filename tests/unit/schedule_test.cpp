@@ -225,10 +225,7 @@ TEST_CASE("window grammar", "[schedule][window]") {
 }
 
 TEST_CASE("start times: local, UTC and with offsets", "[schedule][window]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     CHECK(instant("2026-11-23T22:00") == utc(2026, 11, 23, 21, 0));       // CET = UTC+1
     CHECK(instant("2026-07-01 22:00:30") == utc(2026, 7, 1, 20, 0, 30));  // CEST = UTC+2
@@ -246,10 +243,7 @@ TEST_CASE("start times: local, UTC and with offsets", "[schedule][window]") {
 }
 
 TEST_CASE("local time on DST change days (Europe/Berlin)", "[schedule][dst]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     // 2026-03-29: 02:00 CET (01:00Z) jumps to 03:00 CEST. 01:59 is 00:59Z, 03:00 is 01:00Z.
     CHECK(from_local(local(2026, 3, 29, 1, 59)) == utc(2026, 3, 29, 0, 59));
@@ -295,10 +289,7 @@ TEST_CASE("local time on DST change days (Europe/Berlin)", "[schedule][dst]") {
 }
 
 TEST_CASE("schedules on DST change nights hold 7 h and 9 h of work (Europe/Berlin)", "[schedule][dst]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     // 60 MiB moves at 1 MiB/s take 60 s each: 7 h = 420 moves, 8 h = 480, 9 h = 540.
     ScheduleOptions o;
@@ -342,10 +333,7 @@ TEST_CASE("schedules on DST change nights hold 7 h and 9 h of work (Europe/Berli
 }
 
 TEST_CASE("schedules on DST change nights (America/New_York)", "[schedule][dst]") {
-    if (!TimeZone::installed("America/New_York")) {
-        WARN("no tz database entry for America/New_York: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("America/New_York"));  // tzdata is a build dependency
     const TimeZone zone("America/New_York");
     // 2026-03-08: 02:00 EST (07:00Z) jumps to 03:00 EDT; 2026-11-01: 02:00 EDT (06:00Z) goes
     // back to 01:00 EST.
@@ -560,10 +548,7 @@ TEST_CASE("a move that fits in no window occurrence is an error naming it", "[sc
 }
 
 TEST_CASE("random plans over several windows and a DST change keep every promise", "[schedule][dst]") {
-    if (!TimeZone::installed("Europe/Berlin")) {
-        WARN("no tz database entry for Europe/Berlin: skipped");
-        return;
-    }
+    REQUIRE(TimeZone::installed("Europe/Berlin"));  // tzdata is a build dependency
     const TimeZone zone("Europe/Berlin");
     std::mt19937_64 random(7);
     std::uniform_int_distribution<std::int64_t> clusters(1, 256 * 400);  // up to 400 MiB

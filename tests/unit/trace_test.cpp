@@ -34,10 +34,7 @@ namespace {
 const std::vector<std::string> kSamples = {"CMD.EXE-087B4001.pf", "PING.EXE-B29F6629.pf",
                                            "WUAUCLT.EXE-830BCC14.pf", "NOTEPAD.EXE-D8414F97.pf"};
 
-fs::path sample(const std::string& name) {
-    const fs::path path = fs::path(GUESTFRAG_TESTDATA_DIR) / "prefetch" / name;
-    return fs::exists(path) ? path : fs::path{};
-}
+fs::path sample(const std::string& name) { return test::testdata("prefetch/" + name); }
 
 // Host-file trace sources never touch the image: an empty one stands in for it.
 class NoImage final : public DiskImage {
@@ -200,19 +197,12 @@ TEST_CASE("to_volume_path strips device, volume, namespace and drive prefixes", 
 }
 
 TEST_CASE("prefetch samples: names equal sccainfo's, device prefixes stripped", "[trace][prefetch]") {
-    if (!test::have_tool("sccainfo")) {
-        WARN("libscca-utils (sccainfo) missing");
-        return;
-    }
+    test::require_tools({"sccainfo"});
     const NoImage image;
     const VolumeMap volume;  // serial 0: matches none of the samples' volumes
     std::size_t compared = 0;
     for (const std::string& name : kSamples) {
         const fs::path pf = sample(name);
-        if (pf.empty()) {
-            WARN("missing test data prefetch/" << name);
-            continue;
-        }
         INFO(name);
         const SccaInfo oracle = sccainfo(pf);
         REQUIRE(oracle.filenames.size() >= 20);
@@ -249,10 +239,6 @@ TEST_CASE("prefetch content read from memory equals the file read by path", "[tr
     std::size_t compared = 0;
     for (const std::string& name : kSamples) {
         const fs::path pf = sample(name);
-        if (pf.empty()) {
-            WARN("missing test data prefetch/" << name);
-            continue;
-        }
         INFO(name);
         const auto content = bytes_of(pf);
         CHECK(looks_like_prefetch(content));
@@ -296,7 +282,6 @@ TEST_CASE("prefetch paths keep only the files of the analysed volume", "[trace][
 
     // A real sample whose volume serial is ours (0x24cb074b in CMD's header) keeps all.
     const fs::path cmd = sample("CMD.EXE-087B4001.pf");
-    if (cmd.empty()) return;
     const PrefetchFile real = read_prefetch(cmd);
     CHECK(prefetch_volume_paths(real, 0x0123456724CB074Bull) == prefetch_volume_paths(real, 0));
     CHECK(prefetch_volume_paths(real, 0x0123456724CB074Bull).size() == real.filenames.size());
@@ -322,10 +307,6 @@ TEST_CASE("corrupt prefetch files are refused as corrupt", "[trace][prefetch]") 
     };
     for (const Damage& d : damages) {
         const fs::path source = sample(d.sample);
-        if (source.empty()) {
-            WARN("missing test data prefetch/" << d.sample);
-            continue;
-        }
         INFO(d.copy);
         auto content = bytes_of(source);
         if (d.truncate_to != 0) content.resize(d.truncate_to);
@@ -333,7 +314,8 @@ TEST_CASE("corrupt prefetch files are refused as corrupt", "[trace][prefetch]") 
         const fs::path copy = scratch(d.copy);
         write_bytes(copy, content);
         // sccainfo agrees that the copy is unreadable.
-        if (test::have_tool("sccainfo")) CHECK(test::run({"sccainfo", copy.string()}).status != 0);
+        test::require_tools({"sccainfo"});
+        CHECK(test::run({"sccainfo", copy.string()}).status != 0);
 
         CHECK(kind_of([&] { (void)load_trace(copy.string(), image, volume); }) == ErrorKind::Corrupt);
         const std::string message = message_of([&] { (void)load_trace(copy.string(), image, volume); });
@@ -427,8 +409,6 @@ MkImageOptions reader_image() {
     return o;
 }
 
-bool have_tsk() { return test::have_tool("fls") && test::have_tool("icat"); }
-
 // fls's view of one directory: allocated names → record, stream suffixes (":name")
 // dropped, TSK's virtual entries ($OrphanFiles) and deleted names left out.
 std::map<std::string, std::uint64_t> fls_directory(const fs::path& image, std::uint64_t sector,
@@ -462,10 +442,7 @@ std::vector<std::byte> icat(const fs::path& image, std::uint64_t sector, std::ui
 }  // namespace
 
 TEST_CASE("file reader lists and reads files as The Sleuth Kit does", "[trace][ntfs][tsk]") {
-    if (!have_tsk()) {
-        WARN("sleuthkit missing");
-        return;
-    }
+    test::require_tools({"fls", "icat"});
     const fs::path image_path = test::generated_image("small-msdos", reader_image());
     const auto disk = open_image(image_path.string());
     const ImageAnalysis analysis = analyze_image(*disk);
@@ -605,15 +582,7 @@ private:
 }  // namespace
 
 TEST_CASE("@prefetch and @layout read the guest's Windows\\Prefetch", "[trace][ntfs][prefetch]") {
-    if (!test::have_tool("sccainfo")) {
-        WARN("libscca-utils (sccainfo) missing");
-        return;
-    }
-    for (const std::string& name : kSamples)
-        if (sample(name).empty()) {
-            WARN("missing test data prefetch/" << name);
-            return;
-        }
+    test::require_tools({"sccainfo"});
 
     MkImageOptions o;
     o.disk_size = 32ull << 20;

@@ -189,11 +189,7 @@ void make_vpc(const fs::path& raw, const fs::path& vhd, const std::string& subfo
     run_ok(argv);
 }
 
-bool have_qemu() {
-    if (test::have_tool("qemu-img")) return true;
-    WARN("qemu-img not installed: skipping");
-    return false;
-}
+void require_qemu() { test::require_tools({"qemu-img"}); }
 
 /// A qemu-made dynamic parent of `size` bytes with data in `regions`.
 fs::path qemu_parent(const fs::path& dir, const std::string& name, std::uint64_t size,
@@ -236,7 +232,7 @@ test::VhdSpec child_spec(const fs::path& parent, std::uint64_t size) {
 }  // namespace
 
 TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("fixed");
     const fs::path& dir = work.path;
     const std::uint64_t size = 9 * kMiB + 3 * 512;
@@ -277,7 +273,7 @@ TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
 }
 
 TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("footer511");
     const fs::path& dir = work.path;
     const std::uint64_t size = 2 * kMiB;
@@ -294,7 +290,7 @@ TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
 }
 
 TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("dynamic");
     const fs::path& dir = work.path;
     // 6.5 blocks: the last block is only half inside the disk.
@@ -339,7 +335,7 @@ TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
 
 TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, partial bitmaps",
           "[image][vhd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("dynwriter");
     const fs::path& dir = work.path;
     test::VhdSpec spec;
@@ -364,7 +360,7 @@ TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, part
 }
 
 TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("big");
     const fs::path& dir = work.path;
     const fs::path vhd = dir / "big.vhd";
@@ -383,7 +379,7 @@ TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
 }
 
 TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("diff");
     const fs::path& dir = work.path;
     const std::uint64_t size = 11 * kMiB;  // 5.5 blocks
@@ -507,7 +503,7 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
 }
 
 TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("locators");
     const fs::path& dir = work.path;
     const std::uint64_t size = 4 * kMiB;
@@ -593,7 +589,7 @@ TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chai
 }
 
 TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][chain][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("badchain");
     const fs::path& dir = work.path;
     const std::uint64_t size = 4 * kMiB;
@@ -663,7 +659,7 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
 }
 
 TEST_CASE("vhd refuses damaged and unsupported files", "[image][vhd][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("bad");
     const fs::path& dir = work.path;
     const std::uint64_t size = 8 * kMiB;

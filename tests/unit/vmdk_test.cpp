@@ -47,11 +47,7 @@ constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 constexpr std::uint64_t GiB = 1024 * MiB;
 
-bool have_qemu() {
-    if (test::have_tool("qemu-img") && test::have_tool("qemu-io")) return true;
-    WARN("qemu-img/qemu-io not installed: skipping");
-    return false;
-}
+void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
 
 /// A fresh directory for one test case (test cases run as parallel processes), removed
 /// when the case ends: the split-disk and large-disk cases leave gigabytes otherwise.
@@ -378,7 +374,7 @@ std::vector<std::byte> read_all(const DiskImage& image) {
 // Images qemu-img writes.
 
 TEST_CASE("vmdk subformats written by qemu-img convert read and map like qemu", "[image][vmdk]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("convert");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -418,7 +414,7 @@ TEST_CASE("vmdk subformats written by qemu-img convert read and map like qemu", 
 }
 
 TEST_CASE("vmdk stream-optimized grains are compressed: no file offset, inflated on read", "[image][vmdk]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("compressed");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "s.vmdk", "streamOptimized");
@@ -439,7 +435,7 @@ TEST_CASE("vmdk stream-optimized grains are compressed: no file offset, inflated
 }
 
 TEST_CASE("vmdk split disks with extents across the 2 GiB boundary", "[image][vmdk][slow]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("split");
     const fs::path& dir = work.path();
     const fs::path raw = dir / "big.raw";
@@ -468,7 +464,7 @@ TEST_CASE("vmdk split disks with extents across the 2 GiB boundary", "[image][vm
 }
 
 TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map depths", "[image][vmdk][chain]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("chain");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -513,7 +509,7 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
 // Variants written by our test writer and read by both qemu and us.
 
 TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][vmdk][cowd]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("cowd");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -576,7 +572,7 @@ TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][v
 }
 
 TEST_CASE("vmdk seSparse extents read like qemu reads them", "[image][vmdk][sesparse]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("sesparse");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -615,7 +611,7 @@ TEST_CASE("vmdk seSparse extents read like qemu reads them", "[image][vmdk][sesp
 }
 
 TEST_CASE("vmdk stream-optimized files with the grain directory at the end", "[image][vmdk][stream]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("stream");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -648,7 +644,7 @@ TEST_CASE("vmdk stream-optimized files with the grain directory at the end", "[i
 }
 
 TEST_CASE("vmdk descriptors mixing extent kinds", "[image][vmdk]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("mixed");
     const fs::path& dir = work.path();
     // Four extents: a flat range 1 MiB into a file, a hosted sparse file, a COWD and a
@@ -827,7 +823,7 @@ TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][
         CHECK(message.find("CID 00000001") != std::string::npos);
     }
     SECTION("a hint naming a qcow2 file is refused: a VMDK's parent is a VMDK") {
-        if (!have_qemu()) return;
+        require_qemu();
         run_ok({"qemu-img", "create", "-q", "-f", "qcow2", (dir / "base.qcow2").string(), "1M"});
         test::write_text_file(dir / "c.vmdk",
                               test::vmdk_descriptor_text(0x2, 0x1, "monolithicFlat",
@@ -843,7 +839,7 @@ TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][
 // Bad input.
 
 TEST_CASE("vmdk hosted sparse damage is corrupt and named", "[image][vmdk][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("damaged");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "d.vmdk", "monolithicSparse");
@@ -920,7 +916,7 @@ TEST_CASE("vmdk hosted sparse damage is corrupt and named", "[image][vmdk][bad]"
 }
 
 TEST_CASE("vmdk damaged compressed grains are corrupt when read", "[image][vmdk][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("deflate");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "c.vmdk", "streamOptimized");
@@ -1032,7 +1028,7 @@ TEST_CASE("vmdk COWD and seSparse damage", "[image][vmdk][bad]") {
 }
 
 TEST_CASE("vmdk descriptors with missing, mis-sized or unsupported extents", "[image][vmdk][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("descriptor");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -1103,7 +1099,7 @@ TEST_CASE("vmdk descriptors with missing, mis-sized or unsupported extents", "[i
 }
 
 TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image][vmdk][chain][bad]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("parents");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
@@ -1150,7 +1146,7 @@ TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image
 // Scale and threads.
 
 TEST_CASE("vmdk maps a large, mostly empty disk in few calls", "[image][vmdk]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("large");
     const fs::path& dir = work.path();
     const fs::path image = dir / "big.vmdk";
@@ -1165,7 +1161,7 @@ TEST_CASE("vmdk maps a large, mostly empty disk in few calls", "[image][vmdk]") 
 }
 
 TEST_CASE("vmdk serves concurrent readers", "[image][vmdk][threads]") {
-    if (!have_qemu()) return;
+    require_qemu();
     const WorkDir work("threads");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "t.vmdk", "streamOptimized");
