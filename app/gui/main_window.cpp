@@ -137,6 +137,9 @@ QWidget* MainWindow::build_central() {
     pixels_box_->setSuffix(QStringLiteral(" px"));
     pixels_box_->setToolTip(tr("Cell size on screen"));
     summary_->setTextFormat(Qt::RichText);
+    // One line does not hold the volume and image-file figures at the default width: wrap
+    // rather than cut them off.
+    summary_->setWordWrap(true);
 
     auto* bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Volume")));

@@ -54,6 +54,7 @@ PlanPanel::PlanPanel(QWidget* parent)
     form->addRow(tr("Strategy"), strategy_);
     form->addRow(QString(), strategy_note_);
     strategy_note_->setVisible(false);
+    strategy_note_->setWordWrap(true);  // the panel is narrow: a long note wraps, never cuts off
     form->addRow(tr("Max growth"), max_growth_);
     form->addRow(tr("Max moved"), max_moved_);
     form->addRow(tr("Dedup chunks"), dedup_chunks_);

@@ -103,6 +103,29 @@ private slots:
         QCOMPARE(window.warnings_model()->rowCount(), static_cast<int>(plan.impact->warnings.size()));
     }
 
+    void labelsFitTheDefaultWindow() {
+        // At the default size with the recommended-strategy note showing, every visible
+        // label shows all of its text: a wrapping label is tall enough for its text at its
+        // width, any other one is as wide as its text.
+        MainWindow window(false);
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QCOMPARE(window.size(), gui::kWindowSize);
+        QApplication::processEvents();
+        int checked = 0;
+        for (const QLabel* label : window.findChildren<QLabel*>()) {
+            if (!label->isVisible() || label->text().isEmpty()) continue;
+            ++checked;
+            const QString what = label->text().left(60);
+            if (label->wordWrap())
+                QVERIFY2(label->height() >= label->heightForWidth(label->width()), qPrintable(what));
+            else
+                QVERIFY2(label->width() >= label->minimumSizeHint().width(), qPrintable(what));
+        }
+        QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
+    }
+
     void exportsPlanAndReport() {
         MainWindow window(false);
         window.show();
