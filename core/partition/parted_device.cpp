@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -65,6 +66,9 @@ bool is_ours(const PedDevice* device) noexcept {
 // --- messages ------------------------------------------------------------------------
 
 thread_local std::vector<Message> recorded_messages;
+/// The image libparted is reading on this thread, for the one line printed if libparted
+/// fails one of its own assertions.
+thread_local std::string assertion_subject;
 
 /// One line, no synthetic device paths (they mean nothing to a user), lower-case start.
 std::string squash(const char* raw) {
@@ -108,6 +112,17 @@ PedExceptionOption choose_answer(PedExceptionOption offered) noexcept {
 
 PedExceptionOption record_exception(PedException* exception) {
     if (exception == nullptr) return PED_EXCEPTION_UNHANDLED;
+    if (exception->type == PED_EXCEPTION_BUG) {
+        // A failed libparted assertion: libparted calls abort() as soon as this returns,
+        // and no answer prevents it. table_guard refuses the tables known to get here; for
+        // any other, end the way bad input ends (one line, exit status 2) rather than with
+        // a bare SIGABRT.
+        std::fprintf(stderr, "guestfrag: error: %s: libparted cannot read this partition table (%s)\n",
+                     assertion_subject.empty() ? "disk image" : assertion_subject.c_str(),
+                     squash(exception->message).c_str());
+        std::fflush(stderr);
+        std::_Exit(2);
+    }
     const PedExceptionOption answer = choose_answer(exception->options);
     try {
         recorded_messages.push_back(
@@ -401,11 +416,13 @@ ImageRegistration::ImageRegistration(const DiskImage& image) {
     path_ = std::string(path_prefix) + std::to_string(next_image_id++);
     std::lock_guard guard(registry_mutex);
     registered_images.emplace(path_, &image);
+    assertion_subject = image.path();
 }
 
 ImageRegistration::~ImageRegistration() {
     std::lock_guard guard(registry_mutex);
     registered_images.erase(path_);
+    assertion_subject.clear();
 }
 
 DevicePtr open_device(const ImageRegistration& registration) {

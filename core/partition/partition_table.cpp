@@ -3,11 +3,15 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/partition/parted_device.hpp"
 #include "core/partition/partition.hpp"
+#include "core/partition/table_guard.hpp"
 
 namespace guestfrag {
 
@@ -59,18 +63,10 @@ std::string partition_type(const PedPartition* part, std::string_view label) {
     return (part->type & PED_PARTITION_LOGICAL) != 0 ? "logical" : "primary";
 }
 
-}  // namespace
-
-PartitionTable read_partitions(const DiskImage& image) {
+/// The table as libparted reads it, with the messages it raised on the way; a bare NTFS
+/// volume is one whole-disk partition.
+std::pair<PartitionTable, std::vector<parted::Message>> read_with_libparted(const DiskImage& image, bool ntfs_at_start) {
     const std::uint64_t size = image.size();
-    if (size < sector_size) {
-        throw Error(ErrorKind::Corrupt,
-                    "disk is too small for a partition table (" + std::to_string(size) + " bytes)");
-    }
-    std::array<std::byte, sector_size> first_sector{};
-    image.read(0, first_sector);
-    const bool ntfs_at_start = is_ntfs_boot_sector(first_sector);
-
     const auto lock = parted::parted_lock();
     const parted::ImageRegistration registration(image);
     parted::clear_messages();
@@ -81,10 +77,10 @@ PartitionTable read_partitions(const DiskImage& image) {
     if (label != "msdos" && label != "gpt") {
         // A bare NTFS volume: msdos_probe deliberately rejects NTFS boot sectors, and
         // libparted then calls the disk a "loop" label (one partition = whole device).
-        if (ntfs_at_start) return whole_disk(size, "ntfs");
+        if (ntfs_at_start) return {whole_disk(size, "ntfs"), {}};
         if (label == "loop") {
             const std::string fs = probe_whole_device(device.get());
-            if (fs == "ntfs") return whole_disk(size, fs);
+            if (fs == "ntfs") return {whole_disk(size, fs), {}};
             throw Error(ErrorKind::Unsupported,
                         "no partition table and no NTFS file system found (the disk holds a bare " +
                             (fs.empty() ? std::string("unknown") : fs) + " file system)");
@@ -96,7 +92,7 @@ PartitionTable read_partitions(const DiskImage& image) {
 
     parted::clear_messages();
     const parted::DiskPtr disk(ped_disk_new(device.get()));
-    const std::vector<parted::Message> messages = parted::take_messages();
+    std::vector<parted::Message> messages = parted::take_messages();
     if (!disk) {
         throw Error(ErrorKind::Corrupt, label + " partition table: " +
                                             parted::failure_text(messages, "libparted cannot read it"));
@@ -117,6 +113,30 @@ PartitionTable read_partitions(const DiskImage& image) {
         p.filesystem = part->fs_type != nullptr ? part->fs_type->name : "";
         table.partitions.push_back(std::move(p));
     }
+    return {std::move(table), std::move(messages)};
+}
+
+}  // namespace
+
+PartitionTable read_partitions(const DiskImage& image) {
+    const std::uint64_t size = image.size();
+    if (size < sector_size) {
+        throw Error(ErrorKind::Corrupt,
+                    "disk is too small for a partition table (" + std::to_string(size) + " bytes)");
+    }
+    std::array<std::byte, sector_size> first_sector{};
+    image.read(0, first_sector);
+    const bool ntfs_at_start = is_ntfs_boot_sector(first_sector);
+
+    // Tables libparted would abort the process on are read or refused before it sees them.
+    PartitionTable table;
+    std::vector<parted::Message> messages;
+    if (auto gpt = table_guard::read_gpt_beyond_libparted(image)) {
+        table = std::move(*gpt);
+    } else {
+        table_guard::check_ebr_chain(image);
+        std::tie(table, messages) = read_with_libparted(image, ntfs_at_start);
+    }
     // Checked here rather than trusting libparted: it only asks whether to ignore such a
     // partition ("can't have a partition outside the disk!"), and our handler says ignore
     // so that the error can name the partition.
@@ -130,7 +150,7 @@ PartitionTable read_partitions(const DiskImage& image) {
     }
     // Anything else libparted could only have ignored means the table is inconsistent.
     for (const parted::Message& m : messages)
-        if (!parted::is_benign(m)) throw Error(ErrorKind::Corrupt, label + " partition table: " + m.text);
+        if (!parted::is_benign(m)) throw Error(ErrorKind::Corrupt, table.label + " partition table: " + m.text);
     for (Partition& p : table.partitions)
         if (p.filesystem.empty()) p.filesystem = fallback_filesystem(image, p.start);
 

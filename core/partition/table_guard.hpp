@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <optional>
+
+#include "core/partition/partition.hpp"
+
+namespace guestfrag {
+
+class DiskImage;
+
+/// Partition tables that libparted 3.5 cannot be handed, because it ends the process with
+/// an assertion instead of returning an error. They are recognised here, from the raw
+/// sectors, before libparted sees the disk.
+namespace table_guard {
+
+/// A GPT whose header checks out (signature, header CRC) but whose entry count libparted
+/// asserts on (0, or more than 8,192: gpt.c `_parse_header`). Such a table is read here:
+/// the entry array is checked against the disk size and its CRC, and streamed in bounded
+/// chunks, so memory follows the used entries only. Returns nullopt when neither GPT header
+/// has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
+/// or entry, Error(Unsupported) for an entry array over 64 MiB.
+[[nodiscard]] std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image);
+
+/// Follows the chain of extended boot records of an MBR's extended partition. Throws
+/// Error(Corrupt) when the chain links back to a record it has already visited (libparted
+/// recurses into such a loop until it asserts) or holds more than 16,384 records.
+void check_ebr_chain(const DiskImage& image);
+
+}  // namespace table_guard
+}  // namespace guestfrag
