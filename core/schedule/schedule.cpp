@@ -98,6 +98,9 @@ Schedule make_schedule(const Plan& plan, const ScheduleOptions& options) {
     if (options.rate == 0 && options.iops == 0)
         throw Error(ErrorKind::Internal, "a schedule needs a rate or an IOPS limit");
     if (options.io_size == 0) throw Error(ErrorKind::Internal, "a schedule needs a positive IO size");
+    // Near kForever every occurrence is empty or clamped and no move would ever be placed.
+    if (options.start >= Instant{std::chrono::sys_days{std::chrono::year{kLastYear + 1} / 1 / 1}.time_since_epoch()})
+        throw Error(ErrorKind::Unsupported, "a schedule cannot start after the year " + std::to_string(kLastYear));
 
     const std::size_t n = plan.moves.size();
     Schedule schedule;

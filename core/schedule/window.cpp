@@ -173,6 +173,8 @@ Parsed<Instant> parse_instant(std::string_view text) {
                                            std::chrono::month{static_cast<unsigned>(*mo)},
                                            std::chrono::day{static_cast<unsigned>(*d)}};
     if (!date.ok()) return {std::nullopt, quoted(whole) + ": no such date"};
+    if (*y > kLastYear)
+        return {std::nullopt, quoted(whole) + ": schedules start no later than the year " + std::to_string(kLastYear)};
 
     seconds time_of_day{0};
     if (take(rest, 'T') || take(rest, ' ')) {

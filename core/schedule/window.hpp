@@ -51,11 +51,15 @@ struct Parsed {
 
 /// Parses a start time "2026-11-23T22:00", "2026-11-23 22:00:30", "2026-11-23" (midnight),
 /// local time unless it ends in "Z" or a UTC offset ("+01:00", "-0500"); local readings
-/// resolve as from_local does.
+/// resolve as from_local does. Years from kLastYear + 1 on are refused: schedules end at
+/// kForever.
 [[nodiscard]] Parsed<Instant> parse_instant(std::string_view text);
 
 /// An instant later than any schedule: the end of a window occurrence that never ends.
 inline constexpr Instant kForever{std::chrono::sys_days{std::chrono::year{9000} / 1 / 1}.time_since_epoch()};
+/// The last year a schedule may start in, a thousand years before kForever so that even
+/// the longest schedule ends by then (times are clamped to kForever, never past it).
+inline constexpr int kLastYear = 7999;
 
 /// The union of several windows; no windows at all means always open.
 class WindowSet {

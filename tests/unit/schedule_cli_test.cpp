@@ -397,6 +397,10 @@ TEST_CASE("schedule rejects bad input with one line and the right status", "[sch
     r = schedule({"--rate", "20MiB/s", "--start", "tonight"});
     CHECK(r.status == 1);
     CHECK_THAT(r.err, Catch::Contains("is not a start time"));
+    // Year 9000 stood for "never" inside and such a start used to loop forever.
+    r = schedule({"--rate", "20MiB/s", "--window", "daily 01:00-05:00", "--start", "9000-01-01T02:00Z"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("schedules start no later than the year 7999"));
     r = schedule({"--iops", "0"});
     CHECK(r.status == 1);
     r = schedule({"--rate", "20MiB/s", "--max-per-window", "1GiB"});

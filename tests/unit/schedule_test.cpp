@@ -398,6 +398,33 @@ TEST_CASE("without windows a plan is one batch from the start", "[schedule]") {
     CHECK(scheduled(Plan{}, o).batches.empty());
 }
 
+TEST_CASE("starts the schedule cannot represent are refused, never looped on", "[schedule][hostile]") {
+    const TimeZone zone("UTC");
+    for (const char* late : {"8000-01-01", "9000-01-01T00:00Z", "9999-12-31T23:59:59+14:00"}) {
+        INFO(late);
+        const auto parsed = parse_instant(late);
+        CHECK_FALSE(parsed.value);
+        CHECK(parsed.error == "'" + std::string(late) + "': schedules start no later than the year 7999");
+    }
+    CHECK(parse_instant("7999-12-31T23:59:59Z").value == utc(7999, 12, 31, 23, 59, 59));
+    // The core refuses them too, with and without windows (both used to loop forever).
+    ScheduleOptions o;
+    o.rate = kMiB;
+    for (const Instant start : {utc(8000, 1, 1, 0, 0), kForever, kForever + std::chrono::hours{24 * 365}}) {
+        o.start = start;
+        o.windows.clear();
+        CHECK_THROWS_WITH((void)make_schedule(plan_of_mib(3, 1), o), "a schedule cannot start after the year 7999");
+        o.windows = {*parse_window("daily 01:00-05:00").value};
+        CHECK_THROWS_WITH((void)make_schedule(plan_of_mib(3, 1), o), "a schedule cannot start after the year 7999");
+    }
+    // The last accepted start still schedules: one batch of 3 s.
+    o.windows.clear();
+    o.start = utc(7999, 12, 31, 23, 59, 59);
+    const Schedule s = make_schedule(plan_of_mib(3, 1), o);
+    REQUIRE(s.batches.size() == 1);
+    CHECK(s.batches[0].end == o.start + std::chrono::seconds{3});
+}
+
 TEST_CASE("batches keep the order and hold whole moves only", "[schedule]") {
     const TimeZone zone("UTC");
     ScheduleOptions o;
