@@ -120,12 +120,12 @@ std::int64_t scalar(Database& db, const std::string& sql) {
 ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
     const std::int64_t version = scalar(db_, "PRAGMA user_version");
     if (version > kSchemaVersion)
-        throw Error(ErrorKind::Unsupported, path + ": results database of a newer guestfrag (schema " +
+        throw Error(ErrorKind::Unsupported, "results database of a newer guestfrag (schema " +
                                                 std::to_string(version) + ")");
     if (version == 0) {
         if (scalar(db_, "SELECT count(*) FROM sqlite_master") != 0)
-            throw Error(ErrorKind::Unsupported, path + ": not a guestfrag results database");
-        if (!create) throw Error(ErrorKind::NotFound, path + ": empty results database");
+            throw Error(ErrorKind::Unsupported, "not a guestfrag results database");
+        if (!create) throw Error(ErrorKind::NotFound, "empty results database");
         create_schema();
     } else if (version == 1) {
         upgrade_from_1();

@@ -9,14 +9,15 @@ namespace guestfrag::batch {
 
 void Database::Close::operator()(sqlite3* db) const noexcept { sqlite3_close_v2(db); }
 
-Database::Database(const std::string& path, bool create) : path_(path) {
+Database::Database(const std::string& path, bool create) {
     sqlite3* raw = nullptr;
     const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
     db_.reset(raw);  // sqlite3_open_v2 may hand out a handle even when it fails
+    // Messages leave the path out, as every core error does: the caller names the file.
     if (rc != SQLITE_OK)
         throw Error(rc == SQLITE_CANTOPEN ? ErrorKind::NotFound : ErrorKind::Io,
-                    path + ": " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+                    raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
     sqlite3_busy_timeout(raw, 10000);
     exec("PRAGMA foreign_keys = ON");
 }
@@ -24,7 +25,7 @@ Database::Database(const std::string& path, bool create) : path_(path) {
 void Database::check(int rc) const {
     if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
     const ErrorKind kind = rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? ErrorKind::Corrupt : ErrorKind::Io;
-    throw Error(kind, path_ + ": " + sqlite3_errmsg(db_.get()));
+    throw Error(kind, sqlite3_errmsg(db_.get()));
 }
 
 void Database::exec(std::string_view sql) {

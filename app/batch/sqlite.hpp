@@ -12,8 +12,9 @@ struct sqlite3_stmt;
 
 namespace guestfrag::batch {
 
-/// One SQLite connection, owned (closed on destruction). Every failure throws
-/// Error(Io, "PATH: message") with SQLite's message. Not for concurrent use: callers that
+/// One SQLite connection, owned (closed on destruction). Every failure throws Error(Io)
+/// (Corrupt for a damaged or foreign file, NotFound for a missing one) with SQLite's
+/// message; like every core error it leaves the path out, which the caller names. Not for concurrent use: callers that
 /// share one serialise access themselves.
 class Database {
 public:
@@ -24,15 +25,13 @@ public:
     void exec(std::string_view sql);
     [[nodiscard]] std::int64_t last_insert_id() const;
     [[nodiscard]] sqlite3* handle() const { return db_.get(); }
-    [[nodiscard]] const std::string& path() const { return path_; }
-    /// Throws for SQLite status `rc` (not OK/ROW/DONE) naming the database.
+    /// Throws for SQLite status `rc` (not OK/ROW/DONE).
     void check(int rc) const;
 
 private:
     struct Close {
         void operator()(sqlite3* db) const noexcept;
     };
-    std::string path_;
     std::unique_ptr<sqlite3, Close> db_;
 };
 

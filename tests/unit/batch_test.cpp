@@ -284,7 +284,14 @@ TEST_CASE("shards cover every image once and merge into the unsharded result", "
     // Merging something that is not a results database fails with one line.
     const auto bad = test::run_cli({"merge", merged.string(), (dir / "vm41.img").string()});
     CHECK(bad.status == 2);
-    CHECK(bad.err.rfind("guestfrag: error: " + (dir / "vm41.img").string() + ": ", 0) == 0);
+    CHECK(bad.err == "guestfrag: error: " + (dir / "vm41.img").string() + ": file is not a database\n");
+
+    // OUT among the inputs is a usage error naming it, before any database is opened.
+    const auto self = test::run_cli({"merge", merged.string(), one.string(), merged.string()});
+    CHECK(self.status == 1);
+    CHECK(self.err == "guestfrag: error: " + merged.string() +
+                          ": OUT is also given as an input (IN): a database cannot be merged into itself\n");
+    CHECK(count(merged, "SELECT count(*) FROM runs") == 2);
 }
 
 TEST_CASE("batch usage errors and shard arithmetic", "[batch]") {
