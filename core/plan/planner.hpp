@@ -62,8 +62,8 @@ struct PlanOutcome {
                                          const Progress& progress = {});
 
 /// The summary of `plan` taking `before` to `after` (= apply_plan(before, plan)), growth and
-/// reclaimable figures at `granule` (0: the top layer's). Leaves the free-space
-/// fragmentation percentages unset (see PlanSummary). O(streams + runs + free extents).
+/// reclaimable figures at `granule` (0: the top layer's), free-space fragmentation by
+/// analyze_free_space on both maps. O(streams + runs + free extents).
 [[nodiscard]] PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after,
                                          const std::vector<Layer>& layers, std::uint64_t granule, const Plan& plan);
 
