@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "analyzers/fragmentation.hpp"
-#include "analyzers/free_space.hpp"
 #include "analyzers/layer_usage.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/model/free_space.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/partition/partition.hpp"
 #include "core/progress.hpp"

@@ -2,16 +2,15 @@
 #include "app/batch/image_job.hpp"
 
 #include <chrono>
+#include <memory>
 #include <new>
 
-#include "analyzers/analysis.hpp"
 #include "app/batch/fingerprint.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/throttled_image.hpp"
-#include "core/impact/impact.hpp"
-#include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace guestfrag::batch {
 
@@ -38,17 +37,16 @@ VolumeResult volume_result(const VolumeAnalysis& v) {
     return r;
 }
 
-void plan_volume(VolumeResult& r, const VolumeAnalysis& v, const ImageAnalysis& a, const DiskImage& image,
-                 const JobOptions& options, const std::stop_token& stop) {
+/// Plans volume `volume` and records the plan and its impact warnings in `r`.
+void record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume, const JobOptions& options,
+                 const std::stop_token& stop) {
+    const ImageAnalysis& a = *opened.analysis;
     PlanOptions plan_options;
     plan_options.strategy = options.strategy.value_or(recommended_strategy(a.layers, a.virtual_size));
-    PlanOutcome outcome = plan_and_apply(v.map, a.layers, identify(v.map, image.path(), image.size()), plan_options,
-                                         Progress{{}, stop});
-    outcome.plan.summary.free_space_fragmentation_percent_before = v.free_space.fragmentation_percent;
-    outcome.plan.summary.free_space_fragmentation_percent_after =
-        analyze_free_space(outcome.after).fragmentation_percent;
-    r.warnings = assess_impact(image, a.table, v.map, outcome.plan).warnings;
-    r.plan = VolumeResult::PlanResult{outcome.plan.strategy, outcome.plan.summary, plan_to_json(outcome.plan, v.map)};
+    const PlannedVolume planned = plan_volume(opened, volume, plan_options, Progress{{}, stop});
+    r.warnings = plan_impact(opened, volume, planned.plan).warnings;
+    r.plan = VolumeResult::PlanResult{planned.plan.strategy, planned.plan.summary,
+                                      plan_to_json(planned.plan, a.volumes[volume].map)};
 }
 
 }  // namespace
@@ -58,21 +56,20 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
     const auto start = std::chrono::steady_clock::now();
     ImageResult result;
     result.path = path;
-    const ThrottledImage* throttled = nullptr;
-    std::unique_ptr<DiskImage> image;
+    // Shared with the analysis, and kept here so that bytes_read counts a failed image too.
+    std::shared_ptr<const ThrottledImage> throttled;
     try {
         result.fingerprint = fingerprint(path);
-        auto opened = std::make_unique<ThrottledImage>(open_image(path), limiter, stop);
-        throttled = opened.get();
-        image = std::move(opened);
-        const ImageAnalysis analysis = analyze_image(*image, std::nullopt, Progress{{}, stop});
+        throttled = std::make_shared<const ThrottledImage>(open_image(path), limiter, stop);
+        const OpenedImage opened = analyze_opened(throttled, std::nullopt, Progress{{}, stop});
+        const ImageAnalysis& analysis = *opened.analysis;
         result.format = analysis.format;
         result.virtual_size = analysis.virtual_size;
         result.layers = static_cast<int>(analysis.layers.size());
         if (!analysis.layers.empty()) result.allocated_bytes = analysis.layers.front().allocated_bytes();
-        for (const VolumeAnalysis& v : analysis.volumes) {
-            result.volumes.push_back(volume_result(v));
-            if (options.plan) plan_volume(result.volumes.back(), v, analysis, *image, options, stop);
+        for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
+            result.volumes.push_back(volume_result(analysis.volumes[volume]));
+            if (options.plan) record_plan(result.volumes.back(), opened, volume, options, stop);
         }
         result.ok = true;
     } catch (const Error& e) {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "analyzers/fragmentation.hpp"
-#include "analyzers/free_space.hpp"
 #include "core/image/host_layout.hpp"
 #include "core/impact/impact.hpp"
+#include "core/model/free_space.hpp"
 #include "core/plan/plan.hpp"
 
 namespace guestfrag::batch {

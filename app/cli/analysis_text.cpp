@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <string>
 
-#include "app/cli/sizes.hpp"
+#include "app/cli/columns.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 namespace {

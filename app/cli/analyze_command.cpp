@@ -3,13 +3,12 @@
 #include <memory>
 #include <optional>
 
-#include "analyzers/analysis.hpp"
 #include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
-#include "core/image/open_image.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
 
@@ -34,16 +33,14 @@ void add_analyze_command(CLI::App& app) {
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
-            const auto image = open_image(opts->image, opts->parents);
-            ImageAnalysis analysis;
-            {
+            const OpenedImage opened = [&] {
                 ProgressMeter meter("reading MFT");
-                analysis = analyze_image(*image, opts->partition, meter.progress());
-            }
+                return open_and_analyze(opts->image, opts->parents, opts->partition, meter.progress());
+            }();
             if (opts->json)
-                std::cout << analysis_to_json(analysis, opts->files).dump(2) << '\n';
+                std::cout << analysis_to_json(*opened.analysis, opts->files).dump(2) << '\n';
             else
-                print_analysis(std::cout, analysis, opts->top, opts->files);
+                print_analysis(std::cout, *opened.analysis, opts->top, opts->files);
         });
     });
 }

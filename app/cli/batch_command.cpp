@@ -12,12 +12,14 @@
 
 #include "app/batch/batch.hpp"
 #include "app/batch/image_list.hpp"
+#include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
-#include "app/cli/sizes.hpp"
 #include "app/cli/stop_on_signal.hpp"
+#include "app/cli/strategy_option.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 
@@ -170,7 +172,7 @@ void add_batch_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--plan", opts->plan, "Also plan every volume (recommended strategy) and record impact warnings");
     cmd->add_option("--strategy", opts->strategy, "Plan with this strategy (implies --plan)")
-        ->check(CLI::IsMember({"defrag", "consolidate", "thin-safe", "shrink"}));
+        ->check(strategy_check());
     cmd->add_flag("--force", opts->force, "Re-analyse images that are unchanged since an earlier run");
     cmd->add_option("--shard", opts->shard, "Only the images of shard K of N (K/N, by path hash)")
         ->check(CLI::Validator(

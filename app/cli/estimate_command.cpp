@@ -12,17 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyzers/analysis.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
-#include "app/cli/sizes.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
-#include "core/image/open_image.hpp"
-#include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 
@@ -183,34 +181,22 @@ void add_estimate_command(CLI::App& app) {
         shown.workload = workload;
         shown.max_io = max_io;
         on_behalf_of(opts->image, [&] {
-            const auto image = open_image(opts->image, opts->parents);
-            ImageAnalysis analysis;
-            {
+            const OpenedImage opened = [&] {
                 ProgressMeter meter("reading MFT");
-                analysis = analyze_image(*image, partition, meter.progress());
-            }
+                return open_and_analyze(opts->image, opts->parents, partition, meter.progress());
+            }();
             const DeviceModels models;
-            for (const VolumeAnalysis& va : analysis.volumes) {
-                const VolumeMap& before = va.map;
+            for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
+                std::optional<PlannedVolume> planned;
+                if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
                 // Trace errors name their source in the message; the subject stays the image.
-                const PreparedWorkload prepared = prepare_workload(workload, max_io, *image, before);
-
-                VolumeEstimate v;
-                v.partition = before.partition;
-                v.before = estimate_workload(before, prepared, models);
-                if (plan) {
-                    on_behalf_of(*opts->plan, [&] {
-                        check_identity(plan->identity, identify(before, image->path(), image->size()));
-                        const VolumeMap after = apply_plan(before, *plan);
-                        v.after = estimate_workload(after, prepared, models);
-                    });
-                }
-                volumes.push_back(std::move(v));
+                volumes.push_back(estimate_volume(opened, volume, workload, max_io,
+                                                  planned ? planned->after.get() : nullptr, models));
             }
             if (opts->json)
                 std::cout << estimate_json(shown, volumes, models).dump(2) << '\n';
             else
-                print_estimate(std::cout, image->path(), shown, opts->plan, volumes);
+                print_estimate(std::cout, opened.image->path(), shown, opts->plan, volumes);
         });
     });
 }

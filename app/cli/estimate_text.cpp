@@ -4,7 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "app/cli/sizes.hpp"
+#include "app/cli/columns.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 namespace {

@@ -7,15 +7,9 @@
 #include <vector>
 
 #include "core/estimate/estimate.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
-
-/// One volume's estimates: before, and after the plan when there is one.
-struct VolumeEstimate {
-    int partition = 0;
-    WorkloadEstimate before;
-    std::optional<WorkloadEstimate> after;
-};
 
 /// The estimate for people: totals before/after with changes, trace and write notes, and
 /// both vscsiStats histograms as text bars side by side.

@@ -9,9 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/batch/results_db.hpp"
+#include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 

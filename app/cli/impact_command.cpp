@@ -6,17 +6,15 @@
 #include <memory>
 #include <optional>
 
-#include "analyzers/analysis.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/impact_json.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
-#include "app/cli/sizes.hpp"
-#include "core/image/open_image.hpp"
-#include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 
@@ -57,25 +55,21 @@ void run(const Options& opts) {
     options.read_rate = rate_option(opts.read_rate);
 
     on_behalf_of(opts.image, [&] {
-        const auto image = open_image(opts.image, opts.parents);
-        ImageAnalysis analysis;
-        {
+        const OpenedImage opened = [&] {
             ProgressMeter meter("reading MFT");
-            analysis = analyze_image(*image, plan.identity.partition, meter.progress());
-        }
-        const VolumeMap& volume = analysis.volumes.front().map;
+            return open_and_analyze(opts.image, opts.parents, plan.identity.partition, meter.progress());
+        }();
         Impact impact;
         on_behalf_of(opts.plan, [&] {
-            check_identity(plan.identity, identify(volume, image->path(), image->size()));
             ProgressMeter meter("hashing chunks");
-            impact = assess_impact(*image, analysis.table, volume, plan, options, meter.progress());
+            impact = plan_impact(opened, 0, plan, options, meter.progress());
         });
         if (opts.json) {
-            std::cout << impact_to_json(impact, image->path(), opts.plan).dump(2) << '\n';
+            std::cout << impact_to_json(impact, opened.image->path(), opts.plan).dump(2) << '\n';
             return;
         }
         std::cout << "Impact of " << opts.plan << " (" << plan.strategy << ", " << plan.moves.size()
-                  << " moves) on partition " << impact.partition << " of " << image->path() << "\n\n";
+                  << " moves) on partition " << impact.partition << " of " << opened.image->path() << "\n\n";
         print_impact(std::cout, impact);
     });
 }

@@ -4,7 +4,8 @@
 #include <string>
 
 #include "app/cli/analysis_text.hpp"
-#include "app/cli/sizes.hpp"
+#include "app/cli/columns.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 

@@ -9,8 +9,8 @@
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
-#include "app/cli/sizes.hpp"
 #include "app/mkimage/mkimage.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 

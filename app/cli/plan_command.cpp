@@ -9,19 +9,15 @@
 #include <optional>
 #include <sstream>
 
-#include "analyzers/analysis.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
-#include "app/cli/sizes.hpp"
-#include "core/error.hpp"
-#include "core/image/open_image.hpp"
-#include "core/plan/apply.hpp"
+#include "app/cli/strategy_option.hpp"
 #include "core/plan/plan_io.hpp"
-#include "core/plan/planner.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
 
@@ -41,9 +37,10 @@ struct Options {
     std::string check;
 };
 
-/// The one volume the command works on: `wanted`, or the only NTFS volume of the disk.
-const VolumeAnalysis& choose_volume(const ImageAnalysis& analysis, const std::string& image) {
-    if (analysis.volumes.size() == 1) return analysis.volumes.front();
+/// Index of the one volume the command works on: the only NTFS volume analysed (all of
+/// them, or the one --partition chose).
+std::size_t choose_volume(const ImageAnalysis& analysis, const std::string& image) {
+    if (analysis.volumes.size() == 1) return 0;
     std::string numbers;
     for (const VolumeAnalysis& v : analysis.volumes)
         numbers += (numbers.empty() ? "" : ", ") + std::to_string(v.map.partition);
@@ -67,27 +64,17 @@ void run(const Options& opts) {
     if (checked && !partition) partition = checked->identity.partition;
 
     on_behalf_of(opts.image, [&] {
-        const auto image = open_image(opts.image, opts.parents);
-        ImageAnalysis analysis;
-        {
+        const OpenedImage opened = [&] {
             ProgressMeter meter("reading MFT");
-            analysis = analyze_image(*image, partition, meter.progress());
-        }
-        const VolumeAnalysis& volume = choose_volume(analysis, opts.image);
-        const VolumeMap& map = volume.map;
-        const PlanIdentity identity = identify(map, image->path(), image->size());
+            return open_and_analyze(opts.image, opts.parents, partition, meter.progress());
+        }();
+        const std::size_t volume = choose_volume(*opened.analysis, opts.image);
+        const VolumeMap& map = opened.analysis->volumes[volume].map;
         const std::optional<std::uint64_t> granule = size_option(opts.granule);
 
-        Plan plan;
-        VolumeMap after;
+        PlannedVolume planned;
         if (checked) {
-            on_behalf_of(opts.check, [&] {
-                plan = std::move(*checked);
-                check_identity(plan.identity, identity);
-                after = apply_plan(map, plan);
-                plan.summary = summarize_plan(map, after, analysis.layers,
-                                              granule.value_or(plan.summary.granule_size), plan);
-            });
+            on_behalf_of(opts.check, [&] { planned = adopt_plan(opened, volume, std::move(*checked), granule); });
         } else {
             PlanOptions options;
             options.strategy = *parse_strategy(opts.strategy);
@@ -95,15 +82,10 @@ void run(const Options& opts) {
             options.max_moved = size_option(opts.max_moved);
             options.granule = granule.value_or(0);
             options.exclude = opts.exclude;
-            {
-                ProgressMeter meter("planning");
-                PlanOutcome outcome = plan_and_apply(map, analysis.layers, identity, options, meter.progress());
-                plan = std::move(outcome.plan);
-                after = std::move(outcome.after);
-            }
+            ProgressMeter meter("planning");
+            planned = plan_volume(opened, volume, options, meter.progress());
         }
-        plan.summary.free_space_fragmentation_percent_before = volume.free_space.fragmentation_percent;
-        plan.summary.free_space_fragmentation_percent_after = analyze_free_space(after).fragmentation_percent;
+        const Plan& plan = planned.plan;
 
         if (!opts.output.empty() || opts.json) {
             const std::string json = plan_to_json(plan, map);
@@ -117,7 +99,7 @@ void run(const Options& opts) {
             ImpactOptions impact;
             impact.granule = plan.summary.granule_size;
             std::cout << "\nStorage warnings (details: guestfrag impact IMAGE --plan PLAN.json)\n";
-            print_warnings(std::cout, assess_impact(*image, analysis.table, map, plan, impact).warnings);
+            print_warnings(std::cout, plan_impact(opened, volume, plan, impact).warnings);
         }
     });
 }
@@ -129,8 +111,8 @@ void add_plan_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("plan", "Plan moves that defragment or pack one NTFS volume (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
     cmd->add_option("--partition", opts->partition, "Partition number (needed when the disk has several NTFS volumes)");
-    cmd->add_option("--strategy", opts->strategy, "defrag, consolidate, thin-safe or shrink")
-        ->check(CLI::IsMember({"defrag", "consolidate", "thin-safe", "shrink"}))
+    cmd->add_option("--strategy", opts->strategy, strategy_choices())
+        ->check(strategy_check())
         ->capture_default_str();
     cmd->add_option("--max-growth", opts->max_growth, "Most the top layer may grow (thin plus clone delta growth)")
         ->check(size_check());

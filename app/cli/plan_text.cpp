@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 namespace {

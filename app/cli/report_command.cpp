@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "analyzers/analysis.hpp"
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
@@ -16,10 +15,9 @@
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/strategy_option.hpp"
 #include "core/estimate/workload.hpp"
-#include "core/image/open_image.hpp"
-#include "core/plan/apply.hpp"
-#include "core/plan/planner.hpp"
+#include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
 namespace {
@@ -47,8 +45,8 @@ void add_report_command(CLI::App& app) {
         "report", "Analysis, recommended plan, its storage impact and before/after IO estimate, for people (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
     cmd->add_option("--strategy", opts->strategy,
-                    "defrag, consolidate, thin-safe or shrink (default: chosen from the image's layers)")
-        ->check(CLI::IsMember({"defrag", "consolidate", "thin-safe", "shrink"}));
+                    strategy_choices() + " (default: chosen from the image's layers)")
+        ->check(strategy_check());
     cmd->add_option("--partition", opts->partition, "Report only this partition number");
     cmd->add_option("--parent", opts->parents, "Parent (backing) image for the layer at depth 1, 2, ...");
     cmd->add_option("--workload", opts->workload, "Workload of the IO estimate (see `estimate`)")
@@ -57,47 +55,34 @@ void add_report_command(CLI::App& app) {
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
             const Workload workload = parse_workload(opts->workload);
-            const auto image = open_image(opts->image, opts->parents);
-            ImageAnalysis analysis;
-            {
+            const OpenedImage opened = [&] {
                 ProgressMeter meter("reading MFT");
-                analysis = analyze_image(*image, opts->partition, meter.progress());
-            }
+                return open_and_analyze(opts->image, opts->parents, opts->partition, meter.progress());
+            }();
+            const ImageAnalysis& analysis = *opened.analysis;
             print_analysis(std::cout, analysis, opts->top, false);
 
             PlanOptions options;
             options.strategy = opts->strategy ? *parse_strategy(*opts->strategy)
                                               : recommended_strategy(analysis.layers, analysis.virtual_size);
             std::vector<VolumeEstimate> estimates;
-            PreparedWorkload shown;
-            for (const VolumeAnalysis& volume : analysis.volumes) {
-                const VolumeMap& before = volume.map;
+            for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
+                const VolumeMap& before = analysis.volumes[volume].map;
                 std::cout << "\nRecommended strategy for partition " << before.partition << ": "
                           << strategy_name(options.strategy) << " ("
                           << why(analysis, options.strategy, opts->strategy.has_value()) << ")\n";
-                PlanOutcome outcome = [&] {
+                const PlannedVolume planned = [&] {
                     ProgressMeter meter("planning");
-                    return plan_and_apply(before, analysis.layers, identify(before, image->path(), image->size()),
-                                          options, meter.progress());
+                    return plan_volume(opened, volume, options, meter.progress());
                 }();
-                outcome.plan.summary.free_space_fragmentation_percent_before =
-                    volume.free_space.fragmentation_percent;
-                outcome.plan.summary.free_space_fragmentation_percent_after =
-                    analyze_free_space(outcome.after).fragmentation_percent;
-                print_plan_summary(std::cout, outcome.plan, before, opts->image);
+                print_plan_summary(std::cout, planned.plan, before, opts->image);
                 std::cout << "\nImpact of this plan on the storage\n";
-                print_impact(std::cout, assess_impact(*image, analysis.table, before, outcome.plan));
-
-                const PreparedWorkload prepared = prepare_workload(workload, kDefaultMaxIo, *image, before);
-                shown = prepared;
-                VolumeEstimate v;
-                v.partition = before.partition;
-                v.before = estimate_workload(before, prepared);
-                v.after = estimate_workload(outcome.after, prepared);
-                estimates.push_back(std::move(v));
+                print_impact(std::cout, plan_impact(opened, volume, planned.plan));
+                estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, planned.after.get()));
             }
             std::cout << '\n';
-            print_estimate(std::cout, image->path(), shown, std::string("recommended plan above"), estimates);
+            print_estimate(std::cout, opened.image->path(), estimates.back().workload,
+                           std::string("recommended plan above"), estimates);
         });
     });
 }

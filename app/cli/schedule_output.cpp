@@ -8,8 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/cli/sizes.hpp"
+#include "app/cli/columns.hpp"
 #include "core/schedule/local_time.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 

@@ -3,7 +3,7 @@
 
 #include <string_view>
 
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/files_model.hpp"
 
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
 
-QString size_text(std::uint64_t bytes) { return QString::fromStdString(cli::format_size(bytes)); }
+QString size_text(std::uint64_t bytes) { return QString::fromStdString(format_size(bytes)); }
 
 FilesModel::FilesModel(QObject* parent) : QAbstractTableModel(parent) {}
 

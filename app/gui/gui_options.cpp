@@ -24,8 +24,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
         } else if (a == "--strategy") {
             out.strategy = value();
             if (!parse_strategy(*out.strategy))
-                throw std::invalid_argument("--strategy: '" + *out.strategy +
-                                            "' is not one of defrag, consolidate, thin-safe, shrink");
+                throw std::invalid_argument("--strategy: '" + *out.strategy + "' is not one of " +
+                                            strategy_choices());
         } else if (a == "--screenshot") {
             out.screenshot = value();
         } else if (a == "--tab") {
@@ -57,7 +57,7 @@ std::string gui_usage() {
            "\n"
            "  IMAGE              raw, VMDK, VHD, VHDX or qcow2 disk image to open\n"
            "  --parent PATH      parent (backing) image for the layer at depth 1, 2, ...\n"
-           "  --strategy S       defrag, consolidate, thin-safe or shrink (default: the one\n"
+           "  --strategy S       " + strategy_choices() + " (default: the one\n"
            "                     `guestfrag report` recommends for the disk)\n"
            "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"
            "                     window as a PNG and exit (0 ok, 2 bad image)\n"

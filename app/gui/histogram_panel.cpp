@@ -31,9 +31,9 @@ HistogramPanel::HistogramPanel(QWidget* parent)
 
 void HistogramPanel::show_result(const PlanResult* result) {
     const IoStats empty;
-    const IoStats& before = result ? result->before.stats : empty;
-    const IoStats* after = result ? &result->after_estimate.stats : nullptr;
-    const QString workload = result ? QString::fromStdString(result->workload.workload.text()) : QString();
+    const IoStats& before = result ? result->estimate.before.stats : empty;
+    const IoStats* after = result ? &result->estimate.after->stats : nullptr;
+    const QString workload = result ? QString::fromStdString(result->estimate.workload.workload.text()) : QString();
     // setChart() does not delete the previous chart: the view would leak it.
     QChart* old_io = io_length_->chart();
     QChart* old_seek = seek_distance_->chart();

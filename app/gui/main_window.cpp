@@ -302,7 +302,7 @@ void MainWindow::open_image(const QString& path, const std::vector<std::string>&
     job_->start<Opened>(
         [image, parents](const Progress& progress) {
             Opened out;
-            out.image = open_and_analyze(image, parents, progress);
+            out.image = open_and_analyze(image, parents, std::nullopt, progress);
             if (!out.image.analysis->volumes.empty()) out.first = volume_view(out.image, 0);
             return out;
         },
@@ -424,7 +424,7 @@ void MainWindow::run_plan() {
     job_->start<Planned>(
         [opened = opened_, volume, request = *request, zoom](const Progress& progress) {
             Planned out;
-            out.result = plan_volume(opened, volume, request, progress);
+            out.result = plan_and_assess(opened, volume, request, progress);
             std::shared_ptr<const std::vector<Layer>> layers(opened.analysis, &opened.analysis->layers);
             out.after = MapCells::compute(out.result.after, std::move(layers), zoom);
             return out;

@@ -8,9 +8,9 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
-#include "app/cli/sizes.hpp"
 #include "app/gui/files_model.hpp"
 #include "core/estimate/workload.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
 
@@ -20,7 +20,7 @@ namespace {
 bool read_size(const QLineEdit* edit, const QString& what, std::optional<std::uint64_t>& out, QString* error) {
     const QString text = edit->text().trimmed();
     if (text.isEmpty()) return true;
-    out = cli::parse_size(text.toStdString());
+    out = parse_size(text.toStdString());
     if (!out && error) *error = QObject::tr("%1: '%2' is not a size (e.g. 4096, 64K, 1MiB, 2G)").arg(what, text);
     return out.has_value();
 }
@@ -42,7 +42,10 @@ PlanPanel::PlanPanel(QWidget* parent)
       workload_(new QLineEdit(QStringLiteral("scan"))),
       plan_button_(new QPushButton(tr("Plan"))),
       summary_(new QLabel) {
-    for (const char* name : {"defrag", "consolidate", "thin-safe", "shrink"}) strategy_->addItem(QString::fromLatin1(name));
+    for (const Strategy strategy : kStrategies) {
+        const std::string_view name = strategy_name(strategy);
+        strategy_->addItem(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
+    }
     max_growth_->setPlaceholderText(tr("no limit"));
     max_moved_->setPlaceholderText(tr("no limit"));
     workload_->setToolTip(tr("scan, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout) or write:N"));
@@ -78,7 +81,7 @@ std::optional<PlanRequest> PlanPanel::request(QString* error) const {
     if (!read_size(max_moved_, tr("Max moved"), r.options.max_moved, error)) return std::nullopt;
     r.impact.dedup_chunks.clear();
     for (const QString& part : dedup_chunks_->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-        const auto size = cli::parse_size(part.trimmed().toStdString());
+        const auto size = parse_size(part.trimmed().toStdString());
         if (!size) {
             if (error) *error = tr("Dedup chunks: '%1' is not a size").arg(part.trimmed());
             return std::nullopt;
@@ -129,7 +132,7 @@ void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* befo
                 QString::number(s.fragmented_streams_after));
     html += row(tr("free extents"), QString::number(s.free_extents_before), QString::number(s.free_extents_after));
     html += row(tr("free space fragmentation"), QString::number(before->free_space.fragmentation_percent, 'f', 1) + "%",
-                QString::number(result->free_space_after.fragmentation_percent, 'f', 1) + "%");
+                QString::number(s.free_space_fragmentation_percent_after.value_or(0), 'f', 1) + "%");
     html += row(tr("reclaimable"), size_text(s.reclaimable_bytes_before), size_text(s.reclaimable_bytes_after));
     html += QStringLiteral("</table>");
     html += tr("thin growth %1, clone delta growth %2").arg(size_text(s.thin_growth_bytes), size_text(s.clone_delta_growth_bytes));

@@ -60,8 +60,9 @@ struct PlanSummary {
     std::uint64_t free_extents_after = 0;
     std::uint64_t largest_free_extent_clusters_before = 0;
     std::uint64_t largest_free_extent_clusters_after = 0;
-    /// ZFS-weighted free-space fragmentation (docs/metrics.md §3); the core has no copy of
-    /// the penalty table, so whoever links the analyzers fills these (the CLI does).
+    /// ZFS-weighted free-space fragmentation (docs/metrics.md §3), analyze_free_space's
+    /// figure. summarize_plan always fills them; optional only because plan files written
+    /// without them still read.
     std::optional<double> free_space_fragmentation_percent_before;
     std::optional<double> free_space_fragmentation_percent_after;
     std::uint64_t granule_size = 0;             ///< granule of the figures below, bytes

@@ -62,6 +62,15 @@ std::optional<Strategy> parse_strategy(std::string_view name) noexcept {
     return std::nullopt;
 }
 
+std::string strategy_choices() {
+    std::string text;
+    for (std::size_t i = 0; i < kStrategies.size(); ++i) {
+        if (i != 0) text += i + 1 == kStrategies.size() ? " or " : ", ";
+        text += strategy_name(kStrategies[i]);
+    }
+    return text;
+}
+
 Strategy recommended_strategy(const std::vector<Layer>& layers, std::uint64_t virtual_size) {
     if (layers.size() > 1) return Strategy::ThinSafe;
     if (!layers.empty() && layers.front().allocated_bytes() < virtual_size) return Strategy::ThinSafe;

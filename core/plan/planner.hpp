@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,10 +18,17 @@ namespace guestfrag {
 /// The planning strategies of docs/design.md §5; each algorithm is spelled out in docs/planner.md.
 enum class Strategy { Defrag, Consolidate, ThinSafe, Shrink };
 
+/// Every strategy, in the order help texts and menus offer them.
+inline constexpr std::array<Strategy, 4> kStrategies{Strategy::Defrag, Strategy::Consolidate, Strategy::ThinSafe,
+                                                     Strategy::Shrink};
+
 /// "defrag", "consolidate", "thin-safe", "shrink".
 [[nodiscard]] std::string_view strategy_name(Strategy strategy) noexcept;
 /// The strategy of that name, nullopt for anything else.
 [[nodiscard]] std::optional<Strategy> parse_strategy(std::string_view name) noexcept;
+/// "defrag, consolidate, thin-safe or shrink": every strategy's name in kStrategies order,
+/// for help texts and messages.
+[[nodiscard]] std::string strategy_choices();
 
 /// The strategy for a disk with these layers (top first) and size when nobody chose one:
 /// thin-safe on linked clones (a parent layer) and on thin disks (the top layer does not
@@ -62,8 +70,8 @@ struct PlanOutcome {
                                          const Progress& progress = {});
 
 /// The summary of `plan` taking `before` to `after` (= apply_plan(before, plan)), growth and
-/// reclaimable figures at `granule` (0: the top layer's). Leaves the free-space
-/// fragmentation percentages unset (see PlanSummary). O(streams + runs + free extents).
+/// reclaimable figures at `granule` (0: the top layer's), free-space fragmentation by
+/// analyze_free_space on both maps. O(streams + runs + free extents).
 [[nodiscard]] PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after,
                                          const std::vector<Layer>& layers, std::uint64_t granule, const Plan& plan);
 

@@ -2,6 +2,7 @@
 // PlanSummary: the before/after figures a plan claims (docs/planner.md §2).
 #include <algorithm>
 
+#include "core/model/free_space.hpp"
 #include "core/plan/growth.hpp"
 #include "core/plan/intervals.hpp"
 #include "core/plan/planner.hpp"
@@ -52,6 +53,8 @@ PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after, cons
     s.free_extents_after = a.free_extents;
     s.largest_free_extent_clusters_before = b.largest_free;
     s.largest_free_extent_clusters_after = a.largest_free;
+    s.free_space_fragmentation_percent_before = analyze_free_space(before).fragmentation_percent;
+    s.free_space_fragmentation_percent_after = analyze_free_space(after).fragmentation_percent;
 
     GrowthModel growth(before, layers, granule);
     // Consecutive moves usually write one region piece by piece: write it once.

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "analyzers/fragmentation.hpp"
-#include "analyzers/free_space.hpp"
+#include "core/model/free_space.hpp"
 
 using guestfrag::analyze_file_fragmentation;
 using guestfrag::analyze_free_space;

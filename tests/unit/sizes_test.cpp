@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include <catch2/catch.hpp>
 
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
-using guestfrag::cli::format_size;
-using guestfrag::cli::parse_size;
+using guestfrag::format_size;
+using guestfrag::parse_size;
 
 TEST_CASE("sizes parse in the forms docs/design.md §6 names", "[cli][sizes]") {
     CHECK(parse_size("4096") == 4096u);

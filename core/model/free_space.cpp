@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/model/free_space.hpp"
+
 #include <array>
 #include <bit>
 #include <limits>
-
-#include "analyzers/free_space.hpp"
 
 namespace guestfrag {
 

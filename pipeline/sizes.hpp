@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+// Sizes as people write and read them, the same in every front end.
 #pragma once
 
 #include <cstdint>
@@ -6,19 +7,13 @@
 #include <string>
 #include <string_view>
 
-namespace guestfrag::cli {
+namespace guestfrag {
 
 /// Parses "4096", "64K", "64KiB", "1MiB", "2G", "1.5GiB" (binary multiples; K = KiB).
-/// Returns nullopt for malformed text or values that overflow 64 bits.
+/// Returns nullopt for malformed text or values that overflow 64 bits. O(length).
 [[nodiscard]] std::optional<std::uint64_t> parse_size(std::string_view text);
 
 /// "512 B", "4.0 KiB", "1.50 MiB", "12.3 GiB": three significant digits, binary units.
 [[nodiscard]] std::string format_size(std::uint64_t bytes);
 
-/// `value` with `decimals` digits after the point ("12.35").
-[[nodiscard]] std::string fixed(double value, int decimals);
-
-/// `s` padded with spaces to `width` columns, on the left when `right` aligns it right.
-[[nodiscard]] std::string pad(const std::string& s, std::size_t width, bool right = false);
-
-}  // namespace guestfrag::cli
+}  // namespace guestfrag

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "app/cli/sizes.hpp"
+#include "pipeline/sizes.hpp"
 
 #include <array>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
-namespace guestfrag::cli {
+namespace guestfrag {
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
     double value = 0;
@@ -49,15 +49,4 @@ std::string format_size(std::uint64_t bytes) {
     return buf.data();
 }
 
-std::string fixed(double value, int decimals) {
-    std::array<char, 64> buf{};
-    std::snprintf(buf.data(), buf.size(), "%.*f", decimals, value);
-    return buf.data();
-}
-
-std::string pad(const std::string& s, std::size_t width, bool right) {
-    if (s.size() >= width) return s;
-    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
-}
-
-}  // namespace guestfrag::cli
+}  // namespace guestfrag

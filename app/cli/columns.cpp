@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/columns.hpp"
+
+#include <array>
+#include <cstdio>
+
+namespace guestfrag::cli {
+
+std::string fixed(double value, int decimals) {
+    std::array<char, 64> buf{};
+    std::snprintf(buf.data(), buf.size(), "%.*f", decimals, value);
+    return buf.data();
+}
+
+std::string pad(const std::string& s, std::size_t width, bool right) {
+    if (s.size() >= width) return s;
+    return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace guestfrag::cli

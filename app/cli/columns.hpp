@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Number and column helpers of the CLI's text reports (sizes: pipeline/sizes.hpp).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace guestfrag::cli {
+
+/// `value` with `decimals` digits after the point ("12.35").
+[[nodiscard]] std::string fixed(double value, int decimals);
+
+/// `s` padded with spaces to `width` columns, on the left when `right` aligns it right.
+[[nodiscard]] std::string pad(const std::string& s, std::size_t width, bool right = false);
+
+}  // namespace guestfrag::cli

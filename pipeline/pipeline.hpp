@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The use cases, written once: open an image and analyse it, plan one volume (or take a
+// saved plan), the plan's impact on the storage, and a workload's estimate before and after
+// it (docs/pipeline.md). The CLI commands, the GUI and batch all run these; none of them
+// calls the core's steps in sequence itself. Errors are core Errors, never printed here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyzers/analysis.hpp"
+#include "core/estimate/estimate.hpp"
+#include "core/image/disk_image.hpp"
+#include "core/impact/impact.hpp"
+#include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/planner.hpp"
+#include "core/progress.hpp"
+
+namespace guestfrag {
+
+/// An opened and analysed image. Both parts are immutable and may be shared with worker
+/// threads (DiskImage reads are thread-safe); whoever holds a copy keeps them alive.
+struct OpenedImage {
+    std::shared_ptr<const DiskImage> image;
+    std::shared_ptr<const ImageAnalysis> analysis;
+};
+
+/// Opens the image at `path` (with `parents` overriding recorded parents, as open_image
+/// takes them) and analyses every NTFS volume, or only partition `partition`.
+/// Throws Error as open_image and analyze_image do (Cancelled from `progress`, which counts
+/// MFT records). Cost: reads the partition table and every MFT of the volumes analysed.
+[[nodiscard]] OpenedImage open_and_analyze(const std::string& path, const std::vector<std::string>& parents = {},
+                                           std::optional<int> partition = {}, const Progress& progress = {});
+
+/// analyze_image over an image the caller opened itself (e.g. behind a ThrottledImage);
+/// the result shares ownership of `image`. Throws as analyze_image does.
+[[nodiscard]] OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition = {},
+                                         const Progress& progress = {});
+
+/// A plan for one volume and the volume as the plan leaves it. The plan's summary is
+/// complete (free-space figures included) and the plan has passed the validator.
+struct PlannedVolume {
+    std::size_t volume = 0;  ///< index into ImageAnalysis::volumes
+    Plan plan;
+    std::shared_ptr<const VolumeMap> after;  ///< apply_plan's result, shareable with views
+};
+
+/// Plans `options.strategy` for volume `volume` (an index into the analysis) and applies it.
+/// Throws std::out_of_range for a bad index, Error(Cancelled) from `progress` (streams
+/// considered) and Error(Internal) as make_plan does. Cost: make_plan's, plus one copy of
+/// the volume's map for the after-state.
+[[nodiscard]] PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const PlanOptions& options,
+                                        const Progress& progress = {});
+
+/// Takes a saved `plan` (read_plan's result) for volume `volume`: checks that it was made
+/// for this volume as it is now, applies it and recomputes its summary at `granule` (default:
+/// the granule the plan was made at). Throws Error(Corrupt) when the identity differs or a
+/// move does not apply (see check_identity, apply_plan). Cost: apply_plan's.
+[[nodiscard]] PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
+                                       std::optional<std::uint64_t> granule = {});
+
+/// What `plan` would do to the storage under volume `volume` (assess_impact), once its
+/// identity is checked against the volume. Throws Error(Corrupt) for a plan made for another
+/// or a changed volume, Error(Cancelled) from `progress` (chunks hashed) and whatever
+/// assess_impact throws. Cost: assess_impact's (options.deep reads the whole disk).
+[[nodiscard]] Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& plan,
+                                 const ImpactOptions& options = {}, const Progress& progress = {});
+
+/// One volume's estimates of one workload: before, and after a plan when there is one.
+struct VolumeEstimate {
+    int partition = 0;
+    PreparedWorkload workload;  ///< settled on the volume before any plan
+    WorkloadEstimate before;
+    std::optional<WorkloadEstimate> after;
+};
+
+/// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
+/// replays it on that state and, when `after` is given (the volume after a plan), on that
+/// one too: the same IOs' sources both times. Checks `progress` for a stop between the
+/// steps (the estimator reports nothing itself). Throws Error(Unsupported) for a bad
+/// max_io, whatever prepare_workload throws (a trace that cannot be read) and
+/// Error(Cancelled). Cost: O(IOs) per state plus the trace's loading.
+[[nodiscard]] VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
+                                             std::uint64_t max_io, const VolumeMap* after,
+                                             const DeviceModels& models = {}, const Progress& progress = {});
+
+}  // namespace guestfrag

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The use cases of pipeline/pipeline.hpp give what the core's steps give one by one.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "core/model/free_space.hpp"
+#include "core/plan/apply.hpp"
+#include "pipeline/pipeline.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+
+TEST_CASE("pipeline: plan, adopt, impact and estimate of one volume", "[pipeline][plan][estimate][impact]") {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.files = 300;
+    o.seed = 21;
+    const OpenedImage opened = open_and_analyze(test::generated_image("pipeline", o).string());
+    REQUIRE(opened.analysis->volumes.size() == 1);
+    const VolumeMap& before = opened.analysis->volumes.front().map;
+
+    PlanOptions options;
+    options.strategy = Strategy::Defrag;
+    const PlannedVolume planned = plan_volume(opened, 0, options);
+    CHECK(planned.volume == 0);
+    REQUIRE(!planned.plan.moves.empty());
+
+    // The summary carries its free-space figures: nobody fills them in afterwards.
+    const PlanSummary& s = planned.plan.summary;
+    REQUIRE(s.free_space_fragmentation_percent_before);
+    REQUIRE(s.free_space_fragmentation_percent_after);
+    CHECK(*s.free_space_fragmentation_percent_before == opened.analysis->volumes.front().free_space.fragmentation_percent);
+    CHECK(*s.free_space_fragmentation_percent_after == analyze_free_space(*planned.after).fragmentation_percent);
+
+    // A saved plan taken back gives the same plan, summary and after-state.
+    const PlannedVolume adopted = adopt_plan(opened, 0, planned.plan);
+    CHECK(adopted.plan.summary == s);
+    CHECK(adopted.after->free == planned.after->free);
+
+    // A plan for a changed volume is refused before any use.
+    Plan changed = planned.plan;
+    ++changed.identity.allocation_digest;
+    CHECK_THROWS_AS(adopt_plan(opened, 0, changed), Error);
+    CHECK_THROWS_AS(plan_impact(opened, 0, changed), Error);
+
+    const Impact impact = plan_impact(opened, 0, planned.plan);
+    CHECK(impact.partition == before.partition);
+
+    const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, planned.after.get());
+    CHECK(e.partition == before.partition);
+    const PreparedWorkload w = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *opened.image, before);
+    CHECK(e.before.stats.ios == estimate_workload(before, w).stats.ios);
+    REQUIRE(e.after);
+    CHECK(e.after->stats.ios == estimate_workload(apply_plan(before, planned.plan), w).stats.ios);
+    CHECK(!estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, nullptr).after);
+}
