@@ -513,7 +513,12 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
             MemoryOpener files;
             load(files, dir, {name});
             check_same(dir / name, files, "mem/" + name);
+            // Grain directory sector: COWD header u32 at 20, seSparse constant header u64 at 128.
+            const std::vector<std::byte> file = slurp(dir / name);
+            const std::uint64_t gd = (name == "delta.vmdk" ? le(file, 20, 4) : le(file, 128, 8)) * 512;
             const std::uint64_t data = file_offset_of(dir / name, kSecond);
+            REQUIRE(gd > 0);
+            CHECK(io_failure(dir, {name}, name, eio_at(gd + 4)) == failed_at(gd + 4));
             CHECK(io_failure(dir, {name}, name, eio_at(data + 1)) == failed_at(data + 1));
         }
     }
