@@ -2,28 +2,35 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
-#include "core/image/unique_fd.hpp"
+#include "core/image/byte_source.hpp"
 
 namespace guestfrag {
 
-/// A container file (qcow2, VMDK extent, VHD, VHDX) opened read-only, for format readers.
-/// Reads go through pread(), so one HostFile serves several threads.
+/// A container file (qcow2, VMDK extent, VHD, VHDX) as the format readers see it: a
+/// shared ByteSource plus the bounds-checked reads they all need. A cheap value (copies
+/// share the source); reads are safe from several threads.
 class HostFile {
 public:
-    /// Throws Error(NotFound) when missing, Error(Unsupported) when not a regular file or
-    /// block device, Error(Io) otherwise.
+    /// Opens the host file at `path` (FileSource::open and its errors: Error(NotFound)
+    /// when missing, Error(Unsupported) when not a regular file or block device,
+    /// Error(Io) otherwise).
     explicit HostFile(std::string path);
 
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
-    [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
-    [[nodiscard]] int fd() const noexcept { return fd_.get(); }
+    /// Reads `source` (non-null; Error(Internal) otherwise).
+    explicit HostFile(std::shared_ptr<const ByteSource> source);
+
+    [[nodiscard]] const std::string& path() const noexcept { return source_->name(); }
+    [[nodiscard]] std::uint64_t size() const noexcept { return source_->size(); }
+    [[nodiscard]] const ByteSource& source() const noexcept { return *source_; }
+    [[nodiscard]] const std::shared_ptr<const ByteSource>& shared_source() const noexcept { return source_; }
 
     /// Reads exactly out.size() bytes at `offset`. A range past the end of the file means
     /// a table points outside it: Error(Corrupt, "<what> at offset N lies past the end of
-    /// the file (S bytes)"). OS failures: Error(Io).
+    /// the file (S bytes)"). Read failures: Error(Io).
     void read_exact(std::uint64_t offset, std::span<std::byte> out, const char* what) const;
 
     /// Like read_exact, but bytes past the end of the file read as zero (formats whose
@@ -31,9 +38,7 @@ public:
     void read_padded(std::uint64_t offset, std::span<std::byte> out) const;
 
 private:
-    std::string path_;
-    UniqueFd fd_;
-    std::uint64_t size_ = 0;
+    std::shared_ptr<const ByteSource> source_;
 };
 
 }  // namespace guestfrag

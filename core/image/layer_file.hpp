@@ -93,6 +93,8 @@ public:
 };
 
 enum class ImageFormat;  // core/image/open_image.hpp
+class ByteSource;        // core/image/byte_source.hpp
+class SourceOpener;      // core/image/source_opener.hpp
 
 /// Opens one layer file, choosing the reader by content. Throws Error(Unsupported) for
 /// a format without a reader, and the reader's errors otherwise.
@@ -102,5 +104,15 @@ enum class ImageFormat;  // core/image/open_image.hpp
 /// format already sniffed, or a raw parent as its child records it). Throws like
 /// open_layer(path).
 [[nodiscard]] std::unique_ptr<LayerFile> open_layer(const std::string& path, ImageFormat format);
+
+/// Opens the layer whose bytes are `source` (non-null), choosing the reader by content;
+/// files it names (VMDK extents) are opened through `opener`. Throws like open_layer(path).
+[[nodiscard]] std::unique_ptr<LayerFile> open_layer(std::shared_ptr<const ByteSource> source,
+                                                    const SourceOpener& opener);
+
+/// Opens the layer whose bytes are `source` with the reader for `format`, without looking
+/// at its content; files it names are opened through `opener`.
+[[nodiscard]] std::unique_ptr<LayerFile> open_layer(std::shared_ptr<const ByteSource> source, ImageFormat format,
+                                                    const SourceOpener& opener);
 
 }  // namespace guestfrag

@@ -23,4 +23,13 @@ inline constexpr std::size_t kMaxChainDepth = 64;
 [[nodiscard]] std::unique_ptr<DiskImage> open_chain(const std::string& path,
                                                     const std::vector<std::string>& parents = {});
 
+class ByteSource;    // core/image/byte_source.hpp
+class SourceOpener;  // core/image/source_opener.hpp
+
+/// The same from the already open top layer `top` (non-null), with every other file
+/// (extents, parents, --parent overrides) opened and looked for through `opener`.
+[[nodiscard]] std::unique_ptr<DiskImage> open_chain(std::shared_ptr<const ByteSource> top,
+                                                    const SourceOpener& opener,
+                                                    const std::vector<std::string>& parents = {});
+
 }  // namespace guestfrag

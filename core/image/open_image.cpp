@@ -8,6 +8,7 @@
 #include "core/image/host_file.hpp"
 #include "core/image/open_chain.hpp"
 #include "core/image/raw_image.hpp"
+#include "core/image/source_opener.hpp"
 
 namespace guestfrag {
 
@@ -73,8 +74,9 @@ ImageFormat detect_format(std::span<const std::byte> head, std::span<const std::
     return ImageFormat::Raw;
 }
 
-ImageFormat sniff_format(const std::string& path) {
-    const HostFile file(path);
+ImageFormat sniff_format(const std::string& path) { return sniff_format(HostFile(path)); }
+
+ImageFormat sniff_format(const HostFile& file) {
     std::vector<std::byte> head(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), detect_head_bytes)));
     file.read_exact(0, head, "header");
     std::vector<std::byte> tail(static_cast<std::size_t>(std::min<std::uint64_t>(file.size(), 512)));
@@ -82,15 +84,30 @@ ImageFormat sniff_format(const std::string& path) {
     return detect_format(head, tail);
 }
 
-std::unique_ptr<DiskImage> open_image(const std::string& path, const std::vector<std::string>& parents) {
-    // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
-    // into our error kinds, and when the content is raw it is the answer.
-    auto raw = std::make_unique<RawImage>(path);
-    if (sniff_format(path) == ImageFormat::Raw) {
+namespace {
+
+/// The image whose bytes `raw` reads: `raw` itself when the content is raw, else the
+/// chain of layers starting from the same source.
+std::unique_ptr<DiskImage> open_from(std::unique_ptr<RawImage> raw, const SourceOpener& opener,
+                                     const std::vector<std::string>& parents) {
+    if (sniff_format(HostFile(raw->source())) == ImageFormat::Raw) {
         if (!parents.empty()) throw Error(ErrorKind::Unsupported, "a raw image has no parent; --parent does not apply");
         return raw;
     }
-    return open_chain(path, parents);
+    return open_chain(raw->source(), opener, parents);
+}
+
+}  // namespace
+
+std::unique_ptr<DiskImage> open_image(const std::string& path, const std::vector<std::string>& parents) {
+    // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
+    // into our error kinds, and when the content is raw it is the answer.
+    return open_from(std::make_unique<RawImage>(path), file_opener(), parents);
+}
+
+std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,
+                                      const std::vector<std::string>& parents) {
+    return open_from(std::make_unique<RawImage>(opener.open(path)), opener, parents);
 }
 
 }  // namespace guestfrag

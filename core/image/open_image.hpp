@@ -42,11 +42,23 @@ inline constexpr std::size_t detect_head_bytes = 1024;
 /// bytes). Throws Error(NotFound / Io) when it cannot be read.
 [[nodiscard]] ImageFormat sniff_format(const std::string& path);
 
+class HostFile;      // core/image/host_file.hpp
+class SourceOpener;  // core/image/source_opener.hpp
+
+/// The format of an open `file` by its content. Throws Error(Io) when it cannot be read.
+[[nodiscard]] ImageFormat sniff_format(const HostFile& file);
+
 /// Opens a disk image read-only, choosing the reader from the file's content: raw files
 /// directly, container formats as a chain of layers resolved as the hypervisor would
 /// (`parents[i]` overrides the parent of the layer at depth i; see open_chain). The caller
 /// owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io).
 [[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path,
+                                                    const std::vector<std::string>& parents = {});
+
+/// The same with every file (the image, its extents and parents) opened through `opener`,
+/// e.g. a MemoryOpener holding a whole chain. Errors of opening `path` are the opener's
+/// (they name the path); the rest are as above.
+[[nodiscard]] std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,
                                                     const std::vector<std::string>& parents = {});
 
 }  // namespace guestfrag

@@ -60,7 +60,7 @@ private:
 
 }  // namespace
 
-Qcow2Layer::Qcow2Layer(const std::string& path) : file_(path), header_(read_qcow2_header(file_)) {
+Qcow2Layer::Qcow2Layer(HostFile file) : file_(std::move(file)), header_(read_qcow2_header(file_)) {
     // Only the entries the virtual size needs: any beyond them are unused (or VM state).
     std::vector<std::byte> raw(static_cast<std::size_t>(header_.l1_entries * 8));
     file_.read_exact(header_.l1_table_offset, raw, "qcow2 L1 table");
@@ -306,6 +306,8 @@ std::optional<ParentLink> Qcow2Layer::parent() const {
     return link;
 }
 
-std::unique_ptr<LayerFile> open_qcow2(const std::string& path) { return std::make_unique<Qcow2Layer>(path); }
+std::unique_ptr<LayerFile> open_qcow2(HostFile file) { return std::make_unique<Qcow2Layer>(std::move(file)); }
+
+std::unique_ptr<LayerFile> open_qcow2(const std::string& path) { return open_qcow2(HostFile(path)); }
 
 }  // namespace guestfrag

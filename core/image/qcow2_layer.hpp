@@ -28,10 +28,10 @@ namespace guestfrag {
 /// clusters inflates them on a few short-lived worker threads.
 class Qcow2Layer final : public LayerFile {
 public:
-    /// Opens and validates `path`. Throws Error(NotFound/Io) from the file, Error(Corrupt)
-    /// for inconsistent headers or L1 entries pointing outside the file, Error(Unsupported)
+    /// Reads and validates `file`. Throws Error(Io) from the file, Error(Corrupt) for
+    /// inconsistent headers or L1 entries pointing outside the file, Error(Unsupported)
     /// for features guestfrag does not read (see parse_qcow2_header).
-    explicit Qcow2Layer(const std::string& path);
+    explicit Qcow2Layer(HostFile file);
 
     [[nodiscard]] std::string format() const override { return "qcow2"; }
     [[nodiscard]] const std::string& path() const override { return file_.path(); }

@@ -2,59 +2,54 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/image/disk_image.hpp"
-#include "core/image/unique_fd.hpp"
+#include "core/image/byte_source.hpp"
 
 namespace guestfrag {
 
-/// A raw (flat) disk: a regular file or a block device whose bytes are the virtual disk.
-/// Opened O_RDONLY; reads use pread() only, so one RawImage serves several threads.
-/// Its single layer's allocation comes from the host file system's holes
-/// (SEEK_DATA/SEEK_HOLE), in units of the host block size (st_blksize).
+/// A raw (flat) disk: a source whose bytes are the virtual disk (a regular file, a
+/// block device, bytes in memory). Reads go through the shared ByteSource, so one
+/// RawImage serves several threads. Its single layer's allocation is what the source
+/// knows of its holes (a file: SEEK_DATA/SEEK_HOLE), in the source's allocation unit.
 class RawImage final : public DiskImage {
 public:
-    /// Opens `path` read-only and maps its host allocation (one pass of SEEK_DATA/SEEK_HOLE,
-    /// cost proportional to the number of data extents).
+    /// Opens the host file at `path` read-only and maps its host allocation (one pass of
+    /// SEEK_DATA/SEEK_HOLE, cost proportional to the number of data extents).
     /// Throws Error(NotFound) when the file does not exist, Error(Unsupported) for a
     /// directory or another non-regular, non-block file, Error(Corrupt) for an empty file
-    /// and Error(Io) for any other OS failure.
+    /// and Error(Io) for any other OS failure. The messages omit the path (the caller
+    /// names the image it opened).
     explicit RawImage(std::string path);
 
-    [[nodiscard]] std::uint64_t size() const override { return size_; }
+    /// Reads `source` (non-null) as a raw disk. Throws Error(Corrupt) when it is empty,
+    /// Error(Io) when its allocation cannot be mapped.
+    explicit RawImage(std::shared_ptr<const ByteSource> source);
 
-    /// Ranges the host allocation map (taken at open) calls holes are zero-filled; the
-    /// rest is read with a pread() loop (EINTR and short reads handled). Throws
-    /// Error(Corrupt) when the range extends past size(), Error(Io) with the OS's text on
-    /// failure or when the file shrank.
+    [[nodiscard]] std::uint64_t size() const override { return source_->size(); }
+
+    /// Ranges the allocation map (taken at open) calls holes are zero-filled; the rest is
+    /// read from the source. Throws Error(Corrupt) when the range extends past size(),
+    /// Error(Io) on a read failure or when the file shrank.
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
 
     [[nodiscard]] std::string format() const override { return "raw"; }
-    [[nodiscard]] const std::string& path() const override { return path_; }
+    [[nodiscard]] const std::string& path() const override { return source_->name(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
 
     /// True when the image is a block device rather than a regular file.
-    [[nodiscard]] bool is_block_device() const noexcept { return block_device_; }
+    [[nodiscard]] bool is_block_device() const noexcept { return source_->is_block_device(); }
+
+    /// The source read, shared with whoever opens the same bytes as another format.
+    [[nodiscard]] const std::shared_ptr<const ByteSource>& source() const noexcept { return source_; }
 
 private:
-    /// Reads exactly out.size() bytes at `offset` from the file.
-    void pread_exact(std::uint64_t offset, std::span<std::byte> out) const;
-
-    std::string path_;
-    UniqueFd fd_;
-    std::uint64_t size_ = 0;
-    bool block_device_ = false;
+    std::shared_ptr<const ByteSource> source_;
     std::vector<Layer> layers_;
 };
-
-/// Byte ranges of the open regular file `fd` that hold data on the host, found with
-/// SEEK_DATA/SEEK_HOLE over [0, size) and widened to whole `granule`s (clipped to size).
-/// When the host file system cannot report holes, the whole range counts as allocated.
-/// Moves the descriptor's file offset (callers that share `fd` must use pread()).
-/// Throws Error(Io) when lseek fails for a reason other than "no holes support".
-[[nodiscard]] ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule);
 
 }  // namespace guestfrag

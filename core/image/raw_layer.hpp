@@ -10,7 +10,8 @@ namespace guestfrag {
 /// deltas). Host holes are Unallocated: thin on the host, zero when read.
 class RawLayer final : public LayerFile {
 public:
-    explicit RawLayer(const std::string& path) : image_(path) {}
+    /// Reads `source` (non-null) as a raw disk; throws like RawImage(source).
+    explicit RawLayer(std::shared_ptr<const ByteSource> source) : image_(std::move(source)) {}
 
     [[nodiscard]] std::string format() const override { return "raw"; }
     [[nodiscard]] const std::string& path() const override { return image_.path(); }

@@ -77,7 +77,7 @@ struct Extent {
 
 class VhdLayer final : public LayerFile {
 public:
-    explicit VhdLayer(const std::string& path) : file_(path) {
+    explicit VhdLayer(HostFile file) : file_(std::move(file)) {
         footer_ = read_footer(file_, footer_offset_);
         if (footer_.disk_type == vhd::DiskType::Fixed) {
             if (footer_.current_size > footer_offset_)
@@ -294,6 +294,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<LayerFile> open_vhd(const std::string& path) { return std::make_unique<VhdLayer>(path); }
+std::unique_ptr<LayerFile> open_vhd(HostFile file) { return std::make_unique<VhdLayer>(std::move(file)); }
+
+std::unique_ptr<LayerFile> open_vhd(const std::string& path) { return open_vhd(HostFile(path)); }
 
 }  // namespace guestfrag

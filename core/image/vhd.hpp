@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
 
 namespace guestfrag {
@@ -31,5 +32,9 @@ namespace guestfrag {
 /// the file, overlapping blocks, absurd size), Error(Unsupported) for other disk types and
 /// versions.
 [[nodiscard]] std::unique_ptr<LayerFile> open_vhd(const std::string& path);
+
+/// The same, reading an already open `file` (any ByteSource: a host file, memory, ...).
+/// Throws like open_vhd(path), less the errors of opening.
+[[nodiscard]] std::unique_ptr<LayerFile> open_vhd(HostFile file);
 
 }  // namespace guestfrag

@@ -87,7 +87,7 @@ struct VhdxLayer::Parts {
     std::vector<Guid> parent_linkages;
 };
 
-VhdxLayer::VhdxLayer(const std::string& path) : VhdxLayer(load(path)) {}
+VhdxLayer::VhdxLayer(HostFile file) : VhdxLayer(load(std::move(file))) {}
 
 VhdxLayer::VhdxLayer(Parts parts)
     : header_(parts.header),
@@ -96,8 +96,7 @@ VhdxLayer::VhdxLayer(Parts parts)
       bat_(std::move(parts.bat)),
       parent_linkages_(std::move(parts.parent_linkages)) {}
 
-VhdxLayer::Parts VhdxLayer::load(const std::string& path) {
-    HostFile host(path);
+VhdxLayer::Parts VhdxLayer::load(HostFile host) {
     std::byte identifier[8]{};
     if (host.size() < sizeof identifier) corrupt("the file is too short for a file type identifier");
     host.read_exact(0, identifier, "vhdx file type identifier");
@@ -364,6 +363,8 @@ std::optional<ParentLink> VhdxLayer::parent() const {
     return link;
 }
 
-std::unique_ptr<LayerFile> open_vhdx(const std::string& path) { return std::make_unique<VhdxLayer>(path); }
+std::unique_ptr<LayerFile> open_vhdx(HostFile file) { return std::make_unique<VhdxLayer>(std::move(file)); }
+
+std::unique_ptr<LayerFile> open_vhdx(const std::string& path) { return open_vhdx(HostFile(path)); }
 
 }  // namespace guestfrag

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
 
 namespace guestfrag {
@@ -13,5 +14,9 @@ namespace guestfrag {
 /// log left by a disk that was not closed cleanly is replayed in memory (never written).
 /// Throws Error (NotFound, Corrupt, Unsupported, Io).
 [[nodiscard]] std::unique_ptr<LayerFile> open_vhdx(const std::string& path);
+
+/// The same, reading an already open `file` (any ByteSource: a host file, memory, ...).
+/// Throws like open_vhdx(path), less the errors of opening.
+[[nodiscard]] std::unique_ptr<LayerFile> open_vhdx(HostFile file);
 
 }  // namespace guestfrag

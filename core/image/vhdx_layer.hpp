@@ -36,12 +36,15 @@ namespace guestfrag {
 /// disk's parent() expects its parent_linkage in the same form.
 class VhdxLayer final : public LayerFile {
 public:
-    /// Opens and validates `path`. Throws Error(NotFound/Io) from the file, Error(Corrupt)
+    /// Reads and validates `file`. Throws Error(Io) from the file, Error(Corrupt)
     /// for damaged structures (checksums of both headers or both region tables, tables or
     /// blocks past the end of the file, invalid block sizes, sector sizes, virtual sizes or
     /// BAT states, overlapping blocks), Error(Unsupported) for unknown required regions and
     /// metadata items, header versions other than 1 and logs over vhdx::kMaxLogBytes.
-    explicit VhdxLayer(const std::string& path);
+    explicit VhdxLayer(HostFile file);
+    /// Opens the host file at `path` and reads it as above (plus Error(NotFound) and the
+    /// other errors of opening it).
+    explicit VhdxLayer(const std::string& path) : VhdxLayer(HostFile(path)) {}
 
     [[nodiscard]] std::string format() const override { return "vhdx"; }
     [[nodiscard]] const std::string& path() const override { return file_.path(); }
@@ -69,7 +72,7 @@ public:
 
 private:
     struct Parts;
-    [[nodiscard]] static Parts load(const std::string& path);
+    [[nodiscard]] static Parts load(HostFile host);
     explicit VhdxLayer(Parts parts);
 
     /// The bits of one block's part of a sector bitmap, bit i = logical sector i.

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/image/host_file.hpp"
+#include "core/image/source_opener.hpp"
 #include "core/image/vmdk_cowd_extent.hpp"
 #include "core/image/vmdk_descriptor.hpp"
 #include "core/image/vmdk_flat_extent.hpp"
@@ -95,10 +96,11 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
 }
 
 /// Opens an extent file named in a descriptor, naming the extent when it is missing.
-HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir) {
+HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+                          const SourceOpener& opener) {
     const std::vector<std::string> paths = candidates_for(line.file, dir);
     for (const std::string& path : paths)
-        if (fs::exists(path)) return HostFile(path);
+        if (opener.exists(path)) return HostFile(opener.open(path));
     std::string tried;
     for (const std::string& path : paths) tried += (tried.empty() ? "" : ", ") + path;
     throw Error(ErrorKind::NotFound,
@@ -125,7 +127,7 @@ std::unique_ptr<VmdkExtent> open_sparse(HostFile file) {
 }
 
 std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
-                                        bool has_parent) {
+                                        bool has_parent, const SourceOpener& opener) {
     const std::uint64_t bytes = line.sectors * kVmdkSectorSize;
     if (line.access == VmdkAccess::NoAccess)
         throw Error(ErrorKind::Unsupported, "vmdk: NOACCESS extents are not supported");
@@ -141,7 +143,7 @@ std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t 
             if (line.offset > kVmdkMaxDiskBytes / kVmdkSectorSize)
                 throw Error(ErrorKind::Corrupt, "flat extent offset of " + std::to_string(line.offset) +
                                                     " sectors is absurd");
-            return std::make_unique<VmdkFlatExtent>(open_extent_file(line, index, dir),
+            return std::make_unique<VmdkFlatExtent>(open_extent_file(line, index, dir, opener),
                                                     line.offset * kVmdkSectorSize, bytes, has_parent);
         }
         case VmdkExtentType::Sparse:
@@ -149,7 +151,7 @@ std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t 
         case VmdkExtentType::SeSparse: {
             // Go by the file's magic, as qemu does for SPARSE and VMFSSPARSE lines: the
             // line's type is a hint, the header is what the file is.
-            auto extent = open_sparse(open_extent_file(line, index, dir));
+            auto extent = open_sparse(open_extent_file(line, index, dir, opener));
             if (extent->size() != bytes)
                 throw Error(ErrorKind::Corrupt, "the descriptor gives it " + std::to_string(line.sectors) +
                                                     " sectors, its header " +
@@ -168,7 +170,8 @@ void check_create_type(const std::string& type) {
             throw Error(ErrorKind::Unsupported, "vmdk: " + type + " disks (host device extents) are not supported");
 }
 
-std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const HostFile& file) {
+std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const HostFile& file,
+                                                const SourceOpener& opener) {
     if (file.size() > kMaxVmdkDescriptorBytes)
         throw Error(ErrorKind::Unsupported, "vmdk: descriptor files larger than " +
                                                 std::to_string(kMaxVmdkDescriptorBytes >> 20) +
@@ -189,7 +192,7 @@ std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const H
     for (std::size_t i = 0; i < d.extents.size(); ++i) {
         const VmdkExtentLine& line = d.extents[i];
         try {
-            extents.push_back({start, open_extent(line, i, dir, parent.has_value()), line.file});
+            extents.push_back({start, open_extent(line, i, dir, parent.has_value(), opener), line.file});
         } catch (const Error& e) {
             // Missing files are already named; "not supported" stands on its own.
             if (e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::Unsupported) throw;
@@ -245,15 +248,17 @@ std::unique_ptr<LayerFile> open_sesparse_file(const std::string& path, HostFile 
 
 }  // namespace
 
-std::unique_ptr<LayerFile> open_vmdk(const std::string& path) {
-    HostFile file(path);
+std::unique_ptr<LayerFile> open_vmdk(HostFile file, const SourceOpener& opener) {
+    const std::string path = file.path();
     switch (magic_of(file)) {
         case Magic::Sparse: return open_sparse_file(path, std::move(file));
         case Magic::Cowd: return open_cowd_file(path, std::move(file));
         case Magic::SeSparse: return open_sesparse_file(path, std::move(file));
         case Magic::Other: break;
     }
-    return open_descriptor_file(path, file);
+    return open_descriptor_file(path, file, opener);
 }
+
+std::unique_ptr<LayerFile> open_vmdk(const std::string& path) { return open_vmdk(HostFile(path), file_opener()); }
 
 }  // namespace guestfrag

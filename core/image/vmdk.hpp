@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
 
 namespace guestfrag {
@@ -17,5 +18,11 @@ namespace guestfrag {
 /// for host-device disks, raw device mappings, NOACCESS extents and unknown format
 /// features, Error(Io) for read failures.
 [[nodiscard]] std::unique_ptr<LayerFile> open_vmdk(const std::string& path);
+
+class SourceOpener;  // core/image/source_opener.hpp
+
+/// The same, reading an already open `file` and opening the extent files its descriptor
+/// names through `opener` (resolved against the directory of file.path(), as above).
+[[nodiscard]] std::unique_ptr<LayerFile> open_vmdk(HostFile file, const SourceOpener& opener);
 
 }  // namespace guestfrag

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/image/vmdk_flat_extent.hpp"
 
-#include <sys/stat.h>
-
 #include <bit>
 #include <cstring>
 
 #include "core/error.hpp"
-#include "core/image/raw_image.hpp"
 
 namespace guestfrag {
 
@@ -17,18 +14,16 @@ VmdkFlatExtent::VmdkFlatExtent(HostFile file, std::uint64_t file_start, std::uin
         throw Error(ErrorKind::Corrupt, "flat extent needs " + std::to_string(size_) + " bytes from offset " +
                                             std::to_string(file_start_) + " but the file has " +
                                             std::to_string(file_.size()) + " bytes");
-    struct stat st {};
-    if (::fstat(file_.fd(), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (const auto unit = file_.source().allocation_unit()) {
         // The host block is the unit the host allocates in (as for raw images); a size that
         // is not a power of two cannot align runs, so sectors are used then.
-        const auto block = static_cast<std::uint64_t>(st.st_blksize);
-        if (block >= 512 && std::has_single_bit(block)) granule_ = block;
-        const ByteSet host = host_allocation(file_.fd(), file_.size(), granule_);
+        if (*unit >= 512 && std::has_single_bit(*unit)) granule_ = *unit;
+        const ByteSet host = file_.source().stored_ranges(granule_);
         const auto window = ByteSet::interval_type::right_open(file_start_, file_start_ + size_);
         for (const auto& iv : host & window)
             stored_ += ByteSet::interval_type::right_open(iv.lower() - file_start_, iv.upper() - file_start_);
     } else {
-        // A block device shows no holes: every sector is stored.
+        // A block device (or memory without a map) shows no holes: every sector is stored.
         stored_ += ByteSet::interval_type::right_open(0, size_);
     }
 }

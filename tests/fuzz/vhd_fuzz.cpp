@@ -1,47 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// libFuzzer target for the VHD reader: the input is a whole VHD file. It is opened
-// through a memfd, mapped from start to end and read in a few places; guestfrag::Error
-// is the expected way to refuse bad input, anything else (crash, sanitizer report,
-// runaway allocation or loop) is a bug.
+// libFuzzer target for the VHD reader: the input is a whole VHD file, read straight from
+// memory through a MemorySource. It is mapped from start to end and read in a few places;
+// guestfrag::Error is the expected way to refuse bad input, anything else (crash,
+// sanitizer report, runaway allocation or loop) is a bug.
 //
-// Build and run (not part of CMake):
-//   clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -I. \
-//     tests/fuzz/vhd_fuzz.cpp core/image/vhd.cpp core/image/vhd_format.cpp \
-//     core/image/vhd_parent.cpp core/image/host_file.cpp -o /tmp/vhd_fuzz
-//   /tmp/vhd_fuzz -max_total_time=60 -rss_limit_mb=2048 CORPUS_DIR
-// Seeds: small qemu-img made VHDs (qemu-img convert -O vpc -o subformat=fixed|dynamic)
+// Built by CMake with -DGUESTFRAG_BUILD_FUZZERS=ON (clang); `packaging/setup.sh fuzz`
+// builds it with clang-14 and runs it on a seed from `qemu-img create -f vpc`.
+// More seeds: small qemu-img made VHDs (qemu-img convert -O vpc -o subformat=fixed|dynamic)
 // and differencing ones from tests/support/vhd_writer.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/byte_source.hpp"
 #include "core/image/vhd.hpp"
 
 namespace {
-
-/// Owns the memfd holding one input.
-struct MemFile {
-    int fd = -1;
-    MemFile(const std::uint8_t* data, std::size_t size) : fd(::memfd_create("vhd_fuzz", MFD_CLOEXEC)) {
-        std::size_t done = 0;
-        while (fd >= 0 && done < size) {
-            const ssize_t n = ::write(fd, data + done, size - done);
-            if (n <= 0) break;
-            done += static_cast<std::size_t>(n);
-        }
-    }
-    ~MemFile() {
-        if (fd >= 0) ::close(fd);
-    }
-    MemFile(const MemFile&) = delete;
-    MemFile& operator=(const MemFile&) = delete;
-};
 
 void exercise(const guestfrag::LayerFile& layer) {
     (void)layer.parent();
@@ -69,11 +47,11 @@ void exercise(const guestfrag::LayerFile& layer) {
 }
 
 void open_and_exercise(const std::uint8_t* data, std::size_t size) {
-    const MemFile file(data, size);
-    if (file.fd < 0) return;
-    const std::string path = "/proc/self/fd/" + std::to_string(file.fd);
+    // The source views the bytes, which outlive this call.
+    auto input = std::make_shared<guestfrag::MemorySource>(
+        "vhd-fuzz-input", std::span(reinterpret_cast<const std::byte*>(data), size));
     try {
-        const auto layer = guestfrag::open_vhd(path);
+        const auto layer = guestfrag::open_vhd(guestfrag::HostFile(std::move(input)));
         exercise(*layer);
     } catch (const guestfrag::Error& e) {
         if (e.kind() == guestfrag::ErrorKind::Internal) __builtin_trap();

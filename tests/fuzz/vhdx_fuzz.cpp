@@ -1,29 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// libFuzzer target for the VHDX reader (not built by CMake). Build and run:
+// libFuzzer target for the VHDX reader, reading from memory through the ByteSource seam.
+// Built by CMake with -DGUESTFRAG_BUILD_FUZZERS=ON (clang); `packaging/setup.sh fuzz`
+// builds it with clang-14 and runs it on a seed from `qemu-img create -f vhdx`.
 //
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. tests/fuzz/vhdx_fuzz.cpp \
-//     core/image/vhdx.cpp core/image/vhdx_format.cpp core/image/vhdx_log.cpp core/image/vhdx_bat.cpp \
-//     core/image/host_file.cpp -o /tmp/vhdx_fuzz
-//   /tmp/vhdx_fuzz -max_total_time=60 -rss_limit_mb=2048 /tmp/vhdx_corpus
-//
-// An input starting with "vhdxfile" is the file itself (CI seeds with `qemu-img create -f
-// vhdx`). A VHDX file is mostly zeros with its structures megabytes apart, though, so any
-// other input is a sparse description of the file, which mutates far better: a
-// little-endian u32 file size (taken modulo 64 MiB), then records of u32 offset, u16 length
-// and that many bytes, written into a zero-filled memfd of that size (bytes past the end
-// are dropped). Sparse seeds: small valid images (qemu-img, tests/support/vhdx_writer)
-// turned into records of their non-zero 512-byte runs, e.g. with a few lines of Python.
-#include <sys/mman.h>
-#include <unistd.h>
-
+// An input starting with "vhdxfile" is the file itself. A VHDX file is mostly zeros with
+// its structures megabytes apart, though, so any other input is a sparse description of
+// the file, which mutates far better: a little-endian u32 file size (taken modulo 64 MiB),
+// then records of u32 offset, u16 length and that many bytes, laid over zeros in order
+// (bytes past the end are dropped). Sparse seeds: small valid images (qemu-img,
+// tests/support/vhdx_writer) turned into records of their non-zero 512-byte runs, e.g.
+// with a few lines of Python.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/byte_source.hpp"
 #include "core/image/vhdx.hpp"
 
 namespace {
@@ -34,44 +31,65 @@ std::uint64_t load(const std::uint8_t* p, unsigned n) {
     return v;
 }
 
-/// Writes the file (or the described file) into a memfd; returns its descriptor (or -1).
-int build_file(const std::uint8_t* data, std::size_t size) {
-    if (size >= 8 && std::memcmp(data, "vhdxfile", 8) == 0) {
-        const int fd = ::memfd_create("vhdx-fuzz", MFD_CLOEXEC);
-        if (fd >= 0 && ::write(fd, data, size) != static_cast<ssize_t>(size)) {
-            ::close(fd);
-            return -1;
+/// The file a sparse description stands for, answered from the records on each read:
+/// no buffer of up to 64 MiB to fill for every input. Views the input.
+class DescribedFile final : public guestfrag::ByteSource {
+public:
+    DescribedFile(const std::uint8_t* data, std::size_t size) : size_(load(data, 4) % (64u << 20)) {
+        for (std::size_t at = 4; at + 6 <= size;) {
+            const std::uint64_t offset = load(data + at, 4);
+            const std::size_t length = std::min<std::size_t>(load(data + at + 4, 2), size - at - 6);
+            at += 6;
+            records_.push_back({offset, std::span(data + at, length)});
+            at += length;
         }
-        return fd;
     }
-    if (size < 4) return -1;
-    const std::uint64_t file_size = load(data, 4) % (64u << 20);
-    const int fd = ::memfd_create("vhdx-fuzz", MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    if (::ftruncate(fd, static_cast<off_t>(file_size)) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    for (std::size_t at = 4; at + 6 <= size;) {
-        const std::uint64_t offset = load(data + at, 4);
-        const std::size_t length = std::min<std::size_t>(load(data + at + 4, 2), size - at - 6);
-        at += 6;
-        if (offset < file_size) {
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, file_size - offset));
-            if (::pwrite(fd, data + at, n, static_cast<off_t>(offset)) < 0) break;
+
+    [[nodiscard]] const std::string& name() const noexcept override { return name_; }
+    [[nodiscard]] std::uint64_t size() const noexcept override { return size_; }
+
+    std::size_t read_at(std::uint64_t offset, std::span<std::byte> out) const override {
+        if (offset >= size_) return 0;
+        out = out.first(static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), size_ - offset)));
+        std::memset(out.data(), 0, out.size());
+        const std::uint64_t end = offset + out.size();
+        // In input order, so a later record overwrites an earlier one, as when written.
+        for (const Record& r : records_) {
+            const std::uint64_t lo = std::max(r.offset, offset);
+            const std::uint64_t hi = std::min(r.offset + r.bytes.size(), end);
+            if (lo < hi)
+                std::memcpy(out.data() + (lo - offset), r.bytes.data() + (lo - r.offset),
+                            static_cast<std::size_t>(hi - lo));
         }
-        at += length;
+        return out.size();
     }
-    return fd;
+
+private:
+    struct Record {
+        std::uint64_t offset;
+        std::span<const std::uint8_t> bytes;
+    };
+    std::string name_ = "vhdx-fuzz-input";
+    std::uint64_t size_;
+    std::vector<Record> records_;
+};
+
+/// The file the input is (or describes), viewing the input.
+std::shared_ptr<const guestfrag::ByteSource> build_file(const std::uint8_t* data, std::size_t size) {
+    if (size >= 8 && std::memcmp(data, "vhdxfile", 8) == 0)
+        return std::make_shared<guestfrag::MemorySource>(
+            "vhdx-fuzz-input", std::span(reinterpret_cast<const std::byte*>(data), size));
+    if (size < 4) return nullptr;
+    return std::make_shared<DescribedFile>(data, size);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const int fd = build_file(data, size);
-    if (fd < 0) return 0;
+    auto file = build_file(data, size);
+    if (!file) return 0;
     try {
-        const auto layer = guestfrag::open_vhdx("/proc/self/fd/" + std::to_string(fd));
+        const auto layer = guestfrag::open_vhdx(guestfrag::HostFile(std::move(file)));
         (void)layer->parent();
         (void)layer->identity();
         const std::uint64_t disk = layer->virtual_size();
@@ -87,6 +105,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     } catch (const guestfrag::Error&) {
     }
-    ::close(fd);
     return 0;
 }

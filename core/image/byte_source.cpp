@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/image/byte_source.hpp"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+namespace guestfrag {
+namespace {
+
+std::uint64_t round_down(std::uint64_t value, std::uint64_t unit) { return value - value % unit; }
+
+std::uint64_t round_up(std::uint64_t value, std::uint64_t unit) {
+    const std::uint64_t rest = value % unit;
+    return rest == 0 ? value : value + (unit - rest);
+}
+
+/// Adds [lo, hi) widened to whole granules and clipped to `size`: the host allocates in
+/// blocks, so a partially written block is wholly stored.
+void add_widened(ByteSet& set, std::uint64_t lo, std::uint64_t hi, std::uint64_t granule, std::uint64_t size) {
+    const std::uint64_t end = std::min(round_up(hi, granule), size);
+    const std::uint64_t begin = round_down(lo, granule);
+    if (begin < end) set += ByteSet::interval_type::right_open(begin, end);
+}
+
+ByteSet everything(std::uint64_t size) {
+    ByteSet all;
+    if (size > 0) all += ByteSet::interval_type::right_open(0, size);
+    return all;
+}
+
+}  // namespace
+
+std::string errno_text(int error) {
+    std::string text = std::strerror(error);
+    if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return text;
+}
+
+ByteSet ByteSource::stored_ranges(std::uint64_t) const { return everything(size()); }
+
+Error read_error(std::uint64_t offset, int error) {
+    return Error(ErrorKind::Io, "read failed at offset " + std::to_string(offset) + ": " + std::strerror(error));
+}
+
+void read_fully(const ByteSource& source, std::uint64_t offset, std::span<std::byte> out) {
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const std::size_t n = source.read_at(offset + done, out.subspan(done));
+        if (n == 0) throw Error(ErrorKind::Io, "file shrank while reading it");
+        done += n;
+    }
+}
+
+// ---------------------------------------------------------------------------- FileSource
+
+std::unique_ptr<FileSource> FileSource::try_open(std::string path, OpenFailure& failure) {
+    using Step = OpenFailure::Step;
+    const auto fail = [&](Step step, int error, bool directory = false) {
+        failure = {step, error, directory};
+        return std::unique_ptr<FileSource>();
+    };
+    // O_NONBLOCK only so that naming a FIFO cannot hang the open; cleared below.
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (!fd) return fail(Step::Open, errno);
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return fail(Step::Stat, errno);
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) return fail(Step::NotFileOrDevice, 0, S_ISDIR(st.st_mode));
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+
+    std::unique_ptr<FileSource> source(new FileSource(std::move(path), std::move(fd)));
+    if (S_ISBLK(st.st_mode)) {
+        source->block_device_ = true;
+        if (::ioctl(source->fd_.get(), BLKGETSIZE64, &source->size_) != 0) return fail(Step::Size, errno);
+    } else {
+        source->size_ = static_cast<std::uint64_t>(st.st_size);
+        source->block_size_ = st.st_blksize > 0 ? static_cast<std::uint64_t>(st.st_blksize) : 0;
+    }
+    return source;
+}
+
+std::unique_ptr<FileSource> FileSource::open(std::string path) {
+    OpenFailure failure;
+    if (auto source = try_open(path, failure)) return source;
+    const auto io = [&](const char* verb) {
+        return Error(ErrorKind::Io, std::string(verb) + " " + path + ": " + std::strerror(failure.error));
+    };
+    switch (failure.step) {
+        case OpenFailure::Step::Open:
+            if (failure.error == ENOENT) throw Error(ErrorKind::NotFound, "no such file: " + path);
+            throw io("cannot open");
+        case OpenFailure::Step::Stat: throw io("cannot stat");
+        case OpenFailure::Step::NotFileOrDevice:
+            throw Error(ErrorKind::Unsupported, path + " is not a regular file or block device");
+        case OpenFailure::Step::Size: throw io("cannot size");
+    }
+    throw Error(ErrorKind::Internal, "unhandled open failure");
+}
+
+std::size_t FileSource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+    // Linux transfers at most about 2 GiB per pread(); ask for no more than 1 GiB.
+    constexpr std::size_t max_chunk = std::size_t{1} << 30;
+    const std::size_t want = std::min(out.size(), max_chunk);
+    while (true) {
+        const ssize_t n = ::pread(fd_.get(), out.data(), want, static_cast<off_t>(offset));
+        if (n >= 0) return static_cast<std::size_t>(n);
+        if (errno != EINTR) throw read_error(offset, errno);
+    }
+}
+
+std::optional<std::uint64_t> FileSource::allocation_unit() const {
+    if (block_device_) return std::nullopt;  // a block device shows no holes
+    return block_size_ > 0 ? block_size_ : 512;
+}
+
+ByteSet FileSource::stored_ranges(std::uint64_t granule) const {
+    if (block_device_) return everything(size_);
+    return host_allocation(fd_.get(), size_, granule);
+}
+
+ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule) {
+    if (granule == 0) granule = 512;
+    ByteSet allocated;
+    std::uint64_t pos = 0;
+    while (pos < size) {
+        const off_t data = ::lseek(fd, static_cast<off_t>(pos), SEEK_DATA);
+        if (data < 0) {
+            const int err = errno;
+            if (err == ENXIO) break;  // no data at or after pos: the rest is a hole
+            // Kernels or file systems without hole reporting: every byte counts as stored.
+            if (err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP) return everything(size);
+            throw Error(ErrorKind::Io, "cannot map host allocation: " + errno_text(err));
+        }
+        const auto data_start = static_cast<std::uint64_t>(data);
+        if (data_start >= size) break;
+        const off_t hole = ::lseek(fd, data, SEEK_HOLE);
+        std::uint64_t data_end = size;
+        if (hole >= 0) {
+            data_end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
+        } else if (errno != ENXIO) {  // ENXIO: the file shrank under us; take the rest as data
+            throw Error(ErrorKind::Io, "cannot map host allocation: " + errno_text(errno));
+        }
+        if (data_end <= data_start) break;  // never loop forever on an inconsistent answer
+        add_widened(allocated, data_start, data_end, granule, size);
+        pos = data_end;
+    }
+    return allocated;
+}
+
+// -------------------------------------------------------------------------- MemorySource
+
+MemorySource::MemorySource(std::string name, std::shared_ptr<const std::vector<std::byte>> bytes,
+                           std::optional<Allocation> allocation)
+    : name_(std::move(name)), owned_(std::move(bytes)), allocation_(std::move(allocation)) {
+    if (!owned_) throw Error(ErrorKind::Internal, "memory source without bytes");
+    bytes_ = *owned_;
+}
+
+MemorySource::MemorySource(std::string name, std::span<const std::byte> bytes)
+    : name_(std::move(name)), bytes_(bytes) {}
+
+std::size_t MemorySource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+    if (offset >= bytes_.size()) return 0;
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), bytes_.size() - offset));
+    std::memcpy(out.data(), bytes_.data() + offset, n);
+    return n;
+}
+
+std::optional<std::uint64_t> MemorySource::allocation_unit() const {
+    if (!allocation_) return std::nullopt;
+    return allocation_->unit;
+}
+
+ByteSet MemorySource::stored_ranges(std::uint64_t granule) const {
+    if (!allocation_) return everything(size());
+    if (granule == 0) granule = 512;
+    ByteSet out;
+    for (const auto& range : allocation_->stored) add_widened(out, range.lower(), range.upper(), granule, size());
+    return out;
+}
+
+// -------------------------------------------------------------------------- FaultySource
+
+FaultySource::FaultySource(std::shared_ptr<const ByteSource> inner, Faults faults)
+    : inner_(std::move(inner)), faults_(std::move(faults)) {
+    if (!inner_) throw Error(ErrorKind::Internal, "faulty source without an inner source");
+}
+
+std::size_t FaultySource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
+    if (faults_.shrink_to) {
+        if (offset >= *faults_.shrink_to) return 0;
+        out = out.first(static_cast<std::size_t>(std::min<std::uint64_t>(out.size(), *faults_.shrink_to - offset)));
+    }
+    if (faults_.max_read > 0 && out.size() > faults_.max_read) out = out.first(faults_.max_read);
+    const std::uint64_t end = offset + out.size();
+    for (const auto& [lo, hi] : faults_.failing)
+        if (!out.empty() && lo < end && offset < hi) throw read_error(std::max(lo, offset), EIO);
+    return inner_->read_at(offset, out);
+}
+
+}  // namespace guestfrag

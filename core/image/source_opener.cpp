@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/image/source_opener.hpp"
+
+#include <filesystem>
+
+namespace guestfrag {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string normal(const std::string& path) { return fs::path(path).lexically_normal().string(); }
+
+}  // namespace
+
+std::shared_ptr<const ByteSource> FileOpener::open(const std::string& path) const { return FileSource::open(path); }
+
+bool FileOpener::exists(const std::string& path) const { return fs::exists(path); }
+
+bool FileOpener::is_readable(const std::string& path) const {
+    return fs::is_regular_file(path) || fs::is_block_file(path);
+}
+
+std::string FileOpener::identity(const std::string& path) const {
+    std::error_code ec;
+    const auto canon = fs::canonical(path, ec);
+    return ec ? path : canon.string();
+}
+
+const SourceOpener& file_opener() noexcept {
+    static const FileOpener opener;
+    return opener;
+}
+
+void MemoryOpener::add(const std::string& name, std::vector<std::byte> bytes) {
+    const std::string key = normal(name);
+    files_[key] = std::make_shared<MemorySource>(key, std::make_shared<const std::vector<std::byte>>(std::move(bytes)));
+}
+
+void MemoryOpener::add(std::shared_ptr<const ByteSource> source) {
+    if (!source) throw Error(ErrorKind::Internal, "memory opener given no source");
+    files_[normal(source->name())] = std::move(source);
+}
+
+std::shared_ptr<const ByteSource> MemoryOpener::open(const std::string& path) const {
+    const auto it = files_.find(normal(path));
+    if (it == files_.end()) throw Error(ErrorKind::NotFound, "no such file: " + path);
+    return it->second;
+}
+
+bool MemoryOpener::exists(const std::string& path) const { return files_.contains(normal(path)); }
+
+std::string MemoryOpener::identity(const std::string& path) const { return normal(path); }
+
+}  // namespace guestfrag
