@@ -74,6 +74,17 @@ CommandResult run_cli(const std::vector<std::string>& args) {
     return run(argv);
 }
 
+WorkDir::WorkDir(const std::string& name)
+    : path_(scratch_dir() / (name + "." + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+}
+
+WorkDir::~WorkDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+}
+
 void require_tools(std::initializer_list<std::string_view> tools) {
     for (const std::string_view tool : tools)
         if (!have_tool(std::string(tool)))

@@ -14,6 +14,24 @@ namespace guestfrag::test {
 /// Per-build scratch directory for generated and decompressed images (created on demand).
 std::filesystem::path scratch_dir();
 
+/// A fresh directory `scratch_dir()/NAME.PID` for one test case (ctest runs cases as
+/// parallel processes), removed with everything in it when the case ends: split and large
+/// disks would leave gigabytes otherwise.
+class WorkDir {
+public:
+    explicit WorkDir(const std::string& name);
+    ~WorkDir();
+    WorkDir(const WorkDir&) = delete;
+    WorkDir& operator=(const WorkDir&) = delete;
+
+    [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+    operator const std::filesystem::path&() const { return path_; }  // NOLINT: used like a path
+
+private:
+    std::filesystem::path path_;
+};
+
 /// Path of a real sample image in tests/data (provenance in tests/data/README.md). A `.xz`
 /// or `.gz` file is decompressed once into the scratch directory and that copy's path
 /// returned. Throws std::runtime_error when the file is absent: a test whose data is missing

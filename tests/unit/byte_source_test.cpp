@@ -46,32 +46,7 @@ constexpr std::uint64_t kFirst = 1 * MiB;  ///< 64 KiB of 0xab written here
 constexpr std::uint64_t kSecond = 3 * MiB;  ///< 4 KiB of 0x5c written here
 const std::string kEio = ": Input/output error";
 
-bool have_qemu_img() {
-    if (test::have_tool("qemu-img") && test::have_tool("qemu-io")) return true;
-    WARN("qemu-img/qemu-io not installed: skipping");
-    return false;
-}
-
-/// A fresh directory for one test case, removed when it ends (cases run as processes).
-class WorkDir {
-public:
-    explicit WorkDir(const std::string& name)
-        : path_(test::scratch_dir() / ("seam-" + name + "." + std::to_string(::getpid()))) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~WorkDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    WorkDir(const WorkDir&) = delete;
-    WorkDir& operator=(const WorkDir&) = delete;
-
-    [[nodiscard]] fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
+void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
 
 std::vector<std::byte> slurp(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -83,7 +58,7 @@ std::vector<std::byte> slurp(const fs::path& path) {
 }
 
 /// A sparse 4 MiB raw disk holding 64 KiB of 0xab at 1 MiB and 4 KiB of 0x5c at 3 MiB.
-fs::path make_raw(const WorkDir& dir) {
+fs::path make_raw(const test::WorkDir& dir) {
     const fs::path path = dir / "disk.raw";
     {
         std::ofstream out(path, std::ios::binary);
@@ -102,7 +77,7 @@ fs::path make_raw(const WorkDir& dir) {
 }
 
 /// `raw` converted by qemu-img into `name` (in the same directory) as `format` with `options`.
-fs::path convert(const WorkDir& dir, const fs::path& raw, const std::string& name, const std::string& format,
+fs::path convert(const test::WorkDir& dir, const fs::path& raw, const std::string& name, const std::string& format,
                  const std::string& options = {}) {
     const fs::path out = dir / name;
     std::vector<std::string> argv{"qemu-img", "convert", "-q", "-f", "raw", "-O", format};
@@ -114,7 +89,7 @@ fs::path convert(const WorkDir& dir, const fs::path& raw, const std::string& nam
 
 /// Puts the files `names` of `dir` into `files` as "mem/<name>"; the one named `victim`
 /// (if any) misbehaves as `faults` says.
-void load(MemoryOpener& files, const WorkDir& dir, const std::vector<std::string>& names,
+void load(MemoryOpener& files, const test::WorkDir& dir, const std::vector<std::string>& names,
           const std::string& victim = {}, const Faults& faults = {}) {
     for (const std::string& name : names) {
         auto source = std::make_shared<const MemorySource>(
@@ -200,7 +175,7 @@ Faults eio_at(std::uint64_t at) { return Faults{{{at, at + 1}}, 0, std::nullopt}
 
 /// Opens `name` from the files of `dir` with `victim` failing as `faults` says, reads the
 /// whole disk, and returns the message of the Error(Io) that must come out.
-std::string io_failure(const WorkDir& dir, const std::vector<std::string>& names, const std::string& victim,
+std::string io_failure(const test::WorkDir& dir, const std::vector<std::string>& names, const std::string& victim,
                        const Faults& faults) {
     MemoryOpener files;
     load(files, dir, names, victim, faults);
@@ -284,7 +259,7 @@ TEST_CASE("Memory opener resolves names as readers join them", "[image][seam]") 
 }
 
 TEST_CASE("File sources refuse what is not a file without blocking", "[image][seam]") {
-    const WorkDir dir("file");
+    const test::WorkDir dir("file");
     const fs::path fifo = dir / "pipe";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     std::string message;
@@ -321,7 +296,7 @@ TEST_CASE("File sources refuse what is not a file without blocking", "[image][se
 }
 
 TEST_CASE("Raw disks read from memory", "[image][seam][raw]") {
-    const WorkDir dir("raw");
+    const test::WorkDir dir("raw");
     const fs::path raw = make_raw(dir);
     const auto bytes = std::make_shared<const std::vector<std::byte>>(slurp(raw));
 
@@ -366,8 +341,8 @@ TEST_CASE("Raw disks read from memory", "[image][seam][raw]") {
 }
 
 TEST_CASE("qcow2 from memory: same disk, failures typed", "[image][seam][qcow2]") {
-    if (!have_qemu_img()) return;
-    const WorkDir dir("qcow2");
+    require_qemu();
+    const test::WorkDir dir("qcow2");
     const fs::path raw = make_raw(dir);
     const fs::path image = convert(dir, raw, "disk.qcow2", "qcow2");
     const std::vector<std::byte> file = slurp(image);
@@ -401,8 +376,8 @@ TEST_CASE("qcow2 from memory: same disk, failures typed", "[image][seam][qcow2]"
 }
 
 TEST_CASE("qcow2 chains open from memory", "[image][seam][qcow2]") {
-    if (!have_qemu_img()) return;
-    const WorkDir dir("chain");
+    require_qemu();
+    const test::WorkDir dir("chain");
     const fs::path raw = make_raw(dir);
     convert(dir, raw, "base.qcow2", "qcow2");
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2", (dir / "top.qcow2").string()});
@@ -437,8 +412,8 @@ TEST_CASE("qcow2 chains open from memory", "[image][seam][qcow2]") {
 }
 
 TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam][vmdk]") {
-    if (!have_qemu_img()) return;
-    const WorkDir dir("vmdk");
+    require_qemu();
+    const test::WorkDir dir("vmdk");
     const fs::path raw = make_raw(dir);
 
     SECTION("monolithicSparse") {
@@ -525,8 +500,8 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
 }
 
 TEST_CASE("VHD from memory: same disk, failures typed", "[image][seam][vhd]") {
-    if (!have_qemu_img()) return;
-    const WorkDir dir("vhd");
+    require_qemu();
+    const test::WorkDir dir("vhd");
     const fs::path raw = make_raw(dir);
 
     SECTION("dynamic") {
@@ -556,8 +531,8 @@ TEST_CASE("VHD from memory: same disk, failures typed", "[image][seam][vhd]") {
 }
 
 TEST_CASE("VHDX from memory: same disk, failures typed", "[image][seam][vhdx]") {
-    if (!have_qemu_img()) return;
-    const WorkDir dir("vhdx");
+    require_qemu();
+    const test::WorkDir dir("vhdx");
     const fs::path raw = make_raw(dir);
     const fs::path image = convert(dir, raw, "disk.vhdx", "vhdx");
     const std::vector<std::byte> file = slurp(image);

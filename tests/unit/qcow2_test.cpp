@@ -48,29 +48,6 @@ std::string at(std::uint64_t offset) { return std::to_string(offset); }
 
 void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
 
-/// A fresh directory for one test case (test cases run as parallel processes), removed
-/// when the case ends.
-class WorkDir {
-public:
-    explicit WorkDir(const std::string& name)
-        : path_(test::scratch_dir() / ("qcow2-" + name + "." + std::to_string(::getpid()))) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~WorkDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    WorkDir(const WorkDir&) = delete;
-    WorkDir& operator=(const WorkDir&) = delete;
-
-    operator const fs::path&() const { return path_; }  // NOLINT: used like a path
-    fs::path operator/(const std::string& name) const { return path_ / name; }
-
-private:
-    fs::path path_;
-};
-
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -279,7 +256,7 @@ std::pair<std::uint64_t, std::uint64_t> first_l2(const fs::path& path) {
 
 TEST_CASE("qcow2 images made by qemu-img convert read and map like qemu", "[image][qcow2]") {
     require_qemu();
-    const WorkDir dir("convert");
+    const test::WorkDir dir("convert");
     const fs::path raw = standard_raw(dir);
     struct Case {
         std::string name;
@@ -313,7 +290,7 @@ TEST_CASE("qcow2 images made by qemu-img convert read and map like qemu", "[imag
 
 TEST_CASE("qcow2 compressed clusters have no file offset and decompress", "[image][qcow2]") {
     require_qemu();
-    const WorkDir dir("compressed");
+    const test::WorkDir dir("compressed");
     const fs::path image = convert(standard_raw(dir), dir / "c.qcow2", {"-c"});
     const auto layer = open_qcow2(image.string());
     // The text at the start compresses: a Data run without a file offset.
@@ -337,7 +314,7 @@ TEST_CASE("qcow2 compressed clusters have no file offset and decompress", "[imag
 
 TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
     require_qemu();
-    const WorkDir dir("zero");
+    const test::WorkDir dir("zero");
     const fs::path raw = standard_raw(dir);
     SECTION("standard L2") {
         const fs::path image = convert(raw, dir / "z.qcow2", {});
@@ -374,7 +351,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
 
 TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][qcow2][chain]") {
     require_qemu();
-    const WorkDir dir("chain");
+    const test::WorkDir dir("chain");
     const fs::path raw = standard_raw(dir);
     struct Case {
         std::string name;
@@ -426,7 +403,7 @@ TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][
 
 TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[image][qcow2][chain]") {
     require_qemu();
-    const WorkDir dir("parents");
+    const test::WorkDir dir("parents");
     const fs::path raw = standard_raw(dir);
     const fs::path base = convert(raw, dir / "base.qcow2", {});
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "base.qcow2", "-F", "qcow2",
@@ -515,7 +492,7 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
 
 TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][qcow2][chain]") {
     require_qemu();
-    const WorkDir dir("backing-format");
+    const test::WorkDir dir("backing-format");
 
     SECTION("a raw base that starts with a qcow2 header is read as raw") {
         // Guest data that happens to begin with a valid qcow2 header (a small image's first
@@ -624,7 +601,7 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
 
 TEST_CASE("qcow2 features guestfrag does not read are refused clearly", "[image][qcow2][bad]") {
     require_qemu();
-    const WorkDir dir("unsupported");
+    const test::WorkDir dir("unsupported");
     const fs::path image = dir / "x.qcow2";
     std::string message;
     SECTION("LUKS encryption") {
@@ -670,7 +647,7 @@ TEST_CASE("qcow2 features guestfrag does not read are refused clearly", "[image]
 
 TEST_CASE("qcow2 header flags: dirty is readable, corrupt is refused", "[image][qcow2][bad]") {
     require_qemu();
-    const WorkDir dir("flags");
+    const test::WorkDir dir("flags");
     const fs::path image = convert(standard_raw(dir), dir / "f.qcow2", {});
     const std::uint64_t features = read_be(image, 72, 8);
     SECTION("dirty") {
@@ -689,7 +666,7 @@ TEST_CASE("qcow2 header flags: dirty is readable, corrupt is refused", "[image][
 
 TEST_CASE("qcow2 damaged tables are corrupt, named, and never over-allocate", "[image][qcow2][bad]") {
     require_qemu();
-    const WorkDir dir("damaged");
+    const test::WorkDir dir("damaged");
     const fs::path image = convert(standard_raw(dir), dir / "d.qcow2", {});
     const auto [l1, l2] = first_l2(image);
     std::string message;
@@ -767,7 +744,7 @@ TEST_CASE("qcow2 damaged tables are corrupt, named, and never over-allocate", "[
 
 TEST_CASE("qcow2 damaged compressed data is corrupt when read", "[image][qcow2][bad]") {
     require_qemu();
-    const WorkDir dir("badzip");
+    const test::WorkDir dir("badzip");
     const fs::path image = convert(standard_raw(dir), dir / "c.qcow2", {"-c"});
     const auto [l1, l2] = first_l2(image);
     (void)l1;
@@ -837,7 +814,7 @@ TEST_CASE("qcow2 entry decoding follows the specification", "[image][qcow2][unit
 
 TEST_CASE("qcow2 maps a large, mostly empty disk in few calls", "[image][qcow2]") {
     require_qemu();
-    const WorkDir dir("large");
+    const test::WorkDir dir("large");
     const fs::path image = dir / "big.qcow2";
     run_ok({"qemu-img", "create", "-q", "-f", "qcow2", image.string(), "2T"});
     qemu_io(image, "qcow2", {"write -P 1 0 64K", "write -P 2 1T 1M", "write -z 1536G 64K",
@@ -853,7 +830,7 @@ TEST_CASE("qcow2 maps a large, mostly empty disk in few calls", "[image][qcow2]"
 
 TEST_CASE("qcow2 serves concurrent readers", "[image][qcow2][threads]") {
     require_qemu();
-    const WorkDir dir("threads");
+    const test::WorkDir dir("threads");
     const fs::path image = convert(standard_raw(dir), dir / "t.qcow2", {"-c", "-o", "cluster_size=4K"});
     const fs::path raw = dir / "t.raw";
     run_ok({"qemu-img", "convert", "-O", "raw", image.string(), raw.string()});

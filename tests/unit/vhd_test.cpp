@@ -41,23 +41,6 @@ namespace {
 constexpr std::uint64_t kMiB = 1 << 20;
 constexpr std::uint64_t kBlock = 2 * kMiB;
 
-/// A fresh directory per test case and process (ctest runs cases in parallel), removed
-/// with everything in it when the case ends.
-struct WorkDir {
-    fs::path path;
-    explicit WorkDir(const std::string& name)
-        : path(test::scratch_dir() / ("vhd-" + name + "." + std::to_string(::getpid()))) {
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~WorkDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    WorkDir(const WorkDir&) = delete;
-    WorkDir& operator=(const WorkDir&) = delete;
-};
-
 std::byte pattern_at(std::uint64_t offset, std::uint64_t seed) {
     std::uint64_t x = (offset / 8) * 0x9e3779b97f4a7c15ull + seed;
     x ^= x >> 31;
@@ -233,8 +216,8 @@ test::VhdSpec child_spec(const fs::path& parent, std::uint64_t size) {
 
 TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
     require_qemu();
-    const WorkDir work("fixed");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("fixed");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 9 * kMiB + 3 * 512;
     ByteSet regions;
     regions += span(0, 4096);
@@ -274,8 +257,8 @@ TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
 
 TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
     require_qemu();
-    const WorkDir work("footer511");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("footer511");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 2 * kMiB;
     ByteSet regions;
     regions += span(0, size);
@@ -291,8 +274,8 @@ TEST_CASE("vhd fixed disk with an old 511-byte footer", "[image][vhd]") {
 
 TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
     require_qemu();
-    const WorkDir work("dynamic");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("dynamic");
+    const fs::path& dir = work.path();
     // 6.5 blocks: the last block is only half inside the disk.
     const std::uint64_t size = 13 * kMiB;
     ByteSet regions;
@@ -336,8 +319,8 @@ TEST_CASE("vhd dynamic disks read and map like qemu-img", "[image][vhd]") {
 TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, partial bitmaps",
           "[image][vhd]") {
     require_qemu();
-    const WorkDir work("dynwriter");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("dynwriter");
+    const fs::path& dir = work.path();
     test::VhdSpec spec;
     spec.disk_type = 3;
     spec.block_size = 64 * 1024;
@@ -361,8 +344,8 @@ TEST_CASE("vhd dynamic disks from another writer: small blocks, file order, part
 
 TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
     require_qemu();
-    const WorkDir work("big");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("big");
+    const fs::path& dir = work.path();
     const fs::path vhd = dir / "big.vhd";
     run_ok({"qemu-img", "create", "-q", "-f", "vpc", "-o", "subformat=dynamic,force_size=on", vhd.string(),
             "2000G"});
@@ -380,8 +363,8 @@ TEST_CASE("vhd empty dynamic disk of 2 TB maps in one call", "[image][vhd]") {
 
 TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]") {
     require_qemu();
-    const WorkDir work("diff");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("diff");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 11 * kMiB;  // 5.5 blocks
     ByteSet parent_regions;
     parent_regions += span(0, kBlock);
@@ -417,14 +400,14 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
 
     REQUIRE(image->layers().size() == 2);
     const Layer& top = image->layers()[0];
-    CHECK(top.path == child.string());
+    CHECK(top.path() == child.string());
     CHECK(top.granule_size == 512);
     INFO("child: " << describe(top.allocated));
     CHECK(top.allocated == child_sectors);
     CHECK(top.zero.empty());
     const Layer& base = image->layers()[1];
     CHECK(base.depth == 1);
-    CHECK(base.path == (dir / "./parent.vhd").lexically_normal().string());
+    CHECK(base.path() == (dir / "./parent.vhd").lexically_normal().string());
     CHECK(base.granule_size == kBlock);
 
     const auto file = open_vhd(child.string());
@@ -504,8 +487,8 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
 
 TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chain]") {
     require_qemu();
-    const WorkDir work("locators");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("locators");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 4 * kMiB;
     ByteSet regions;
     regions += span(0, 8192);
@@ -590,8 +573,8 @@ TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chai
 
 TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][chain][bad]") {
     require_qemu();
-    const WorkDir work("badchain");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("badchain");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 4 * kMiB;
     ByteSet regions;
     regions += span(0, 8192);
@@ -660,8 +643,8 @@ TEST_CASE("vhd chains refuse wrong, missing and looping parents", "[image][vhd][
 
 TEST_CASE("vhd refuses damaged and unsupported files", "[image][vhd][bad]") {
     require_qemu();
-    const WorkDir work("bad");
-    const fs::path& dir = work.path;
+    const test::WorkDir work("bad");
+    const fs::path& dir = work.path();
     const std::uint64_t size = 8 * kMiB;
     ByteSet regions;
     regions += span(0, 3 * kBlock);

@@ -49,28 +49,6 @@ constexpr std::uint64_t GiB = 1024 * MiB;
 
 void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
 
-/// A fresh directory for one test case (test cases run as parallel processes), removed
-/// when the case ends: the split-disk and large-disk cases leave gigabytes otherwise.
-class WorkDir {
-public:
-    explicit WorkDir(const std::string& name)
-        : path_(test::scratch_dir() / ("vmdk-" + name + "." + std::to_string(::getpid()))) {
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~WorkDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    WorkDir(const WorkDir&) = delete;
-    WorkDir& operator=(const WorkDir&) = delete;
-
-    [[nodiscard]] const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
     x += 0x9e3779b97f4a7c15ull;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -375,7 +353,7 @@ std::vector<std::byte> read_all(const DiskImage& image) {
 
 TEST_CASE("vmdk subformats written by qemu-img convert read and map like qemu", "[image][vmdk]") {
     require_qemu();
-    const WorkDir work("convert");
+    const test::WorkDir work("convert");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     struct Case {
@@ -415,7 +393,7 @@ TEST_CASE("vmdk subformats written by qemu-img convert read and map like qemu", 
 
 TEST_CASE("vmdk stream-optimized grains are compressed: no file offset, inflated on read", "[image][vmdk]") {
     require_qemu();
-    const WorkDir work("compressed");
+    const test::WorkDir work("compressed");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "s.vmdk", "streamOptimized");
     const auto layer = open_vmdk(image.string());
@@ -436,7 +414,7 @@ TEST_CASE("vmdk stream-optimized grains are compressed: no file offset, inflated
 
 TEST_CASE("vmdk split disks with extents across the 2 GiB boundary", "[image][vmdk][slow]") {
     require_qemu();
-    const WorkDir work("split");
+    const test::WorkDir work("split");
     const fs::path& dir = work.path();
     const fs::path raw = dir / "big.raw";
     const std::uint64_t size = 2 * GiB + 20 * MiB + 3 * 512;
@@ -465,7 +443,7 @@ TEST_CASE("vmdk split disks with extents across the 2 GiB boundary", "[image][vm
 
 TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map depths", "[image][vmdk][chain]") {
     require_qemu();
-    const WorkDir work("chain");
+    const test::WorkDir work("chain");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     auto create = [&](const std::string& name, const std::string& backing, const std::vector<std::string>& options) {
@@ -510,7 +488,7 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
 
 TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][vmdk][cowd]") {
     require_qemu();
-    const WorkDir work("cowd");
+    const test::WorkDir work("cowd");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     const std::uint64_t sectors = kDiskSize / 512;
@@ -573,7 +551,7 @@ TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][v
 
 TEST_CASE("vmdk seSparse extents read like qemu reads them", "[image][vmdk][sesparse]") {
     require_qemu();
-    const WorkDir work("sesparse");
+    const test::WorkDir work("sesparse");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     const std::uint64_t sectors = kDiskSize / 512;
@@ -612,7 +590,7 @@ TEST_CASE("vmdk seSparse extents read like qemu reads them", "[image][vmdk][sesp
 
 TEST_CASE("vmdk stream-optimized files with the grain directory at the end", "[image][vmdk][stream]") {
     require_qemu();
-    const WorkDir work("stream");
+    const test::WorkDir work("stream");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     const std::string text = test::vmdk_descriptor_text(0xabcdef01, 0xffffffff, "streamOptimized",
@@ -645,7 +623,7 @@ TEST_CASE("vmdk stream-optimized files with the grain directory at the end", "[i
 
 TEST_CASE("vmdk descriptors mixing extent kinds", "[image][vmdk]") {
     require_qemu();
-    const WorkDir work("mixed");
+    const test::WorkDir work("mixed");
     const fs::path& dir = work.path();
     // Four extents: a flat range 1 MiB into a file, a hosted sparse file, a COWD and a
     // seSparse extent, each made from its own part of one source disk, at odd offsets.
@@ -707,7 +685,7 @@ TEST_CASE("vmdk descriptors mixing extent kinds", "[image][vmdk]") {
 }
 
 TEST_CASE("vmdk ZERO and RDONLY extents (qemu skips those lines)", "[image][vmdk]") {
-    const WorkDir work("zero");
+    const test::WorkDir work("zero");
     const fs::path& dir = work.path();
     make_raw(dir / "z-flat.vmdk", 2 * MiB, {{0, 2 * MiB, Fill::Random}});
     test::write_text_file(dir / "z.vmdk", test::vmdk_descriptor_text(0x2, 0xffffffff, "monolithicFlat",
@@ -793,7 +771,7 @@ TEST_CASE("vmdk descriptor parsing", "[image][vmdk][unit]") {
 }
 
 TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][chain]") {
-    const WorkDir work("names");
+    const test::WorkDir work("names");
     const fs::path& dir = work.path();
     make_raw(dir / "c-flat.vmdk", 1 * MiB, {});
     const auto link_for = [&](const std::string& hint) {
@@ -840,7 +818,7 @@ TEST_CASE("vmdk parent names resolve like VMware resolves them", "[image][vmdk][
 
 TEST_CASE("vmdk hosted sparse damage is corrupt and named", "[image][vmdk][bad]") {
     require_qemu();
-    const WorkDir work("damaged");
+    const test::WorkDir work("damaged");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "d.vmdk", "monolithicSparse");
     const std::uint64_t gd = read_le(image, 56, 8) * 512;
@@ -917,7 +895,7 @@ TEST_CASE("vmdk hosted sparse damage is corrupt and named", "[image][vmdk][bad]"
 
 TEST_CASE("vmdk damaged compressed grains are corrupt when read", "[image][vmdk][bad]") {
     require_qemu();
-    const WorkDir work("deflate");
+    const test::WorkDir work("deflate");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "c.vmdk", "streamOptimized");
     const std::uint64_t gd = read_le(image, 56, 8) * 512;
@@ -947,7 +925,7 @@ TEST_CASE("vmdk damaged compressed grains are corrupt when read", "[image][vmdk]
 }
 
 TEST_CASE("vmdk COWD and seSparse damage", "[image][vmdk][bad]") {
-    const WorkDir work("extent-damage");
+    const test::WorkDir work("extent-damage");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     std::string message;
@@ -1029,7 +1007,7 @@ TEST_CASE("vmdk COWD and seSparse damage", "[image][vmdk][bad]") {
 
 TEST_CASE("vmdk descriptors with missing, mis-sized or unsupported extents", "[image][vmdk][bad]") {
     require_qemu();
-    const WorkDir work("descriptor");
+    const test::WorkDir work("descriptor");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     const std::uint64_t sectors = kDiskSize / 512;
@@ -1100,7 +1078,7 @@ TEST_CASE("vmdk descriptors with missing, mis-sized or unsupported extents", "[i
 
 TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image][vmdk][chain][bad]") {
     require_qemu();
-    const WorkDir work("parents");
+    const test::WorkDir work("parents");
     const fs::path& dir = work.path();
     const fs::path raw = standard_raw(dir);
     const fs::path base = convert(raw, dir / "base.vmdk", "monolithicSparse");
@@ -1147,7 +1125,7 @@ TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image
 
 TEST_CASE("vmdk maps a large, mostly empty disk in few calls", "[image][vmdk]") {
     require_qemu();
-    const WorkDir work("large");
+    const test::WorkDir work("large");
     const fs::path& dir = work.path();
     const fs::path image = dir / "big.vmdk";
     run_ok({"qemu-img", "create", "-q", "-f", "vmdk", image.string(), "1T"});
@@ -1162,7 +1140,7 @@ TEST_CASE("vmdk maps a large, mostly empty disk in few calls", "[image][vmdk]") 
 
 TEST_CASE("vmdk serves concurrent readers", "[image][vmdk][threads]") {
     require_qemu();
-    const WorkDir work("threads");
+    const test::WorkDir work("threads");
     const fs::path& dir = work.path();
     const fs::path image = convert(standard_raw(dir), dir / "t.vmdk", "streamOptimized");
     const auto disk = open_chain(image.string());
