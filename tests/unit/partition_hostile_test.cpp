@@ -97,6 +97,13 @@ void put_gpt(std::vector<std::byte>& d, std::uint32_t count, std::uint64_t first
     }
 }
 
+/// Rewrites the primary header's entry count and its header CRC, as a hostile tool would.
+void set_primary_count(std::vector<std::byte>& d, std::uint32_t count) {
+    put_le(d, kSector + 80, count, 4);
+    put_le(d, kSector + 16, 0, 4);
+    put_le(d, kSector + 16, crc32_of(&d[kSector], 92), 4);
+}
+
 std::uint64_t sectors_for(std::uint32_t count) { return 2 + (std::uint64_t{count} * kEntrySize + kSector - 1) / kSector; }
 
 std::string failure_of(const std::vector<std::byte>& bytes, ErrorKind expected) {
@@ -164,19 +171,14 @@ TEST_CASE("a valid GPT with more than 8192 entries is read, not handed to libpar
     SECTION("an entry array past the end of the disk is corrupt") {
         std::vector<std::byte> d((4ull << 20), std::byte{0});
         put_gpt(d, kCount, first_usable, {});
-        // Claim 40,000 entries (5,000,000 bytes) in a 4 MiB disk; the header CRC is redone.
-        put_le(d, kSector + 80, 40000, 4);
-        put_le(d, kSector + 16, 0, 4);
-        put_le(d, kSector + 16, crc32_of(&d[kSector], 92), 4);
+        set_primary_count(d, 40000);  // 5,120,000 bytes of entries in a 4 MiB disk
         CHECK(failure_of(d, ErrorKind::Corrupt) ==
               "GPT partition entry array (40000 entries at sector 2) lies past the end of the disk");
     }
     SECTION("an absurd entry array is refused before it is read") {
         std::vector<std::byte> d((4ull << 20), std::byte{0});
         put_gpt(d, kCount, first_usable, {});
-        put_le(d, kSector + 80, 0xFFFFFFFFu, 4);
-        put_le(d, kSector + 16, 0, 4);
-        put_le(d, kSector + 16, crc32_of(&d[kSector], 92), 4);
+        set_primary_count(d, 0xFFFFFFFFu);
         CHECK(failure_of(d, ErrorKind::Unsupported) ==
               "GPT partition entry array of 549755813760 bytes (4294967295 entries): more than the 64 MiB guestfrag reads");
     }
