@@ -216,7 +216,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                     "partition " + std::to_string(partition.number) + " holds no NTFS file system");
     check_geometry(boot, partition);
 
-    auto handle = ntfs::mount_read_only(image, partition.start, partition.length);
+    const ntfs::Volume handle{ntfs::Device(image, partition.start, partition.length)};
     ntfs_volume* vol = handle.get();
     check_clean(vol);
 
