@@ -12,6 +12,7 @@
 namespace guestfrag::ntfs {
 namespace {
 
+// The last error libntfs-3g logged on this thread since the last mount, on one line.
 thread_local std::string g_last_message;
 
 int record_message(const char*, const char*, int, u32 level, void*, const char* format, va_list args) {
@@ -27,8 +28,7 @@ int record_message(const char*, const char*, int, u32 level, void*, const char* 
     return 0;
 }
 
-}  // namespace
-
+/// Routes libntfs-3g's logging into g_last_message instead of stderr (idempotent).
 void capture_library_log() {
     static std::once_flag once;
     std::call_once(once, [] {
@@ -37,10 +37,10 @@ void capture_library_log() {
     });
 }
 
-std::string last_library_message() { return g_last_message; }
+}  // namespace
 
 std::string library_reason(int err) {
-    std::string reason = last_library_message();
+    std::string reason = g_last_message;
     if (reason.empty()) reason = err != 0 ? std::strerror(err) : "unknown failure";
     return reason;
 }

@@ -44,18 +44,13 @@ public:
 };
 
 /// Why the libntfs-3g call that just failed with `err` (its errno) failed: the last error
-/// libntfs-3g logged on this thread, else `err`'s text. libntfs-3g reports through its
-/// logger, not errno alone; we keep its words for our errors.
+/// libntfs-3g logged on this thread since the last mount, squashed to one line, else
+/// `err`'s text. libntfs-3g reports through its logger, not errno alone, and mounting routes
+/// that logger here instead of stderr: we keep its words for our errors.
 [[nodiscard]] std::string library_reason(int err);
 
 /// Throws the typed error for a libntfs-3g call that returned NULL or -1 with errno set:
 /// VolumeFull for ENOSPC, otherwise Error(kind, "<what>: <library_reason>").
 [[noreturn]] void throw_library_error(ErrorKind kind, const std::string& what);
-
-/// The last error libntfs-3g logged on this thread ("" if none), squashed to one line.
-[[nodiscard]] std::string last_library_message();
-
-/// Routes libntfs-3g's logging into last_library_message() instead of stderr (idempotent).
-void capture_library_log();
 
 }  // namespace guestfrag::ntfs
