@@ -5,7 +5,8 @@
 //      an offset inside a disk file);
 //   3. libparted writes the table into the staged disk file, the formatted volume's data
 //      extents are copied to the partition offset;
-//   4. libntfs-3g mounts the volume in place (offset device) and populates it.
+//   4. libntfs-3g mounts the volume in place (the core's device over a window of the disk
+//      file) and populates it.
 #include "app/mkimage/mkimage.hpp"
 
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include "app/mkimage/sparse_copy.hpp"
 #include "core/error.hpp"
 #include "core/image/unique_fd.hpp"
+#include "core/image/writable_raw_file.hpp"
 
 namespace guestfrag {
 
@@ -93,7 +95,8 @@ MkImageSummary make_image(const MkImageOptions& options, const Progress& progres
         copy_data_extents(volume.fd(), disk.fd(), layout.volume_offset);
     }
 
-    NtfsWriter ntfs(OffsetWindow{disk.fd(), layout.volume_offset, layout.volume_length, 0});
+    WritableRawFile disk_file(disk.fd(), disk.path().string());
+    NtfsWriter ntfs(disk_file, layout.volume_offset, layout.volume_length);
     populate(ntfs, plan, options.seed, progress, summary);
     ntfs.unmount();
     disk.commit(options.output);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The generator's one wrapper around libntfs-3g's write side. Every handle has an owner;
-// ENOSPC becomes VolumeFull so the population can stop gracefully.
+// ENOSPC becomes ntfs::VolumeFull so the population can stop gracefully.
 #include "app/mkimage/ntfs_writer.hpp"
 
 #include <algorithm>
@@ -15,13 +15,9 @@ namespace guestfrag::mkimage {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, std::string_view name = {}) {
-    const int err = errno;
-    if (err == ENOSPC) throw VolumeFull();
     std::string message = "libntfs-3g: " + what;
     if (!name.empty()) message += " '" + std::string(name) + "'";
-    message += ": ";
-    message += err != 0 ? std::strerror(err) : "unknown error";
-    throw Error(ErrorKind::Io, message);
+    ntfs::throw_library_error(ErrorKind::Io, message);
 }
 
 struct FreeDeleter {
@@ -159,32 +155,17 @@ std::uint64_t ClusterFence::clusters() const noexcept {
 
 // ---- NtfsWriter --------------------------------------------------------------------------
 
-NtfsWriter::NtfsWriter(const OffsetWindow& window) : window_(std::make_unique<OffsetWindow>(window)) {
-    ntfs_device* dev = ntfs_device_alloc("guestfrag-mkimage", 0, offset_device_operations(), window_.get());
-    if (dev == nullptr) fail("allocating a device");
-    volume_ = ntfs_device_mount(dev, NTFS_MNT_NONE);
-    if (volume_ == nullptr) {
-        const int err = errno;
-        ntfs_device_free(dev);
-        errno = err;
-        fail("mounting the new volume");
-    }
+NtfsWriter::NtfsWriter(WritableRawFile& file, std::uint64_t offset, std::uint64_t length)
+    : volume_(ntfs::Device(file, offset, length)) {
     // ntfs_mount() does this for path mounts: inode and lookup caches, which keep directory
     // inodes in memory between the creates that reopen them.
-    ntfs_create_lru_caches(volume_);
+    ntfs_create_lru_caches(volume_.get());
 }
 
-NtfsWriter::~NtfsWriter() {
-    if (volume_ != nullptr) ntfs_umount(volume_, TRUE);
-}
-
-void NtfsWriter::unmount() {
-    ntfs_volume* volume = std::exchange(volume_, nullptr);
-    if (volume != nullptr && ntfs_umount(volume, FALSE) != 0) fail("unmounting");
-}
+void NtfsWriter::unmount() { volume_.unmount(); }
 
 InodePtr NtfsWriter::open_inode(std::uint64_t record) {
-    InodePtr ni(ntfs_inode_open(volume_, static_cast<MFT_REF>(record)));
+    InodePtr ni(ntfs_inode_open(volume_.get(), static_cast<MFT_REF>(record)));
     if (!ni) fail("opening record " + std::to_string(record));
     return ni;
 }
@@ -220,7 +201,7 @@ std::vector<ClusterRun> NtfsWriter::clusters_of(std::uint64_t record) {
     while (ntfs_attrs_walk(ctx.get()) == 0) {
         if (!ctx->attr->non_resident) continue;
         std::unique_ptr<runlist_element, FreeDeleter> rl(
-            ntfs_mapping_pairs_decompress(volume_, ctx->attr, nullptr));
+            ntfs_mapping_pairs_decompress(volume_.get(), ctx->attr, nullptr));
         if (!rl) fail("decoding a runlist");
         for (const runlist_element* r = rl.get(); r->length != 0; ++r)
             if (r->lcn >= 0) runs.push_back({r->lcn, r->length});
@@ -236,16 +217,16 @@ void NtfsWriter::remove(std::uint64_t parent, std::uint64_t record, std::string_
     InodePtr dir = open_inode(parent);
     const NtfsName uname(name);
     // ntfs_delete closes both inodes whatever happens.
-    if (ntfs_delete(volume_, nullptr, ni.release(), dir.release(), uname.chars(), uname.length()) != 0)
+    if (ntfs_delete(volume_.get(), nullptr, ni.release(), dir.release(), uname.chars(), uname.length()) != 0)
         fail("deleting", name);
 }
 
 ClusterFence NtfsWriter::fence_free_space(const std::vector<ClusterRun>& keep_free) {
-    ClusterFence fence(volume_, {});
+    ClusterFence fence(volume_.get(), {});
     auto hold = [&](LCN start, s64 length) {
         if (length <= 0) return;
         // Starting on a free cluster, the allocator takes exactly the requested run.
-        runlist_element* rl = ntfs_cluster_alloc(volume_, 0, length, start, DATA_ZONE);
+        runlist_element* rl = ntfs_cluster_alloc(volume_.get(), 0, length, start, DATA_ZONE);
         if (rl == nullptr) fail("reserving free space");
         fence.add(rl);
     };
@@ -260,16 +241,16 @@ ClusterFence NtfsWriter::fence_free_space(const std::vector<ClusterRun>& keep_fr
         if (start < end) hold(start, end - start);
     };
     auto free_extent = [&](LCN start, LCN end) {
-        const LCN zone_start = volume_->mft_zone_start;
-        const LCN zone_end = volume_->mft_zone_end;
+        const LCN zone_start = volume_.get()->mft_zone_start;
+        const LCN zone_end = volume_.get()->mft_zone_end;
         if (start < zone_start) place(start, std::min(end, zone_start));
         if (end > zone_end) place(std::max(start, zone_end), end);
     };
-    const s64 clusters = volume_->nr_clusters;
+    const s64 clusters = volume_.get()->nr_clusters;
     std::vector<unsigned char> bits(1 << 16);
     LCN run_start = -1;
     for (s64 byte = 0; byte * 8 < clusters; byte += static_cast<s64>(bits.size())) {
-        const s64 got = ntfs_attr_pread(volume_->lcnbmp_na, byte, static_cast<s64>(bits.size()), bits.data());
+        const s64 got = ntfs_attr_pread(volume_.get()->lcnbmp_na, byte, static_cast<s64>(bits.size()), bits.data());
         if (got <= 0) fail("reading $Bitmap");
         for (s64 i = 0; i < got * 8 && byte * 8 + i < clusters; ++i) {
             const unsigned char b = bits[static_cast<std::size_t>(i >> 3)];
@@ -289,8 +270,8 @@ ClusterFence NtfsWriter::fence_free_space(const std::vector<ClusterRun>& keep_fr
     }
     if (run_start >= 0) free_extent(run_start, clusters);
     // Search from the volume start, as an allocator does once a volume has wrapped around.
-    volume_->data1_zone_pos = volume_->mft_zone_end;
-    volume_->data2_zone_pos = 0;
+    volume_.get()->data1_zone_pos = volume_.get()->mft_zone_end;
+    volume_.get()->data2_zone_pos = 0;
     return fence;
 }
 

@@ -6,16 +6,14 @@
 #include <string_view>
 #include <vector>
 
-#include "app/mkimage/offset_device.hpp"
-#include "core/error.hpp"
+#include "app/mkimage/ntfs3g_rw.hpp"
+#include "core/ntfs/ntfs_volume.hpp"
 
-namespace guestfrag::mkimage {
+namespace guestfrag {
 
-/// Thrown when libntfs-3g reports ENOSPC: the population stops, it is not a failure.
-class VolumeFull : public Error {
-public:
-    VolumeFull() : Error(ErrorKind::Io, "the volume is full") {}
-};
+class WritableRawFile;
+
+namespace mkimage {
 
 /// A run of clusters [lcn, lcn + length).
 struct ClusterRun {
@@ -41,7 +39,8 @@ public:
     [[nodiscard]] std::uint64_t record() const noexcept { return inode_->mft_no; }
     /// Bytes in the unnamed stream so far.
     [[nodiscard]] std::uint64_t size() const noexcept { return static_cast<std::uint64_t>(data_->data_size); }
-    /// Writes `n` bytes at `pos` of the unnamed stream, extending it. Throws VolumeFull/Error.
+    /// Writes `n` bytes at `pos` of the unnamed stream, extending it. Throws
+    /// ntfs::VolumeFull/Error.
     void write(std::uint64_t pos, const void* bytes, std::size_t n);
     /// Adds a named $DATA stream holding `n` bytes (resident when small). Ends writes to
     /// the unnamed stream.
@@ -86,14 +85,13 @@ private:
 };
 
 /// A read-write libntfs-3g mount of the NTFS volume inside a host file. Not thread-safe.
-/// Records are addressed by MFT record number; names are UTF-8.
+/// Records are addressed by MFT record number; names are UTF-8. Failures of libntfs-3g
+/// calls throw ntfs::VolumeFull for ENOSPC, Error(Io) otherwise.
 class NtfsWriter {
 public:
-    /// Mounts the volume at `window` (fd borrowed, must outlive the writer). Throws Error(Io).
-    explicit NtfsWriter(const OffsetWindow& window);
-    ~NtfsWriter();
-    NtfsWriter(const NtfsWriter&) = delete;
-    NtfsWriter& operator=(const NtfsWriter&) = delete;
+    /// Mounts the volume stored at `file` bytes [offset, offset + length) read-write;
+    /// `file` must outlive the writer. Throws Error(Corrupt) when it does not mount.
+    NtfsWriter(WritableRawFile& file, std::uint64_t offset, std::uint64_t length);
 
     [[nodiscard]] static std::uint64_t root() noexcept { return FILE_root; }
     /// Creates directory `name` in `parent`; returns its record number.
@@ -114,8 +112,8 @@ public:
 private:
     InodePtr open_inode(std::uint64_t record);
 
-    std::unique_ptr<OffsetWindow> window_;
-    ntfs_volume* volume_ = nullptr;
+    ntfs::Volume volume_;
 };
 
-}  // namespace guestfrag::mkimage
+}  // namespace mkimage
+}  // namespace guestfrag

@@ -42,13 +42,13 @@ public:
             make_directories();
             write_specials();
             write_first_pass();
-        } catch (const VolumeFull&) {
+        } catch (const ntfs::VolumeFull&) {
             summary_.volume_full = true;
         }
         delete_files();
         try {
             write_refills();
-        } catch (const VolumeFull&) {
+        } catch (const ntfs::VolumeFull&) {
             summary_.volume_full = true;
         }
         summarise();

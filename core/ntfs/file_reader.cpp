@@ -37,12 +37,6 @@ std::string display_path(std::string_view path) {
     return shown;
 }
 
-std::string library_reason(int err) {
-    std::string reason = last_library_message();
-    if (reason.empty()) reason = err != 0 ? std::strerror(err) : "unknown failure";
-    return reason;
-}
-
 // libntfs-3g mounts case-sensitive and its lookup honours the volume flag; Windows names
 // are case-insensitive (trace files name "\\WINDOWS\\SYSTEM32\\NTDLL.DLL"). The flag is
 // switched off only around lookups because ntfs_readdir() would otherwise report every
@@ -119,7 +113,7 @@ int collect_entry(void* context, const ntfschar* name, const int name_length, co
 }  // namespace
 
 VolumeFiles::VolumeFiles(const DiskImage& image, std::uint64_t offset, std::uint64_t length)
-    : volume_(mount_read_only(image, offset, length)) {}
+    : volume_(Device(image, offset, length)) {}
 
 std::vector<std::byte> VolumeFiles::read_file(std::string_view path, std::uint64_t max_bytes) const {
     const InodeHandle inode = open_path(volume_.get(), path);

@@ -53,7 +53,7 @@ public:
     [[nodiscard]] std::vector<DirectoryEntry> list_directory(std::string_view path) const;
 
 private:
-    VolumeHandle volume_;
+    Volume volume_;
 };
 
 }  // namespace ntfs

@@ -7,14 +7,12 @@
 #include <cstring>
 #include <mutex>
 
-
-#include "core/error.hpp"
 #include "core/ntfs/ntfs3g.hpp"
-#include "core/ntfs/ntfs_device.hpp"
 
 namespace guestfrag::ntfs {
 namespace {
 
+// The last error libntfs-3g logged on this thread since the last mount, on one line.
 thread_local std::string g_last_message;
 
 int record_message(const char*, const char*, int, u32 level, void*, const char* format, va_list args) {
@@ -30,8 +28,7 @@ int record_message(const char*, const char*, int, u32 level, void*, const char* 
     return 0;
 }
 
-}  // namespace
-
+/// Routes libntfs-3g's logging into g_last_message instead of stderr (idempotent).
 void capture_library_log() {
     static std::once_flag once;
     std::call_once(once, [] {
@@ -40,32 +37,39 @@ void capture_library_log() {
     });
 }
 
-std::string last_library_message() { return g_last_message; }
+}  // namespace
 
-void VolumeUnmounter::operator()(_ntfs_volume* volume) const noexcept {
-    // Read-only: nothing to flush, and a failure to release cannot be acted upon.
+std::string library_reason(int err) {
+    std::string reason = g_last_message;
+    if (reason.empty()) reason = err != 0 ? std::strerror(err) : "unknown failure";
+    return reason;
+}
+
+void throw_library_error(ErrorKind kind, const std::string& what) {
+    const int err = errno;
+    if (err == ENOSPC) throw VolumeFull();
+    throw Error(kind, what + ": " + library_reason(err));
+}
+
+void Volume::Unmount::operator()(_ntfs_volume* volume) const noexcept {
+    // A failure to release cannot be acted upon here; unmount() reports it.
     if (volume != nullptr) ntfs_umount(volume, FALSE);
 }
 
-VolumeHandle mount_read_only(const DiskImage& image, std::uint64_t offset, std::uint64_t length) {
+Volume::Volume(Device device) : device_(std::move(device)) {
     capture_library_log();
     g_last_message.clear();
-    ntfs_device* dev = make_image_device(image, offset, length);
-    if (dev == nullptr) throw Error(ErrorKind::Internal, "cannot allocate an ntfs device");
     errno = 0;
-    // NTFS_MNT_RDONLY keeps libntfs-3g from resetting $LogFile or touching anything else.
-    ntfs_volume* volume = ntfs_device_mount(dev, NTFS_MNT_RDONLY);
-    if (volume == nullptr) {
-        const int err = errno;
-        // A mount that failed after opening the device has closed it, which released its
-        // state; one that failed earlier has not.
-        if (dev->d_private != nullptr) dev->d_ops->close(dev);
-        ntfs_device_free(dev);
-        std::string reason = last_library_message();
-        if (reason.empty()) reason = err != 0 ? std::strerror(err) : "unknown failure";
-        throw Error(ErrorKind::Corrupt, "cannot mount NTFS volume: " + reason);
-    }
-    return VolumeHandle(volume);
+    volume_.reset(ntfs_device_mount(device_.get(), device_.writable() ? NTFS_MNT_NONE : NTFS_MNT_RDONLY));
+    if (!volume_) throw_library_error(ErrorKind::Corrupt, "cannot mount NTFS volume");
+    device_.release();  // ntfs_umount frees it
+}
+
+void Volume::unmount() {
+    _ntfs_volume* volume = volume_.release();
+    errno = 0;
+    if (volume != nullptr && ntfs_umount(volume, FALSE) != 0)
+        throw_library_error(ErrorKind::Io, "cannot unmount the NTFS volume");
 }
 
 }  // namespace guestfrag::ntfs

@@ -1,38 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// The one place that owns libntfs-3g handles.
+// The one place that owns libntfs-3g volumes and turns libntfs-3g's failures into Errors.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "core/error.hpp"
+#include "core/ntfs/ntfs_device.hpp"
+
 struct _ntfs_volume;
 
-namespace guestfrag {
+namespace guestfrag::ntfs {
 
-class DiskImage;
+/// A mounted libntfs-3g volume together with the Device under it. Move-only. Destruction
+/// unmounts without checking: a read-only volume has nothing to write back; a writable one
+/// is unmount()ed by its user first, so that a failure to write back is seen.
+class Volume {
+public:
+    /// Mounts the NTFS file system on `device`: read-only (NTFS_MNT_RDONLY, so libntfs-3g
+    /// does not even reset $LogFile) unless the device is writable. Throws Error(Corrupt)
+    /// with libntfs-3g's own reason when the volume cannot be mounted.
+    explicit Volume(Device device);
 
-namespace ntfs {
+    [[nodiscard]] _ntfs_volume* get() const noexcept { return volume_.get(); }
 
-struct VolumeUnmounter {
-    void operator()(_ntfs_volume* volume) const noexcept;
+    /// Writes everything back and unmounts (the volume is gone afterwards, even on
+    /// failure). Throws Error(Io) when libntfs-3g cannot write back.
+    void unmount();
+
+private:
+    struct Unmount {
+        void operator()(_ntfs_volume* volume) const noexcept;
+    };
+
+    Device device_;  // declared first: outlives the volume mounted on it
+    std::unique_ptr<_ntfs_volume, Unmount> volume_;
 };
 
-/// A mounted, read-only libntfs-3g volume. Unmounting also frees its device.
-using VolumeHandle = std::unique_ptr<_ntfs_volume, VolumeUnmounter>;
+/// Thrown for libntfs-3g's ENOSPC: the volume has no room left (a writer may stop there).
+class VolumeFull : public Error {
+public:
+    VolumeFull() : Error(ErrorKind::Io, "the volume is full") {}
+};
 
-/// Mounts the NTFS file system stored in image bytes [offset, offset + length) read-only,
-/// through ntfs_device_operations that read the DiskImage (see ntfs_device.hpp). The image
-/// must outlive the handle. Throws Error(Corrupt) with libntfs-3g's own reason when the
-/// volume cannot be mounted.
-[[nodiscard]] VolumeHandle mount_read_only(const DiskImage& image, std::uint64_t offset, std::uint64_t length);
+/// Why the libntfs-3g call that just failed with `err` (its errno) failed: the last error
+/// libntfs-3g logged on this thread since the last mount, squashed to one line, else
+/// `err`'s text. libntfs-3g reports through its logger, not errno alone, and mounting routes
+/// that logger here instead of stderr: we keep its words for our errors.
+[[nodiscard]] std::string library_reason(int err);
 
-/// The last error libntfs-3g logged on this thread ("" if none), squashed to one line.
-/// libntfs-3g reports through its logger, not errno alone; we keep its words for our errors.
-[[nodiscard]] std::string last_library_message();
+/// Throws the typed error for a libntfs-3g call that returned NULL or -1 with errno set:
+/// VolumeFull for ENOSPC, otherwise Error(kind, "<what>: <library_reason>").
+[[noreturn]] void throw_library_error(ErrorKind kind, const std::string& what);
 
-/// Routes libntfs-3g's logging into last_library_message() instead of stderr (idempotent).
-void capture_library_log();
-
-}  // namespace ntfs
-}  // namespace guestfrag
+}  // namespace guestfrag::ntfs

@@ -59,7 +59,7 @@ void check_clean(ntfs_volume* vol) {
         if (errno == EPERM)
             throw Error(ErrorKind::Unsafe,
                         "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
-        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + ntfs::last_library_message());
+        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + ntfs::library_reason(errno));
     }
 }
 
@@ -67,8 +67,9 @@ std::vector<std::uint8_t> read_attribute(ntfs_attr* na, const char* what) {
     if (na->data_size < 0 || na->data_size > (std::int64_t{1} << 34))
         throw Error(ErrorKind::Corrupt, std::string(what) + " has an absurd size");
     std::vector<std::uint8_t> data(static_cast<std::size_t>(na->data_size));
+    errno = 0;  // a short read sets none
     if (!data.empty() && ntfs_attr_pread(na, 0, na->data_size, data.data()) != na->data_size)
-        throw Error(ErrorKind::Corrupt, std::string("cannot read ") + what + ": " + ntfs::last_library_message());
+        throw Error(ErrorKind::Corrupt, std::string("cannot read ") + what + ": " + ntfs::library_reason(errno));
     return data;
 }
 
@@ -216,7 +217,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                     "partition " + std::to_string(partition.number) + " holds no NTFS file system");
     check_geometry(boot, partition);
 
-    auto handle = ntfs::mount_read_only(image, partition.start, partition.length);
+    const ntfs::Volume handle{ntfs::Device(image, partition.start, partition.length)};
     ntfs_volume* vol = handle.get();
     check_clean(vol);
 
@@ -269,9 +270,10 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
         progress.update(first, records);
         const std::uint64_t count = std::min(chunk_records, records - first);
         const auto want = static_cast<s64>(count * record_size);
+        errno = 0;  // a short read sets none
         if (ntfs_attr_pread(vol->mft_na, static_cast<s64>(first * record_size), want, chunk.data()) != want)
             throw Error(ErrorKind::Corrupt, "cannot read $MFT at record " + std::to_string(first) + ": " +
-                                                ntfs::last_library_message());
+                                                ntfs::library_reason(errno));
         for (std::uint64_t i = 0; i < count; ++i) {
             const std::uint64_t number = first + i;
             if (((mft_bitmap[number / 8] >> (number % 8)) & 1) == 0) continue;

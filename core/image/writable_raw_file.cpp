@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/image/writable_raw_file.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace guestfrag {
+namespace {
+
+// pread() and pwrite() may transfer less than asked, and at most ~2 GiB on Linux.
+constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+
+[[noreturn]] void os_error(const char* what, std::uint64_t offset) {
+    throw Error(ErrorKind::Io, std::string("cannot ") + what + " at offset " + std::to_string(offset) + ": " +
+                                   std::strerror(errno));
+}
+
+}  // namespace
+
+void WritableRawFile::read(std::uint64_t offset, std::span<std::byte> out) const {
+    std::size_t done = 0;
+    while (done < out.size()) {
+        const std::size_t want = std::min(out.size() - done, kMaxChunk);
+        const ssize_t got = ::pread(fd_, out.data() + done, want, static_cast<off_t>(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) os_error("read", offset + done);
+        if (got == 0)
+            throw Error(ErrorKind::Corrupt, "read at offset " + std::to_string(offset + done) +
+                                                " runs past the end of the file");
+        done += static_cast<std::size_t>(got);
+    }
+}
+
+void WritableRawFile::write(std::uint64_t offset, std::span<const std::byte> bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const std::size_t want = std::min(bytes.size() - done, kMaxChunk);
+        const ssize_t put = ::pwrite(fd_, bytes.data() + done, want, static_cast<off_t>(offset + done));
+        if (put < 0 && errno == EINTR) continue;
+        if (put < 0) os_error("write", offset + done);
+        done += static_cast<std::size_t>(put);
+    }
+}
+
+}  // namespace guestfrag
