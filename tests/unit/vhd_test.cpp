@@ -400,14 +400,14 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
 
     REQUIRE(image->layers().size() == 2);
     const Layer& top = image->layers()[0];
-    CHECK(top.path() == child.string());
+    CHECK(top.path == child.string());
     CHECK(top.granule_size == 512);
     INFO("child: " << describe(top.allocated));
     CHECK(top.allocated == child_sectors);
     CHECK(top.zero.empty());
     const Layer& base = image->layers()[1];
     CHECK(base.depth == 1);
-    CHECK(base.path() == (dir / "./parent.vhd").lexically_normal().string());
+    CHECK(base.path == (dir / "./parent.vhd").lexically_normal().string());
     CHECK(base.granule_size == kBlock);
 
     const auto file = open_vhd(child.string());
