@@ -27,7 +27,7 @@ struct VolumeAnalysis {
 /// The result of `guestfrag analyze`: plain data, rendered by the CLI and the GUI.
 struct ImageAnalysis {
     std::string path;
-    std::string format;
+    ImageFormat format = ImageFormat::Raw;  ///< of the top layer
     std::uint64_t virtual_size = 0;
     std::vector<Layer> layers;
     std::vector<HostLayout> host;  ///< per layer, over the whole disk

@@ -63,7 +63,7 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
         throttled = std::make_shared<const ThrottledImage>(open_image(path), limiter, stop);
         const OpenedImage opened = analyze_opened(throttled, std::nullopt, Progress{{}, stop});
         const ImageAnalysis& analysis = *opened.analysis;
-        result.format = analysis.format;
+        result.format = format_name(analysis.format);
         result.virtual_size = analysis.virtual_size;
         result.layers = static_cast<int>(analysis.layers.size());
         if (!analysis.layers.empty()) result.allocated_bytes = analysis.layers.front().allocated_bytes();

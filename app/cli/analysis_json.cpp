@@ -9,7 +9,7 @@ using Json = nlohmann::ordered_json;
 Json layer_json(const Layer& layer, const HostLayout& host) {
     return {{"depth", layer.depth},
             {"path", layer.path},
-            {"format", layer.format},
+            {"format", format_name(layer.format)},
             {"granule_size", layer.granule_size},
             {"growth_unit", layer.growth_granule()},
             {"allocated_bytes", layer.allocated_bytes()},
@@ -123,7 +123,10 @@ Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
     for (const VolumeAnalysis& v : a.volumes) volumes.push_back(volume_json(v, with_streams));
     return {{"schema", "guestfrag.analysis.v1"},
             {"image",
-             {{"path", a.path}, {"format", a.format}, {"virtual_size", a.virtual_size}, {"layers", layers}}},
+             {{"path", a.path},
+              {"format", format_name(a.format)},
+              {"virtual_size", a.virtual_size},
+              {"layers", layers}}},
             {"partition_table", a.table.label},
             {"partitions", std::move(partitions)},
             {"volumes", std::move(volumes)}};

@@ -90,11 +90,11 @@ std::string host_layout_text(const HostLayout& h) {
 
 void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files) {
     out << "Image " << a.path << "\n";
-    row(out, "Format", a.format);
+    row(out, "Format", std::string(format_name(a.format)));
     row(out, "Virtual size", format_size(a.virtual_size) + " (" + std::to_string(a.virtual_size) + " bytes)");
     for (std::size_t i = 0; i < a.layers.size(); ++i) {
         const Layer& l = a.layers[i];
-        row(out, "Layer " + std::to_string(l.depth) + " (" + l.format + ")",
+        row(out, "Layer " + std::to_string(l.depth) + " (" + std::string(format_name(l.format)) + ")",
             format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
                 l.path);
         row(out, "  file layout", host_layout_text(a.host[i]));

@@ -381,7 +381,7 @@ void MainWindow::update_summary() {
     const VolumeAnalysis& v = a.volumes.at(volume_index());
     QString text = tr("<b>%1</b> · %2 · %3 layer(s) · %4 files, %5 fragmented (%6%) · free %7 in %8 extents, "
                       "free space fragmentation %9%")
-                       .arg(QFileInfo(qstr(a.path)).fileName().toHtmlEscaped(), qstr(a.format))
+                       .arg(QFileInfo(qstr(a.path)).fileName().toHtmlEscaped(), qstr(format_name(a.format)))
                        .arg(a.layers.size())
                        .arg(v.files.files)
                        .arg(v.files.fragmented_files)

@@ -40,7 +40,7 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
         "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}img{max-width:48%}</style>"
         "</head><body>\n");
     html += QStringLiteral("<h1>%1</h1>\n<p>%2, %3 virtual, %4 layer(s)</p>\n")
-                .arg(esc(a.path), esc(a.format), size_text(a.virtual_size))
+                .arg(esc(a.path), esc(std::string(format_name(a.format))), size_text(a.virtual_size))
                 .arg(a.layers.size());
     html += QStringLiteral("<h2>Partition %1 (%2)</h2>\n<table>\n").arg(v.map.partition).arg(esc(v.map.label));
     html += tr_row({QStringLiteral("cluster size"), size_text(v.map.cluster_size)});

@@ -21,7 +21,7 @@ public:
 
     [[nodiscard]] std::uint64_t size() const override { return size_; }
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
-    [[nodiscard]] std::string format() const override { return chain_.front()->format(); }
+    [[nodiscard]] ImageFormat format() const override { return chain_.front()->format(); }
     [[nodiscard]] const std::string& path() const override { return chain_.front()->path(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
 

@@ -3,13 +3,84 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/icl/interval_set.hpp>
 
 namespace guestfrag {
+
+/// Container formats of an image file, recognised by their content (never by file name).
+/// Detection tells the VMDK kinds apart; a layer and a child's record of its parent name
+/// only the family (format_family), as hypervisors do.
+enum class ImageFormat : std::uint8_t {
+    Raw,             ///< anything not recognised below: the bytes are the disk
+    Qcow2,           ///< "QFI\xfb" (qcow v1 shares the magic; the reader tells them apart)
+    Vmdk,            ///< the VMDK family (never detected): what a VMDK layer is, of any kind
+    VmdkSparse,      ///< hosted sparse extent, "KDMV" (monolithicSparse, streamOptimized, ...)
+    VmdkDescriptor,  ///< VMDK text descriptor ("# Disk DescriptorFile") naming extent files
+    VmdkCowd,        ///< vmfsSparse / COWD extent (-delta.vmdk), "COWD"
+    VmdkSeSparse,    ///< seSparse extent (-sesparse.vmdk), constant header magic 0xcafebabe
+    Vhdx,            ///< "vhdxfile"
+    Vhd,             ///< "conectix" footer at the end (and its copy at the start of dynamic VHDs)
+    Vdi,             ///< VirtualBox, signature 0xbeda107f at byte 64
+    Qed,             ///< "QED\0"
+};
+
+/// One row of image_formats: everything guestfrag calls a format.
+struct ImageFormatInfo {
+    ImageFormat format;
+    std::string_view name;       ///< printed name (reports, JSON, messages)
+    ImageFormat family;          ///< the format a parent of this kind is recorded as
+    /// qemu's name (as in a qcow2 backing-format extension) on the rows of families
+    /// guestfrag reads; empty on the others, so that such a parent is refused up front.
+    std::string_view qemu_name;
+};
+
+/// Every format, in enum order: the one table of names.
+inline constexpr ImageFormatInfo image_formats[] = {
+    {ImageFormat::Raw, "raw", ImageFormat::Raw, "raw"},
+    {ImageFormat::Qcow2, "qcow2", ImageFormat::Qcow2, "qcow2"},
+    {ImageFormat::Vmdk, "vmdk", ImageFormat::Vmdk, "vmdk"},
+    {ImageFormat::VmdkSparse, "vmdk sparse", ImageFormat::Vmdk, ""},
+    {ImageFormat::VmdkDescriptor, "vmdk descriptor", ImageFormat::Vmdk, ""},
+    {ImageFormat::VmdkCowd, "vmdk cowd (vmfsSparse)", ImageFormat::Vmdk, ""},
+    {ImageFormat::VmdkSeSparse, "vmdk seSparse", ImageFormat::Vmdk, ""},
+    {ImageFormat::Vhdx, "vhdx", ImageFormat::Vhdx, "vhdx"},
+    {ImageFormat::Vhd, "vhd", ImageFormat::Vhd, "vpc"},
+    {ImageFormat::Vdi, "vdi", ImageFormat::Vdi, ""},
+    {ImageFormat::Qed, "qed", ImageFormat::Qed, ""},
+};
+
+static_assert(
+    [] {
+        for (std::size_t i = 0; i < std::size(image_formats); ++i)
+            if (static_cast<std::size_t>(image_formats[i].format) != i) return false;
+        return std::size(image_formats) == static_cast<std::size_t>(ImageFormat::Qed) + 1;
+    }(),
+    "image_formats lists every ImageFormat once, in enum order");
+
+/// The name reports, JSON and messages print for `format` ("qcow2", "vmdk sparse", ...).
+[[nodiscard]] constexpr std::string_view format_name(ImageFormat format) noexcept {
+    return image_formats[static_cast<std::size_t>(format)].name;
+}
+
+/// The family of `format`: ImageFormat::Vmdk for every VMDK kind, the format itself otherwise.
+[[nodiscard]] constexpr ImageFormat format_family(ImageFormat format) noexcept {
+    return image_formats[static_cast<std::size_t>(format)].family;
+}
+
+/// The format qemu calls `name` (as in a qcow2 backing-format extension), when guestfrag
+/// reads it.
+[[nodiscard]] constexpr std::optional<ImageFormat> format_from_qemu_name(std::string_view name) noexcept {
+    for (const ImageFormatInfo& info : image_formats)
+        if (!info.qemu_name.empty() && info.qemu_name == name) return info.format;
+    return std::nullopt;
+}
 
 /// Byte ranges [lower, upper) of the virtual disk.
 using ByteSet = boost::icl::interval_set<std::uint64_t>;
@@ -30,7 +101,7 @@ struct HostExtent {
 struct Layer {
     int depth = 0;
     std::string path;
-    std::string format;              ///< "raw", "qcow2", "vmdk", "vhd", "vhdx", ...
+    ImageFormat format = ImageFormat::Raw;  ///< the layer's family (never a VMDK kind)
     std::uint64_t granule_size = 0;  ///< allocation unit of this layer, bytes
     /// Bytes the layer's file grows by when a write lands where it stores nothing: the
     /// granule, or the whole block of a VHD/VHDX whose sector bitmap has a finer granule.
@@ -67,8 +138,8 @@ public:
     /// or the image's own tables point outside its file.
     virtual void read(std::uint64_t offset, std::span<std::byte> out) const = 0;
 
-    /// Container format of the top layer ("raw", "qcow2", ...).
-    [[nodiscard]] virtual std::string format() const = 0;
+    /// Container format (family) of the top layer.
+    [[nodiscard]] virtual ImageFormat format() const = 0;
 
     /// Path the image was opened from.
     [[nodiscard]] virtual const std::string& path() const = 0;

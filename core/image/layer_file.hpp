@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/image/disk_image.hpp"
+
 namespace guestfrag {
 
 /// How one layer of a virtual disk stores a range of virtual-disk bytes.
@@ -31,17 +33,13 @@ struct Mapping {
 
 /// The parent a differencing/backing layer names, as recorded in the layer.
 struct ParentLink {
-    /// A parent container format a child can record; the VMDK variants (sparse,
-    /// descriptor, COWD, seSparse) are one family, as hypervisors name them.
-    enum class Format : std::uint8_t { Raw, Qcow2, Vmdk, Vhd, Vhdx };
-
     std::string recorded;                 ///< the name as the file records it, for messages
     std::vector<std::string> candidates;  ///< host paths to try, in the hypervisor's order
-    /// The parent's format as the child records it (qcow2's backing-format extension;
-    /// implied by VMDK, VHD and VHDX differencing), when it is one guestfrag reads. A
-    /// recorded raw parent is opened as raw without looking at its content; any other must
-    /// match the parent's content.
-    std::optional<Format> format;
+    /// The parent's format family as the child records it (qcow2's backing-format
+    /// extension; implied by VMDK, VHD and VHDX differencing), when it is one guestfrag
+    /// reads. A recorded raw parent is opened as raw without looking at its content; any
+    /// other must be the family of the parent's content.
+    std::optional<ImageFormat> format;
     /// The child's own name for the parent's format ("vpc" in qcow2), for messages; set
     /// with no `format` when the child names one guestfrag does not read. Empty when the
     /// child records no format (the parent is then recognised by its content).
@@ -62,7 +60,8 @@ public:
     LayerFile(const LayerFile&) = delete;
     LayerFile& operator=(const LayerFile&) = delete;
 
-    [[nodiscard]] virtual std::string format() const = 0;
+    /// The layer's format family (ImageFormat::Vmdk for every VMDK kind).
+    [[nodiscard]] virtual ImageFormat format() const = 0;
     [[nodiscard]] virtual const std::string& path() const = 0;
     [[nodiscard]] virtual std::uint64_t virtual_size() const = 0;
     /// The allocation unit of this layer in bytes (qcow2 cluster, VMDK grain, VHD block
@@ -92,9 +91,8 @@ public:
     [[nodiscard]] virtual std::optional<std::string> identity() const { return std::nullopt; }
 };
 
-enum class ImageFormat;  // core/image/open_image.hpp
-class ByteSource;        // core/image/byte_source.hpp
-class SourceOpener;      // core/image/source_opener.hpp
+class ByteSource;    // core/image/byte_source.hpp
+class SourceOpener;  // core/image/source_opener.hpp
 
 /// Opens one layer file, choosing the reader by content. Throws Error(Unsupported) for
 /// a format without a reader, and the reader's errors otherwise.

@@ -32,27 +32,6 @@ std::string choose_parent(const ParentLink& link, const std::vector<std::string>
                                  "; give it with --parent");
 }
 
-/// The family a sniffed format belongs to, as a child records its parent's format.
-std::optional<ParentLink::Format> family_of(ImageFormat format) {
-    switch (format) {
-        case ImageFormat::Raw:
-            return ParentLink::Format::Raw;
-        case ImageFormat::Qcow2:
-            return ParentLink::Format::Qcow2;
-        case ImageFormat::VmdkSparse:
-        case ImageFormat::VmdkDescriptor:
-        case ImageFormat::VmdkCowd:
-        case ImageFormat::VmdkSeSparse:
-            return ParentLink::Format::Vmdk;
-        case ImageFormat::Vhd:
-            return ParentLink::Format::Vhd;
-        case ImageFormat::Vhdx:
-            return ParentLink::Format::Vhdx;
-        default:
-            return std::nullopt;
-    }
-}
-
 /// Opens the parent at `path` of `child` as the child's link records it.
 std::unique_ptr<LayerFile> open_parent(const ParentLink& link, const std::string& path,
                                        const LayerFile& child, const SourceOpener& opener) {
@@ -61,9 +40,9 @@ std::unique_ptr<LayerFile> open_parent(const ParentLink& link, const std::string
     // A parent recorded as raw is raw whatever its first bytes look like (qemu does not
     // probe a backing file with backing_fmt=raw): a guest disk may start with a qcow2 or
     // vhdx magic, and reading it as that container would show other bytes.
-    if (*link.format == ParentLink::Format::Raw) return open_layer(std::move(source), ImageFormat::Raw, opener);
+    if (*link.format == ImageFormat::Raw) return open_layer(std::move(source), ImageFormat::Raw, opener);
     const ImageFormat found = sniff_format(HostFile(source));
-    if (family_of(found) != link.format)
+    if (format_family(found) != *link.format)
         throw Error(ErrorKind::Corrupt, "parent " + path + " of " + child.path() + " is recorded as " +
                                             link.recorded_format + " but its content is " +
                                             std::string(format_name(found)));

@@ -28,32 +28,6 @@ bool contains(std::span<const std::byte> bytes, std::string_view text) {
 
 }  // namespace
 
-std::string_view format_name(ImageFormat format) noexcept {
-    switch (format) {
-        case ImageFormat::Raw:
-            return "raw";
-        case ImageFormat::Qcow2:
-            return "qcow2";
-        case ImageFormat::VmdkSparse:
-            return "vmdk sparse";
-        case ImageFormat::VmdkDescriptor:
-            return "vmdk descriptor";
-        case ImageFormat::VmdkCowd:
-            return "vmdk cowd (vmfsSparse)";
-        case ImageFormat::VmdkSeSparse:
-            return "vmdk seSparse";
-        case ImageFormat::Vhdx:
-            return "vhdx";
-        case ImageFormat::Vhd:
-            return "vhd";
-        case ImageFormat::Vdi:
-            return "vdi";
-        case ImageFormat::Qed:
-            return "qed";
-    }
-    return "unknown";
-}
-
 ImageFormat detect_format(std::span<const std::byte> head, std::span<const std::byte> tail) noexcept {
     using namespace std::string_view_literals;
     if (has_at(head, 0, "QFI\xfb"sv)) return ImageFormat::Qcow2;

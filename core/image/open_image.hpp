@@ -5,29 +5,11 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "core/image/disk_image.hpp"
 
 namespace guestfrag {
-
-/// Container formats recognised by their content (never by file name).
-enum class ImageFormat {
-    Raw,             ///< anything not recognised below: the bytes are the disk
-    Qcow2,           ///< "QFI\xfb" (qcow v1 shares the magic; the reader tells them apart)
-    VmdkSparse,      ///< hosted sparse extent, "KDMV" (monolithicSparse, streamOptimized, ...)
-    VmdkDescriptor,  ///< VMDK text descriptor ("# Disk DescriptorFile") naming extent files
-    VmdkCowd,        ///< vmfsSparse / COWD extent (-delta.vmdk), "COWD"
-    VmdkSeSparse,    ///< seSparse extent (-sesparse.vmdk), constant header magic 0xcafebabe
-    Vhdx,            ///< "vhdxfile"
-    Vhd,             ///< "conectix" footer at the end (and its copy at the start of dynamic VHDs)
-    Vdi,             ///< VirtualBox, signature 0xbeda107f at byte 64
-    Qed,             ///< "QED\0"
-};
-
-/// Short lower-case name of a format for messages ("qcow2", "vmdk sparse", ...).
-[[nodiscard]] std::string_view format_name(ImageFormat format) noexcept;
 
 /// How many leading bytes detect_format() looks at.
 inline constexpr std::size_t detect_head_bytes = 1024;

@@ -35,6 +35,7 @@ std::unique_ptr<LayerFile> open_layer(std::shared_ptr<const ByteSource> source, 
         case ImageFormat::Qcow2: return open_qcow2(HostFile(std::move(source)));
         case ImageFormat::Vhd: return open_vhd(HostFile(std::move(source)));
         case ImageFormat::Vhdx: return open_vhdx(HostFile(std::move(source)));
+        case ImageFormat::Vmdk:
         case ImageFormat::VmdkSparse:
         case ImageFormat::VmdkDescriptor:
         case ImageFormat::VmdkCowd:

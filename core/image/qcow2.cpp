@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <string_view>
 #include <utility>
 
 #include "core/error.hpp"
@@ -268,20 +267,6 @@ void Qcow2Layer::read(std::uint64_t offset, std::span<std::byte> out) const {
     if (!jobs.empty()) run_inflate_jobs(jobs);
 }
 
-namespace {
-
-/// The format qemu names `name` in a backing-format extension, when guestfrag reads it.
-std::optional<ParentLink::Format> qemu_format(const std::string& name) {
-    using F = ParentLink::Format;
-    static constexpr std::pair<std::string_view, F> known[] = {
-        {"raw", F::Raw}, {"qcow2", F::Qcow2}, {"vmdk", F::Vmdk}, {"vpc", F::Vhd}, {"vhdx", F::Vhdx}};
-    for (const auto& [qemu_name, format] : known)
-        if (name == qemu_name) return format;
-    return std::nullopt;
-}
-
-}  // namespace
-
 std::optional<ParentLink> Qcow2Layer::parent() const {
     if (!header_.backing_file) return std::nullopt;
     namespace fs = std::filesystem;
@@ -289,7 +274,7 @@ std::optional<ParentLink> Qcow2Layer::parent() const {
     link.recorded = *header_.backing_file;
     if (header_.backing_format) {
         link.recorded_format = *header_.backing_format;
-        link.format = qemu_format(*header_.backing_format);
+        link.format = format_from_qemu_name(*header_.backing_format);
     }
     std::string name = link.recorded;
     // "file:" is qemu's explicit local-file protocol prefix; other protocols (nbd://,

@@ -33,7 +33,7 @@ public:
     /// for features guestfrag does not read (see parse_qcow2_header).
     explicit Qcow2Layer(HostFile file);
 
-    [[nodiscard]] std::string format() const override { return "qcow2"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Qcow2; }
     [[nodiscard]] const std::string& path() const override { return file_.path(); }
     [[nodiscard]] std::uint64_t virtual_size() const override { return header_.virtual_size; }
     /// The cluster, or the subcluster (cluster / 32) with extended L2 entries.

@@ -44,7 +44,7 @@ RawImage::RawImage(std::shared_ptr<const ByteSource> source) : source_(std::move
     Layer layer;
     layer.depth = 0;
     layer.path = source_->name();
-    layer.format = "raw";
+    layer.format = ImageFormat::Raw;
     // Without hole information (a block device), every sector is "stored".
     layer.granule_size = source_->allocation_unit().value_or(512);
     layer.allocated = source_->stored_ranges(layer.granule_size);

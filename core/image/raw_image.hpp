@@ -37,7 +37,7 @@ public:
     /// Error(Io) on a read failure or when the file shrank.
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
 
-    [[nodiscard]] std::string format() const override { return "raw"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return source_->name(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
 

@@ -13,7 +13,7 @@ public:
     /// Reads `source` (non-null) as a raw disk; throws like RawImage(source).
     explicit RawLayer(std::shared_ptr<const ByteSource> source) : image_(std::move(source)) {}
 
-    [[nodiscard]] std::string format() const override { return "raw"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return image_.path(); }
     [[nodiscard]] std::uint64_t virtual_size() const override { return image_.size(); }
     [[nodiscard]] std::uint64_t granule_size() const override { return image_.layers().front().granule_size; }

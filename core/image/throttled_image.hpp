@@ -25,7 +25,7 @@ public:
         inner_->read(offset, out);
         bytes_read_ += out.size();
     }
-    [[nodiscard]] std::string format() const override { return inner_->format(); }
+    [[nodiscard]] ImageFormat format() const override { return inner_->format(); }
     [[nodiscard]] const std::string& path() const override { return inner_->path(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return inner_->layers(); }
 

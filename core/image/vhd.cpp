@@ -90,7 +90,7 @@ public:
         open_sparse();
     }
 
-    [[nodiscard]] std::string format() const override { return "vhd"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Vhd; }
     [[nodiscard]] const std::string& path() const override { return file_.path(); }
     [[nodiscard]] std::uint64_t virtual_size() const override { return footer_.current_size; }
     [[nodiscard]] std::uint64_t granule_size() const override {

@@ -155,8 +155,8 @@ ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
                         : "(no parent path recorded; parent id " + guid_text(header.parent_id) + ")";
     link.candidates = std::move(candidates);
     // Hyper-V and Virtual PC chain a differencing VHD only to another VHD.
-    link.format = ParentLink::Format::Vhd;
-    link.recorded_format = "vhd";
+    link.format = ImageFormat::Vhd;
+    link.recorded_format = format_name(ImageFormat::Vhd);
     link.expected_identities = {guid_text(header.parent_id)};
     return link;
 }

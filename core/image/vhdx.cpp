@@ -357,8 +357,8 @@ std::optional<ParentLink> VhdxLayer::parent() const {
                         : "(no parent path recorded; parent_linkage " + parent_linkages_.front().text() + ")";
     link.candidates = std::move(candidates);
     // The locator type is the VHDX one (others are refused at open): the parent is a VHDX.
-    link.format = ParentLink::Format::Vhdx;
-    link.recorded_format = "vhdx";
+    link.format = ImageFormat::Vhdx;
+    link.recorded_format = format_name(ImageFormat::Vhdx);
     for (const Guid& linkage : parent_linkages_) link.expected_identities.push_back(linkage.text());
     return link;
 }

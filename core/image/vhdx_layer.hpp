@@ -46,7 +46,7 @@ public:
     /// other errors of opening it).
     explicit VhdxLayer(const std::string& path) : VhdxLayer(HostFile(path)) {}
 
-    [[nodiscard]] std::string format() const override { return "vhdx"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Vhdx; }
     [[nodiscard]] const std::string& path() const override { return file_.path(); }
     [[nodiscard]] std::uint64_t virtual_size() const override { return meta_.virtual_size; }
     [[nodiscard]] std::uint64_t granule_size() const override {

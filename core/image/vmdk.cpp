@@ -74,8 +74,8 @@ std::vector<std::string> candidates_for(const std::string& name, const fs::path&
 
 /// `link` with the format VMware records implicitly: a VMDK's parent is a VMDK.
 ParentLink vmdk_parent(ParentLink link) {
-    link.format = ParentLink::Format::Vmdk;
-    link.recorded_format = "vmdk";
+    link.format = ImageFormat::Vmdk;
+    link.recorded_format = format_name(ImageFormat::Vmdk);
     return link;
 }
 

@@ -31,7 +31,7 @@ public:
     VmdkLayer(std::string path, std::optional<VmdkDescriptor> descriptor, std::vector<Placed> extents,
               std::optional<ParentLink> parent);
 
-    [[nodiscard]] std::string format() const override { return "vmdk"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Vmdk; }
     [[nodiscard]] const std::string& path() const override { return path_; }
     [[nodiscard]] std::uint64_t virtual_size() const override { return size_; }
     /// The smallest extent granule, reduced to a power of two that divides every extent

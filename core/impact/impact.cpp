@@ -39,18 +39,24 @@ std::uint64_t granule_bytes(const ByteSet& bytes, std::uint64_t granule) {
 }
 
 /// What hands NTFS-free but allocated space back, per container format (docs/impact.md §1).
-std::string reclaim_advice(const std::string& format) {
-    if (format == "qcow2")
-        return "TRIM in the guest (Optimize-Volume -ReTrim) with discard=unmap on the virtual disk, or zero the free "
-               "space in the guest (sdelete -z) and rewrite the image with `qemu-img convert -O qcow2`";
-    if (format == "vmdk")
-        return "TRIM in the guest (Optimize-Volume -ReTrim) on a thin disk of ESXi 6.5 or later, or zero the free "
-               "space in the guest (sdelete -z) and punch it out with `vmkfstools -K` (ESXi) or "
-               "`vmware-vdiskmanager -k` (hosted)";
-    if (format == "vhd" || format == "vhdx")
-        return "TRIM in the guest (Optimize-Volume -ReTrim), then `Optimize-VHD -Mode Full` on the host";
-    return "TRIM in the guest (Optimize-Volume -ReTrim) with discard passed to the host file, or zero the free "
-           "space in the guest (sdelete -z) and punch holes with `fallocate --dig-holes`";
+std::string reclaim_advice(ImageFormat format) {
+    switch (format) {
+        case ImageFormat::Qcow2:
+            return "TRIM in the guest (Optimize-Volume -ReTrim) with discard=unmap on the virtual disk, or "
+                   "zero the free space in the guest (sdelete -z) and rewrite the image with `qemu-img "
+                   "convert -O qcow2`";
+        case ImageFormat::Vmdk:
+            return "TRIM in the guest (Optimize-Volume -ReTrim) on a thin disk of ESXi 6.5 or later, or zero "
+                   "the free space in the guest (sdelete -z) and punch it out with `vmkfstools -K` (ESXi) or "
+                   "`vmware-vdiskmanager -k` (hosted)";
+        case ImageFormat::Vhd:
+        case ImageFormat::Vhdx:
+            return "TRIM in the guest (Optimize-Volume -ReTrim), then `Optimize-VHD -Mode Full` on the host";
+        default:
+            return "TRIM in the guest (Optimize-Volume -ReTrim) with discard passed to the host file, or "
+                   "zero the free space in the guest (sdelete -z) and punch holes with "
+                   "`fallocate --dig-holes`";
+    }
 }
 
 /// Bytes of `bytes` inside the volume's in-use clusters.
@@ -112,7 +118,7 @@ HostFigures host_figures(const Layer& top, const VolumeMap& volume, const Plan& 
     if (std::any_of(top.host_extents.begin(), top.host_extents.end(),
                     [](const HostExtent& e) { return e.file != 0; }))
         return out;
-    out.in_place = top.format == "raw";
+    out.in_place = top.format == ImageFormat::Raw;
     const std::uint64_t unit = std::max<std::uint64_t>(top.growth_granule(), 1);
     ByteSet held = whole_granules_touching(top.allocated, unit);
     std::uint64_t file_end = 0;

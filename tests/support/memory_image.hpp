@@ -20,7 +20,7 @@ public:
         if (layers_.empty()) {
             Layer all;
             all.path = path_;
-            all.format = "memory";
+            all.format = ImageFormat::Raw;
             all.granule_size = 512;
             all.allocated.add(ByteSet::interval_type::right_open(0, bytes_.size()));
             layers_.push_back(std::move(all));
@@ -33,7 +33,7 @@ public:
             throw Error(ErrorKind::Corrupt, "read past end of disk");
         std::memcpy(out.data(), bytes_.data() + offset, out.size());
     }
-    [[nodiscard]] std::string format() const override { return "memory"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return path_; }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
     [[nodiscard]] unsigned reads() const { return reads_.load(); }

@@ -90,7 +90,7 @@ Layer memory_layer(int depth, const std::string& path) {
     Layer layer;
     layer.depth = depth;
     layer.path = path;
-    layer.format = "memory";
+    layer.format = ImageFormat::Raw;
     layer.granule_size = 64 * K;
     return layer;
 }

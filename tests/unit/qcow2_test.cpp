@@ -177,7 +177,7 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
     ByteSet above;
     for (std::size_t d = 0; d < layers.size(); ++d) {
         const Layer& layer = layers[d];
-        INFO("depth " << d << " (" << layer.format << ", " << layer.path << ")");
+        INFO("depth " << d << " (" << format_name(layer.format) << ", " << layer.path << ")");
         for (const ByteSet* set : {&layer.allocated, &layer.zero})
             for (const auto& iv : *set) {
                 CHECK(iv.lower() % layer.granule_size == 0);
@@ -190,7 +190,7 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
         INFO("ours zero:  " << describe(ours_zero));
         INFO("qemu zero:  " << describe(zero[d]));
         CHECK(ours_data == data[d]);
-        if (layer.format != "raw") CHECK(ours_zero == zero[d]);
+        if (layer.format != ImageFormat::Raw) CHECK(ours_zero == zero[d]);
         above += layer.allocated;
         above += layer.zero;
     }
@@ -213,7 +213,7 @@ void check_file_offsets(const LayerFile& layer, const fs::path& path) {
 /// Opens `path` as a chain and compares bytes, allocation and top-layer file offsets.
 std::unique_ptr<DiskImage> check_image(const fs::path& path, std::size_t layers, std::uint64_t granule) {
     auto image = open_chain(path.string());
-    REQUIRE(image->format() == "qcow2");
+    REQUIRE(format_name(image->format()) == "qcow2");
     REQUIRE(image->layers().size() == layers);
     CHECK(image->layers()[0].granule_size == granule);
     check_bytes(*image, path);
@@ -390,11 +390,11 @@ TEST_CASE("qcow2 backing chains of depth 2 match qemu-img map depths", "[image][
                           "write -P 0xbc 20M 2M"});
             const auto disk = check_image(top, 3, c.top_granule);
             CHECK(disk->layers()[1].path == (dir / "mid.qcow2").string());
-            CHECK(disk->layers()[2].format == base_format);
+            CHECK(format_name(disk->layers()[2].format) == base_format);
             const auto link = open_qcow2(top.string())->parent();
             REQUIRE(link);
             CHECK(link->recorded == "mid.qcow2");
-            CHECK(link->format == ParentLink::Format::Qcow2);
+            CHECK(link->format == ImageFormat::Qcow2);
             CHECK(link->recorded_format == "qcow2");
             CHECK(link->expected_identities.empty());
         }
@@ -517,13 +517,13 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
         const auto disk = check_image(dir / "child.qcow2", 2, 64 * KiB);
         CHECK(disk->size() == kDiskSize);
         CHECK(disk->layers()[1].path == base.string());
-        CHECK(disk->layers()[1].format == "raw");
+        CHECK(format_name(disk->layers()[1].format) == "raw");
         // --parent replaces the path, and the recorded format still decides how it is read.
         const fs::path copy = dir / "copy.raw";
         fs::copy_file(base, copy);
         const auto given = open_chain((dir / "child.qcow2").string(), {copy.string()});
         REQUIRE(given->layers().size() == 2);
-        CHECK(given->layers()[1].format == "raw");
+        CHECK(format_name(given->layers()[1].format) == "raw");
         CHECK(given->size() == kDiskSize);
     }
     SECTION("a base recorded as qcow2 whose content is raw is refused") {
@@ -546,10 +546,10 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
         CHECK(message.find("is recorded as qcow2 but its content is raw") != std::string::npos);
     }
     SECTION("qemu's format names") {
-        const std::vector<std::pair<std::string, ParentLink::Format>> names = {
-            {"raw", ParentLink::Format::Raw},   {"qcow2", ParentLink::Format::Qcow2},
-            {"vmdk", ParentLink::Format::Vmdk}, {"vpc", ParentLink::Format::Vhd},
-            {"vhdx", ParentLink::Format::Vhdx},
+        const std::vector<std::pair<std::string, ImageFormat>> names = {
+            {"raw", ImageFormat::Raw},   {"qcow2", ImageFormat::Qcow2},
+            {"vmdk", ImageFormat::Vmdk}, {"vpc", ImageFormat::Vhd},
+            {"vhdx", ImageFormat::Vhdx},
         };
         for (const auto& [name, format] : names) {
             INFO(name);
@@ -578,7 +578,7 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
         CHECK(link->recorded_format.empty());
         const auto disk = open_chain(legacy.string());
         REQUIRE(disk->layers().size() == 2);
-        CHECK(disk->layers()[1].format == "qcow2");
+        CHECK(format_name(disk->layers()[1].format) == "qcow2");
     }
     SECTION("a backing format guestfrag does not read is unsupported") {
         for (const std::string name : {"qed", "vdi", "luks"}) {

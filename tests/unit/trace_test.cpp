@@ -43,7 +43,7 @@ public:
     void read(std::uint64_t, std::span<std::byte>) const override {
         throw Error(ErrorKind::Internal, "host-file traces must not read the image");
     }
-    [[nodiscard]] std::string format() const override { return "none"; }
+    [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return path_; }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
 

@@ -231,7 +231,7 @@ TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
             const fs::path vhd = dir / (preallocate ? "full.vhd" : "sparse.vhd");
             make_vpc(raw, vhd, "fixed", preallocate);
             const auto image = open_chain(vhd.string());
-            CHECK(image->format() == "vhd");
+            CHECK(format_name(image->format()) == "vhd");
             CHECK(image->size() == size);
             const Bytes ours = read_all(*image);
             CHECK(first_difference(ours, qemu_raw(vhd)) == -1);
@@ -240,7 +240,7 @@ TEST_CASE("vhd fixed disks read and map like qemu-img", "[image][vhd]") {
             REQUIRE(image->layers().size() == 1);
             const Layer& layer = image->layers()[0];
             CHECK(layer.granule_size == 512);
-            CHECK(layer.format == "vhd");
+            CHECK(format_name(layer.format) == "vhd");
             // qemu maps a fixed VHD as data throughout (host holes as "zero and data").
             check_allocation_against_qemu(*image, vhd);
 
@@ -394,7 +394,7 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
     }
 
     const auto image = open_chain(child.string());
-    CHECK(image->format() == "vhd");
+    CHECK(format_name(image->format()) == "vhd");
     CHECK(image->size() == size);
     CHECK(first_difference(read_all(*image), expected) == -1);
 
@@ -416,7 +416,7 @@ TEST_CASE("vhd differencing disk over a qemu-made parent", "[image][vhd][chain]"
     CHECK(link->recorded == "C:\\VMs\\parent.vhd");
     CHECK(link->expected_identities == std::vector<std::string>{guid_string(test::vhd_unique_id(parent))});
     CHECK(open_vhd(parent.string())->identity() == guid_string(test::vhd_unique_id(parent)));
-    CHECK(link->format == ParentLink::Format::Vhd);
+    CHECK(link->format == ImageFormat::Vhd);
     CHECK(link->recorded_format == "vhd");
     REQUIRE(link->candidates.size() == 1);  // relative and file-name candidates coincide
     CHECK(link->candidates[0] == (dir / "parent.vhd").string());

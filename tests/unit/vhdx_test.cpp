@@ -283,7 +283,7 @@ TEST_CASE("vhdx: Hyper-V fixed and dynamic samples read like qemu-img", "[vhdx]"
         INFO(name);
         const fs::path path = test::testdata(name);
         const auto image = open_chain(path.string());
-        REQUIRE(image->format() == "vhdx");
+        REQUIRE(format_name(image->format()) == "vhdx");
         REQUIRE(image->layers().size() == 1);
         const auto expected = qemu_raw(path);
         check_bytes(*image, expected);
@@ -314,7 +314,7 @@ TEST_CASE("vhdx: the Hyper-V differencing sample names its missing parent", "[vh
     CHECK(link->recorded == kSampleParent);
     // Hyper-V writes a nil parent_linkage2, which names no parent.
     CHECK(link->expected_identities == std::vector<std::string>{"ff34003b-11ed-4cf8-a166-b2be05e20b80"});
-    CHECK(link->format == ParentLink::Format::Vhdx);
+    CHECK(link->format == ImageFormat::Vhdx);
     REQUIRE(!link->candidates.empty());
     CHECK(link->candidates.front() ==
           (path.parent_path() / "Generation 1_49C4BAF3-4B25-4406-8C4B-D39E65C32385.avhdx").string());
@@ -530,7 +530,7 @@ TEST_CASE("vhdx: differencing child over a qemu-made parent", "[vhdx]") {
     const DiffFixture f = make_diff_fixture("diff");
     const Cleanup cleanup{f.dir};
     const auto image = open_chain(f.child.string());
-    REQUIRE(image->format() == "vhdx");
+    REQUIRE(format_name(image->format()) == "vhdx");
     REQUIRE(image->layers().size() == 2);
     CHECK(image->layers()[1].path == f.parent.string());
     check_bytes(*image, f.expected);
@@ -544,7 +544,7 @@ TEST_CASE("vhdx: differencing child over a qemu-made parent", "[vhdx]") {
     REQUIRE(link);
     CHECK(link->recorded == "C:\\VMs\\base.vhdx");
     CHECK(link->expected_identities == std::vector<std::string>{test::vhdx_data_write_guid(f.parent)});
-    CHECK(link->format == ParentLink::Format::Vhdx);
+    CHECK(link->format == ImageFormat::Vhdx);
     CHECK(link->recorded_format == "vhdx");
     // The relative path and both recorded file names lead to the same file: listed once.
     REQUIRE(link->candidates.size() == 1);

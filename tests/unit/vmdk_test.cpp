@@ -212,7 +212,7 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
     ByteSet above;
     for (std::size_t d = 0; d < layers.size(); ++d) {
         const Layer& layer = layers[d];
-        INFO("depth " << d << " (" << layer.format << ", " << layer.path << ")");
+        INFO("depth " << d << " (" << format_name(layer.format) << ", " << layer.path << ")");
         for (const ByteSet* set : {&layer.allocated, &layer.zero})
             for (const auto& iv : *set) {
                 CHECK(iv.lower() % layer.granule_size == 0);
@@ -249,7 +249,7 @@ void check_file_offsets(const LayerFile& layer, const fs::path& path) {
 /// Opens `path` as a chain and compares bytes, allocation and top-layer file offsets.
 std::unique_ptr<DiskImage> check_image(const fs::path& path, std::size_t layers, std::uint64_t granule) {
     auto image = open_chain(path.string());
-    REQUIRE(image->format() == "vmdk");
+    REQUIRE(format_name(image->format()) == "vmdk");
     REQUIRE(image->layers().size() == layers);
     CHECK(image->layers()[0].granule_size == granule);
     check_bytes(*image, path);
@@ -471,7 +471,7 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
         CHECK(link->candidates == std::vector<std::string>{(dir / "mid.vmdk").string()});
         REQUIRE(open_vmdk(mid.string())->identity());
         CHECK(link->expected_identities == std::vector<std::string>{*open_vmdk(mid.string())->identity()});
-        CHECK(link->format == ParentLink::Format::Vmdk);
+        CHECK(link->format == ImageFormat::Vmdk);
         CHECK(link->recorded_format == "vmdk");
     }
     SECTION("flat base") {
@@ -479,7 +479,7 @@ TEST_CASE("vmdk backing chains made by qemu-img create -b match qemu-img map dep
         const fs::path top = create("top.vmdk", "flat.vmdk", {});
         qemu_io(top, "vmdk", {"write -P 0x11 2M 64K", "write -P 0x12 10489856 4K", "write -z 3M 64K"});
         const auto disk = check_image(top, 2, 64 * KiB);
-        CHECK(disk->layers()[1].format == "vmdk");
+        CHECK(format_name(disk->layers()[1].format) == "vmdk");
     }
 }
 
@@ -535,7 +535,7 @@ TEST_CASE("vmdk COWD (vmfsSparse) extents read like qemu reads them", "[image][v
         REQUIRE(link);
         CHECK(link->recorded == "base.vmdk");
         CHECK(link->expected_identities.empty());
-        CHECK(link->format == ParentLink::Format::Vmdk);
+        CHECK(link->format == ImageFormat::Vmdk);
         const auto disk = open_chain((dir / "redo-delta.vmdk").string());
         REQUIRE(disk->layers().size() == 2);
         // qemu ignores the header's parent: compare with a descriptor naming the same one.
