@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
         std::uint64_t size = 0;
         {
             const auto image = guestfrag::open_image(path);
-            format = image->format();
+            format = guestfrag::format_name(image->format());
             size = image->size();
         }
         Run best;
