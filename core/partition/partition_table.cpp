@@ -131,10 +131,10 @@ PartitionTable read_partitions(const DiskImage& image) {
     // Tables libparted would abort the process on are read or refused before it sees them.
     PartitionTable table;
     std::vector<parted::Message> messages;
-    if (auto gpt = table_guard::read_gpt_beyond_libparted(image)) {
+    if (auto gpt = table_guard::read_gpt_beyond_libparted(image, first_sector)) {
         table = std::move(*gpt);
     } else {
-        table_guard::check_ebr_chain(image);
+        table_guard::check_ebr_chain(image, first_sector);
         std::tie(table, messages) = read_with_libparted(image, ntfs_at_start);
     }
     // Checked here rather than trusting libparted: it only asks whether to ignore such a

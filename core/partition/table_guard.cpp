@@ -70,9 +70,8 @@ std::optional<GptHeader> valid_header(const DiskImage& image, std::uint64_t lba)
     return GptHeader{le64(&s[40]), le64(&s[48]), le64(&s[72]), le32(&s[80]), le32(&s[84]), le32(&s[88])};
 }
 
-bool protective_mbr(const DiskImage& image) {
-    Sector mbr{};
-    if (!read_sector(image, 0, mbr) || !has_boot_signature(mbr)) return false;
+bool protective_mbr(const Sector& mbr) {
+    if (!has_boot_signature(mbr)) return false;
     for (std::size_t i = 0; i < 4; ++i)
         if (mbr[446 + 16 * i + 4] == std::byte{0xEE}) return true;
     return false;
@@ -137,8 +136,8 @@ bool is_extended(std::byte type) {
 
 }  // namespace
 
-std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image) {
-    if (!protective_mbr(image)) return std::nullopt;
+std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image, const FirstSector& mbr) {
+    if (!protective_mbr(mbr)) return std::nullopt;
     const std::uint64_t last = image.size() / kSector - 1;
     std::optional<GptHeader> use;
     bool beyond = false;
@@ -152,9 +151,8 @@ std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image) 
     return read_entries(image, *use);
 }
 
-void check_ebr_chain(const DiskImage& image) {
-    Sector mbr{};
-    if (!read_sector(image, 0, mbr) || !has_boot_signature(mbr)) return;
+void check_ebr_chain(const DiskImage& image, const FirstSector& mbr) {
+    if (!has_boot_signature(mbr)) return;
     for (std::size_t slot = 0; slot < 4; ++slot) {
         const std::byte* entry = &mbr[446 + 16 * slot];
         if (!is_extended(entry[4])) continue;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <optional>
 
 #include "core/partition/partition.hpp"
@@ -14,18 +16,22 @@ class DiskImage;
 /// sectors, before libparted sees the disk.
 namespace table_guard {
 
+/// The disk's first sector, which the caller has already read (no second read for it).
+using FirstSector = std::array<std::byte, 512>;
+
 /// A GPT whose header checks out (signature, header CRC) but whose entry count libparted
 /// asserts on (0, or more than 8,192: gpt.c `_parse_header`). Such a table is read here:
 /// the entry array is checked against the disk size and its CRC, and streamed in bounded
 /// chunks, so memory follows the used entries only. Returns nullopt when neither GPT header
 /// has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
 /// or entry, Error(Unsupported) for an entry array over 64 MiB.
-[[nodiscard]] std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image);
+[[nodiscard]] std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image,
+                                                                    const FirstSector& mbr);
 
 /// Follows the chain of extended boot records of an MBR's extended partition. Throws
 /// Error(Corrupt) when the chain links back to a record it has already visited (libparted
 /// recurses into such a loop until it asserts) or holds more than 16,384 records.
-void check_ebr_chain(const DiskImage& image);
+void check_ebr_chain(const DiskImage& image, const FirstSector& mbr);
 
 }  // namespace table_guard
 }  // namespace guestfrag
