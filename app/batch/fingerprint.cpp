@@ -18,10 +18,15 @@
 namespace guestfrag::batch {
 
 Fingerprint fingerprint(const std::string& path) {
-    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and a
+    // blocked open() holds the batch worker past SIGINT/SIGTERM. It changes nothing for
+    // the regular files and block devices that are read below.
+    const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd) throw Error(errno == ENOENT ? ErrorKind::NotFound : ErrorKind::Io, std::strerror(errno));
     struct stat st {};
     if (::fstat(fd.get(), &st) != 0) throw Error(ErrorKind::Io, std::strerror(errno));
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+        throw Error(ErrorKind::Unsupported, "not a regular file or block device");
     std::vector<char> head(64 * 1024);
     const ssize_t n = ::pread(fd.get(), head.data(), head.size(), 0);
     if (n < 0) throw Error(ErrorKind::Io, std::strerror(errno));

@@ -2,6 +2,7 @@
 // `guestfrag batch`, `history` and `merge`: rows for every image (failed ones with their
 // error), figures equal to `analyze --json`, resume after an interrupt, the read-rate budget,
 // and shards that merge into the unsharded result.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -292,6 +293,22 @@ TEST_CASE("shards cover every image once and merge into the unsharded result", "
     CHECK(self.err == "guestfrag: error: " + merged.string() +
                           ": OUT is also given as an input (IN): a database cannot be merged into itself\n");
     CHECK(count(merged, "SELECT count(*) FROM runs") == 2);
+}
+
+TEST_CASE("batch refuses a FIFO named as an image in its row, without waiting for a writer",
+          "[batch][hostile]") {
+    const Scratch store{make_datastore("batch-fifo")};
+    const fs::path fifo = store.dir / "pipe.vmdk";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const fs::path db = store.dir / "fifo.sqlite";
+    // No writer ever opens the FIFO: an open() that waited would hang here.
+    const auto r = test::run_cli({"batch", fifo.string(), "--db", db.string()});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("1 of 1 images failed") != std::string::npos);
+    const auto rows = image_rows(db);
+    REQUIRE(rows.size() == 1);
+    CHECK(std::get<0>(rows.begin()->second) == "failed");
+    CHECK(std::get<1>(rows.begin()->second) == "not a regular file or block device");
 }
 
 TEST_CASE("batch usage errors and shard arithmetic", "[batch]") {
