@@ -149,6 +149,16 @@ void check_same(const fs::path& path, const SourceOpener& files, const std::stri
     check_pattern(bytes);
 }
 
+/// `file` in `dir` (one file: the image alone) loaded into memory equals the file on disk,
+/// also when every read of it returns at most `chunk` bytes.
+void check_same_from_memory(const test::WorkDir& dir, const std::string& file, std::size_t chunk) {
+    for (const Faults& faults : {Faults{}, Faults{{}, chunk, std::nullopt}}) {
+        MemoryOpener files;
+        load(files, dir, {file}, file, faults);
+        check_same(dir / file, files, "mem/" + file);
+    }
+}
+
 /// Where the byte at virtual offset `at` lies in the top layer's file (as the reader maps it).
 std::uint64_t file_offset_of(const fs::path& path, std::uint64_t at) {
     const auto image = open_image(path.string());
@@ -473,12 +483,8 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
     }
     SECTION("streamOptimized") {
         const fs::path image = convert(dir, raw, "stream.vmdk", "vmdk", "subformat=streamOptimized");
-        MemoryOpener files;
-        load(files, dir, {"stream.vmdk"});
-        check_same(image, files, "mem/stream.vmdk");
-        MemoryOpener trickle;
-        load(trickle, dir, {"stream.vmdk"}, "stream.vmdk", Faults{{}, 5, std::nullopt});
-        check_same(image, trickle, "mem/stream.vmdk");
+        REQUIRE(image == dir / "stream.vmdk");
+        check_same_from_memory(dir, "stream.vmdk", 5);
     }
     SECTION("COWD and seSparse extents") {
         test::write_cowd_extent(raw, dir / "delta.vmdk");
@@ -544,12 +550,8 @@ TEST_CASE("VHDX from memory: same disk, failures typed", "[image][seam][vhdx]") 
     const std::uint64_t data = file_offset_of(image, kFirst);
 
     SECTION("same disk, also with short reads") {
-        MemoryOpener files;
-        load(files, dir, {"disk.vhdx"});
-        check_same(image, files, "mem/disk.vhdx");
-        MemoryOpener trickle;
-        load(trickle, dir, {"disk.vhdx"}, "disk.vhdx", Faults{{}, 511, std::nullopt});
-        check_same(image, trickle, "mem/disk.vhdx");
+        REQUIRE(image == dir / "disk.vhdx");
+        check_same_from_memory(dir, "disk.vhdx", 511);
     }
     SECTION("EIO in the identifier, the BAT and data") {
         CHECK(io_failure(dir, {"disk.vhdx"}, "disk.vhdx", eio_at(0)) == failed_at(0));
