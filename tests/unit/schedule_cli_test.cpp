@@ -356,6 +356,23 @@ TEST_CASE("schedule --ics is an RFC 5545 calendar", "[schedule][cli][ics]") {
     CHECK(folded);
 }
 
+TEST_CASE("schedule reads a plan from a pipe or a process substitution", "[schedule][cli][hostile]") {
+    // Images that are FIFOs are refused before they are opened; plans may come from one.
+    const std::string cli = std::string(GUESTFRAG_CLI);
+    const std::string plan = plan_path().string();
+    const auto from_file = schedule({"--rate", "20MiB/s", "--json", "--start", "2026-11-23T00:00Z"});
+    REQUIRE(from_file.status == 0);
+    for (const std::string& command :
+         {"cat '" + plan + "' | '" + cli + "' schedule /dev/stdin --rate 20MiB/s --json --start 2026-11-23T00:00Z",
+          "'" + cli + "' schedule <(cat '" + plan + "') --rate 20MiB/s --json --start 2026-11-23T00:00Z"}) {
+        INFO(command);
+        const auto piped = test::run({"bash", "-c", command});
+        CHECK(piped.status == 0);
+        // The same batches; only the plan's name differs.
+        CHECK(Json::parse(piped.out)["batches"] == Json::parse(from_file.out)["batches"]);
+    }
+}
+
 TEST_CASE("schedule rejects bad input with one line and the right status", "[schedule][cli][errors]") {
     const fs::path missing = test::scratch_dir() / "schedule-cli-missing.json";
     fs::remove(missing);
