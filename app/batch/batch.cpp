@@ -96,24 +96,29 @@ BatchSummary run_batch(ResultsDb& db, std::int64_t run, const std::vector<std::s
     const std::stop_token cancelled = cancel.get_token();
 
     const auto finished = [&](BatchEvent event) {
-        event.finished = summary.analysed + summary.skipped;
+        event.finished = summary.analysed + summary.skipped + summary.busy;
         event.total = summary.total;
         if (on_event) on_event(event);
     };
     const auto work = [&](std::stop_token) {
         while (auto item = dispatcher.take(cancelled)) {
             try {
+                std::optional<Fingerprint> fp;
                 if (!options.force) {
-                    std::optional<Fingerprint> fp;
                     try {
                         fp = fingerprint(item->path);
                     } catch (const Error&) {
                         // Unreadable: the job records why.
                     }
+                }
+                {
                     const std::lock_guard lock(store_mutex);
-                    if (fp && db.has_unchanged(item->path, *fp)) {
-                        ++summary.skipped;
-                        finished({BatchEvent::Kind::Skipped, item->path, nullptr});
+                    const Claim claim = db.claim(run, item->path, fp, options.force);
+                    if (claim.kind != Claim::Kind::Taken) {
+                        ++(claim.kind == Claim::Kind::Busy ? summary.busy : summary.skipped);
+                        const auto kind =
+                            claim.kind == Claim::Kind::Busy ? BatchEvent::Kind::Busy : BatchEvent::Kind::Skipped;
+                        finished({kind, item->path, nullptr, claim.holder});
                         dispatcher.release(*item);
                         continue;
                     }
@@ -145,7 +150,7 @@ BatchSummary run_batch(ResultsDb& db, std::int64_t run, const std::vector<std::s
         for (unsigned i = 0; i < n; ++i) workers.emplace_back(work);
     }
     if (failure) std::rethrow_exception(failure);
-    summary.interrupted = stop.stop_requested() && summary.analysed + summary.skipped < summary.total;
+    summary.interrupted = stop.stop_requested() && summary.analysed + summary.skipped + summary.busy < summary.total;
     summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return summary;
 }

@@ -22,9 +22,14 @@ struct BatchOptions {
 
 /// What happened to one image, reported as it happens (from the thread that stored it).
 struct BatchEvent {
-    enum class Kind { Skipped, Done } kind = Kind::Done;
+    enum class Kind {
+        Skipped,  ///< unchanged since an earlier run analysed it
+        Busy,     ///< claimed by another batch running on the same database
+        Done,
+    } kind = Kind::Done;
     std::string path;
     const ImageResult* result = nullptr;  ///< for Done
+    std::int64_t holder = 0;              ///< for Busy: the run that has it
     std::size_t finished = 0;             ///< images finished (done or skipped) so far
     std::size_t total = 0;
 };
@@ -34,6 +39,7 @@ struct BatchSummary {
     std::size_t analysed = 0;
     std::size_t failed = 0;
     std::size_t skipped = 0;
+    std::size_t busy = 0;  ///< left to a concurrent batch that had claimed them
     bool interrupted = false;
     std::uint64_t bytes_read = 0;
     double seconds = 0;
@@ -41,7 +47,8 @@ struct BatchSummary {
 
 /// Runs `images` through `options.jobs` worker threads, storing each result in `db` under
 /// `run` as soon as it is finished (one transaction per image). An image stored as ok by an
-/// earlier run with the same fingerprint is skipped unless options.force. A stop request
+/// earlier run with the same fingerprint is skipped unless options.force, and one claimed by
+/// another batch running on the same database is left to it (ResultsDb::claim). A stop request
 /// lets finished images stand, abandons those in flight (they are not recorded, so the next
 /// run does them) and returns with `interrupted`. `on_event` is called under the store lock.
 /// Throws only for database errors.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "app/batch/run_owner.hpp"
 #include "core/error.hpp"
 
 namespace guestfrag::batch {
@@ -19,7 +20,16 @@ CREATE TABLE runs (
   finished  TEXT,
   status    TEXT NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'finished', 'interrupted')),
   arguments TEXT NOT NULL,
-  shard     TEXT NOT NULL DEFAULT ''
+  shard     TEXT NOT NULL DEFAULT '',
+  host      TEXT,
+  boot_id   TEXT,
+  pid       INTEGER,
+  pid_start INTEGER
+);
+CREATE TABLE claims (
+  path       TEXT PRIMARY KEY,
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  claimed_at TEXT NOT NULL
 );
 CREATE TABLE images (
   image_id        INTEGER PRIMARY KEY,
@@ -127,8 +137,8 @@ ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
             throw Error(ErrorKind::Unsupported, "not a guestfrag results database");
         if (!create) throw Error(ErrorKind::NotFound, "empty results database");
         create_schema();
-    } else if (version == 1) {
-        upgrade_from_1();
+    } else if (version < kSchemaVersion) {
+        upgrade_from(version);
     }
     // WAL: `history` and other readers never block a running batch, and a crash mid-write
     // leaves the last committed image intact.
@@ -142,31 +152,89 @@ void ResultsDb::create_schema() {
     t.commit();
 }
 
-void ResultsDb::upgrade_from_1() {
-    // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
+void ResultsDb::upgrade_from(std::int64_t version) {
     Transaction t(db_);
-    for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
-                               "host_fragmentation_percent REAL"})
-        db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
-    db_.exec("PRAGMA user_version = 2");
+    if (version < 2) {
+        // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
+        for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
+                                   "host_fragmentation_percent REAL"})
+            db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
+    }
+    // Schema 3: runs know their process (NULL for older runs: never taken for dead), and
+    // claims keep concurrent runs off each other's images.
+    for (const char* column : {"host TEXT", "boot_id TEXT", "pid INTEGER", "pid_start INTEGER"})
+        db_.exec(std::string("ALTER TABLE runs ADD COLUMN ") + column);
+    db_.exec(
+        "CREATE TABLE claims (path TEXT PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id), "
+        "claimed_at TEXT NOT NULL)");
+    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
     t.commit();
 }
 
+std::vector<std::int64_t> ResultsDb::end_dead_runs() {
+    std::vector<std::int64_t> dead;
+    {
+        Statement s(db_,
+                    "SELECT run_id, host, boot_id, pid, pid_start FROM runs "
+                    "WHERE status = 'running' AND pid IS NOT NULL");
+        while (s.step()) {
+            const RunOwner owner{s.text(1), s.text(2), s.integer(3), s.integer(4)};
+            if (!may_be_alive(owner)) dead.push_back(s.integer(0));
+        }
+    }
+    for (const std::int64_t run : dead) end_run(run, true);
+    return dead;
+}
+
 std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::string& shard) {
-    Statement(db_, "INSERT INTO runs (started, arguments, shard) VALUES (?, ?, ?)")
+    const RunOwner self = this_process();
+    Statement(db_,
+              "INSERT INTO runs (started, arguments, shard, host, boot_id, pid, pid_start) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?)")
         .bind(1, utc_now())
         .bind(2, arguments)
         .bind(3, shard)
+        .bind(4, self.host)
+        .bind(5, self.boot_id)
+        .bind(6, self.pid)
+        .bind(7, self.start_ticks)
         .run();
     return db_.last_insert_id();
 }
 
 void ResultsDb::end_run(std::int64_t run, bool interrupted) {
+    Transaction t(db_);
     Statement(db_, "UPDATE runs SET finished = ?, status = ? WHERE run_id = ?")
         .bind(1, utc_now())
         .bind(2, interrupted ? "interrupted" : "finished")
         .bind(3, run)
         .run();
+    Statement(db_, "DELETE FROM claims WHERE run_id = ?").bind(1, run).run();
+    t.commit();
+}
+
+Claim ResultsDb::claim(std::int64_t run, const std::string& path, const std::optional<Fingerprint>& fingerprint,
+                       bool force) {
+    // One IMMEDIATE transaction: two batches deciding on the same image are serialised, so
+    // exactly one of them takes it.
+    Transaction t(db_);
+    Statement holder(db_,
+                     "SELECT c.run_id, r.host, r.boot_id, r.pid, r.pid_start FROM claims c "
+                     "JOIN runs r ON r.run_id = c.run_id WHERE c.path = ? AND c.run_id != ? AND r.status = 'running'");
+    holder.bind(1, path).bind(2, run);
+    // A claim of a run whose process is gone is taken over (the run itself is marked
+    // interrupted by the next batch that starts).
+    if (holder.step() &&
+        (holder.is_null(3) || may_be_alive({holder.text(1), holder.text(2), holder.integer(3), holder.integer(4)})))
+        return {Claim::Kind::Busy, holder.integer(0)};
+    if (!force && fingerprint && has_unchanged(path, *fingerprint)) return {Claim::Kind::Unchanged, 0};
+    Statement(db_, "INSERT OR REPLACE INTO claims (path, run_id, claimed_at) VALUES (?, ?, ?)")
+        .bind(1, path)
+        .bind(2, run)
+        .bind(3, utc_now())
+        .run();
+    t.commit();
+    return {Claim::Kind::Taken, 0};
 }
 
 bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
@@ -274,7 +342,8 @@ void ResultsDb::merge_from(const std::string& other) {
         const std::string volumes =
             std::to_string(scalar(db_, "SELECT coalesce(max(volume_id), 0) FROM main.volumes"));
         db_.exec("INSERT INTO main.runs SELECT run_id + " + runs +
-                 ", started, finished, status, arguments, shard FROM source.runs ORDER BY run_id");
+                 ", started, finished, status, arguments, shard, host, boot_id, pid, pid_start "
+                 "FROM source.runs ORDER BY run_id");
         db_.exec("INSERT INTO main.images SELECT image_id + " + images + ", run_id + " + runs +
                  ", path, size, mtime_ns, header_hash, status, error, format, virtual_size, layers, "
                  "allocated_bytes, bytes_read, seconds, analyzed_at FROM source.images ORDER BY image_id");

@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -31,21 +31,44 @@ struct HistoryRow {
     std::optional<double> host_fragmentation_percent;
 };
 
+/// What a run may do with one image (ResultsDb::claim).
+struct Claim {
+    enum class Kind {
+        Taken,      ///< this run analyses it
+        Unchanged,  ///< an earlier run analysed it, unchanged since: skip
+        Busy,       ///< another running batch has claimed it: skip
+    } kind = Kind::Taken;
+    std::int64_t holder = 0;  ///< the run that holds it, for Busy
+};
+
 /// The batch results database (SQLite): runs, images, volumes, metrics, plans, warnings.
 /// Every image is stored in its own transaction, so an interrupted batch loses nothing it
 /// finished. Not thread-safe: one owner writes (the batch runner serialises its workers).
 class ResultsDb {
 public:
     /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
-    /// a schema-1 database in place (schema 2 adds the nullable host_* metrics). Throws
+    /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
+    /// runs' owner process and the claims table). Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);
 
-    /// Starts a run; returns its id. `arguments` is the command line, `shard` "K/N" or "".
+    /// Starts a run owned by this process; returns its id. `arguments` is the command line,
+    /// `shard` "K/N" or "".
     std::int64_t begin_run(const std::string& arguments, const std::string& shard);
-    /// Marks a run finished ("finished") or interrupted ("interrupted").
+    /// Marks a run finished ("finished") or interrupted ("interrupted") and drops its claims.
     void end_run(std::int64_t run, bool interrupted);
+    /// Marks interrupted every run still `running` whose process is certainly gone (killed,
+    /// crashed, or from an earlier boot), releasing its claims; returns their ids.
+    std::vector<std::int64_t> end_dead_runs();
+
+    /// Decides, atomically against concurrent batches on this database, whether `run` analyses
+    /// the image at `path`: not when another running batch has claimed it, nor (unless
+    /// `force`) when an earlier run analysed it with this `fingerprint`. A taken image stays
+    /// claimed by `run` until the run ends, so a concurrent batch does not redo it even after it
+    /// is stored (and a failed image is not retried twice at once).
+    [[nodiscard]] Claim claim(std::int64_t run, const std::string& path,
+                              const std::optional<Fingerprint>& fingerprint, bool force);
 
     /// Whether an earlier run analysed the image at `path` successfully with this exact
     /// fingerprint (then the batch skips it).
@@ -63,7 +86,7 @@ public:
 
 private:
     void create_schema();
-    void upgrade_from_1();
+    void upgrade_from(std::int64_t version);
     Database db_;
 };
 

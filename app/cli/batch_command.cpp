@@ -45,6 +45,7 @@ struct Options {
 
 Json event_json(const BatchEvent& e) {
     if (e.kind == BatchEvent::Kind::Skipped) return {{"path", e.path}, {"status", "skipped"}};
+    if (e.kind == BatchEvent::Kind::Busy) return {{"path", e.path}, {"status", "busy"}, {"run", e.holder}};
     const ImageResult& r = *e.result;
     if (!r.ok) return {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
     Json volumes = Json::array();
@@ -80,6 +81,8 @@ std::string event_text(const BatchEvent& e) {
     out << '[' << e.finished << '/' << e.total << "] ";
     if (e.kind == BatchEvent::Kind::Skipped) {
         out << "skipped " << e.path << " (unchanged since it was analysed)";
+    } else if (e.kind == BatchEvent::Kind::Busy) {
+        out << "busy    " << e.path << " (being analysed by run " << e.holder << ", which is still running)";
     } else if (!e.result->ok) {
         out << "failed  " << e.path << ": " << e.result->error;
     } else {
@@ -124,6 +127,8 @@ void run(const Options& opts) {
 
     on_behalf_of(opts.db, [&] {
         batch::ResultsDb db(opts.db, true);
+        for (const std::int64_t dead : db.end_dead_runs())
+            std::cerr << "batch: run " << dead << " stopped without finishing (its process is gone): marked interrupted\n";
         const std::int64_t run_id = db.begin_run(describe(opts, images.size()), opts.shard);
         batch::BatchSummary summary;
         {
@@ -140,12 +145,14 @@ void run(const Options& opts) {
         }
         db.end_run(run_id, summary.interrupted);
         std::cerr << "batch: " << summary.total << " images: " << summary.analysed << " analysed (" << summary.failed
-                  << " failed), " << summary.skipped << " skipped as unchanged; read "
+                  << " failed), " << summary.skipped << " skipped as unchanged"
+                  << (summary.busy ? ", " + std::to_string(summary.busy) + " left to a batch running beside it" : "")
+                  << "; read "
                   << format_size(summary.bytes_read) << " in " << fixed(summary.seconds, 1) << " s; results in "
                   << opts.db << '\n';
         if (summary.interrupted)
             throw Failure("batch", "interrupted with " +
-                                       std::to_string(summary.total - summary.analysed - summary.skipped) +
+                                       std::to_string(summary.total - summary.analysed - summary.skipped - summary.busy) +
                                        " images left: run the same command again to resume",
                           kInterrupted);
         if (summary.failed > 0)

@@ -3,21 +3,25 @@
 // error), figures equal to `analyze --json`, resume after an interrupt, the read-rate budget,
 // and shards that merge into the unsharded result.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "app/batch/batch.hpp"
 #include "app/batch/image_list.hpp"
 #include "app/batch/sqlite.hpp"
+#include "core/error.hpp"
 #include "support/fixtures.hpp"
 
 using namespace guestfrag;
@@ -210,11 +214,14 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const std::int64_t stored = count(db, "SELECT count(*) FROM metrics");
     REQUIRE(stored == 4);
     {
-        // What schema 1 wrote: no host_* columns.
+        // What schema 1 wrote: no host_* columns, no run owners, no claims.
         batch::Database d(db.string(), false);
         for (const char* column :
              {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
             d.exec(std::string("ALTER TABLE metrics DROP COLUMN ") + column);
+        for (const char* column : {"host", "boot_id", "pid", "pid_start"})
+            d.exec(std::string("ALTER TABLE runs DROP COLUMN ") + column);
+        d.exec("DROP TABLE claims");
         d.exec("PRAGMA user_version = 1");
     }
     const std::string image = (dir / "vm41.img").string();
@@ -224,7 +231,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const Json rows = Json::parse(old_history.out);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0]["host_seeks"].is_null());  // not measured then, not invented now
-    CHECK(count(db, "PRAGMA user_version") == 2);
+    CHECK(count(db, "PRAGMA user_version") == 3);
     CHECK(count(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
 
     // A new run adds measured rows beside the old ones.
@@ -309,6 +316,108 @@ TEST_CASE("batch refuses a FIFO named as an image in its row, without waiting fo
     REQUIRE(rows.size() == 1);
     CHECK(std::get<0>(rows.begin()->second) == "failed");
     CHECK(std::get<1>(rows.begin()->second) == "not a regular file or block device");
+}
+
+namespace {
+
+/// `guestfrag ARGS...` started in the background (output discarded); returns its pid.
+pid_t spawn_cli(const std::vector<std::string>& args) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::vector<char*> argv{const_cast<char*>(GUESTFRAG_CLI)};
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        std::freopen("/dev/null", "w", stdout);
+        std::freopen("/dev/null", "w", stderr);
+        ::execv(GUESTFRAG_CLI, argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+/// Waits until the database at `db` holds at least `rows` image rows (the batch writing it
+/// may not have created it yet); fails the test when the batch ends or 120 s pass first.
+void wait_for_rows(const fs::path& db, pid_t batch, std::int64_t rows) {
+    for (int i = 0; i < 1200; ++i) {
+        int status = 0;
+        REQUIRE(::waitpid(batch, &status, WNOHANG) == 0);  // still running
+        try {
+            if (count(db, "SELECT count(*) FROM images") >= rows) return;
+        } catch (const Error&) {
+            // Not created yet.
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL("the batch stored fewer than " << rows << " images in 120 s");
+}
+
+int wait_exit(pid_t pid) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+TEST_CASE("a batch killed with SIGKILL keeps its finished rows and the next run marks it interrupted",
+          "[batch][hostile]") {
+    const Scratch store{make_datastore("batch-kill")};
+    const fs::path db = store.dir / "killed.sqlite";
+    // Throttled so that it is still working when it is killed.
+    const pid_t killed = spawn_cli({"batch", store.dir.string(), "--db", db.string(), "--jobs", "1", "--read-rate",
+                                    "256K/s"});
+    wait_for_rows(db, killed, 2);
+    REQUIRE(::kill(killed, SIGKILL) == 0);
+    REQUIRE(wait_exit(killed) == 128 + SIGKILL);
+
+    // Every row it committed is there, the file is sound, and the run still says running:
+    // nothing could mark it.
+    const std::int64_t kept = count(db, "SELECT count(*) FROM images");
+    CHECK(kept >= 2);
+    {
+        batch::Database d(db.string(), false);
+        batch::Statement check(d, "PRAGMA integrity_check");
+        REQUIRE(check.step());
+        CHECK(check.text(0) == "ok");
+    }
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'running'") == 1);
+
+    // The next run finds the process gone: the run becomes interrupted and its claim on the
+    // image it was analysing is released, so this run finishes the batch.
+    const auto next = test::run_cli({"batch", store.dir.string(), "--db", db.string(), "--json"});
+    INFO(next.err);
+    CHECK(next.err.find("batch: run 1 stopped without finishing (its process is gone): marked interrupted") !=
+          std::string::npos);
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'interrupted' AND finished IS NOT NULL") ==
+          1);
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'finished'") == 1);
+    CHECK(count(db, "SELECT count(*) FROM claims") == 0);
+    CHECK(count(db, "SELECT count(DISTINCT path) FROM images WHERE status = 'ok'") == 4);
+    CHECK(count(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);  // none redone
+    CHECK(next.out.find("\"status\":\"busy\"") == std::string::npos);
+}
+
+TEST_CASE("two batches on one database at once analyse every image once", "[batch][concurrent]") {
+    const Scratch store{make_datastore("batch-twice")};
+    const fs::path db = store.dir / "shared.sqlite";
+    const pid_t first = spawn_cli({"batch", store.dir.string(), "--db", db.string(), "--jobs", "1", "--read-rate",
+                                   "256K/s"});
+    wait_for_rows(db, first, 1);
+    // The first batch holds a claim on everything it has taken until it ends: the second
+    // leaves those to it and does the rest.
+    const auto second = test::run_cli({"batch", store.dir.string(), "--db", db.string(), "--json"});
+    INFO(second.err);
+    CHECK(second.out.find("\"status\":\"busy\",\"run\":1") != std::string::npos);
+    CHECK(second.err.find("left to a batch running beside it") != std::string::npos);
+    CHECK(wait_exit(first) != 128 + SIGKILL);
+
+    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'finished'") == 2);
+    // Five images (one of them broken), each analysed by exactly one of the two runs.
+    CHECK(count(db, "SELECT count(*) FROM images") == 5);
+    CHECK(count(db, "SELECT count(DISTINCT path) FROM images") == 5);
+    CHECK(count(db, "SELECT count(DISTINCT run_id) FROM images") == 2);
+    CHECK(count(db, "SELECT count(*) FROM claims") == 0);
 }
 
 TEST_CASE("batch usage errors and shard arithmetic", "[batch]") {
