@@ -4,7 +4,7 @@
 #   packaging/setup.sh demo   install what is missing, build, generate demo.img, analyse it
 #   packaging/setup.sh test   install what is missing, build, run the whole test suite
 #   packaging/setup.sh asan   the same suite built with AddressSanitizer + UBSan
-#   packaging/setup.sh fuzz   each container-format parser under libFuzzer for FUZZ_SECONDS (30)
+#   packaging/setup.sh fuzz   each parser (containers, partition tables, NTFS) under libFuzzer for FUZZ_SECONDS (30)
 #   packaging/setup.sh deb    build the .deb (CPack) from build/, install it with dpkg + apt, smoke-test it
 set -euo pipefail
 
@@ -81,7 +81,7 @@ case "$mode" in
         run_suite "$root/build-asan"
         ;;
     fuzz)
-        install_packages clang-14 libclang-rt-14-dev
+        install_packages clang-14 libclang-rt-14-dev fdisk
         build "$root/build-fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
             -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF -DGUESTFRAG_BUILD_GUI=OFF \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -89,8 +89,13 @@ case "$mode" in
             name=$(basename "$fuzzer" _fuzz)
             corpus="$root/build-fuzz/corpus/$name"
             mkdir -p "$corpus"
-            # Seeds: small valid images of the format, made by qemu-img.
+            # Seeds: small valid images of the format, made by qemu-img (sfdisk for tables).
             case "$name" in
+                partition)
+                    # 128 KiB disks (sizes in sectors): small inputs keep the fuzzer fast.
+                    truncate -s 128K "$corpus/mbr" "$corpus/gpt"
+                    printf 'label: dos\n,32,7\n,,E\n,16,7\n,,7\n' | /usr/sbin/sfdisk -q "$corpus/mbr"
+                    printf 'label: gpt\n,32\n,,\n' | /usr/sbin/sfdisk -q "$corpus/gpt" ;;
                 qcow2) qemu-img create -q -f qcow2 "$corpus/seed" 4M ;;
                 vhd) qemu-img create -q -f vpc "$corpus/seed" 4M ;;
                 vhdx) qemu-img create -q -f vhdx "$corpus/seed" 4M ;;

@@ -90,6 +90,16 @@ std::pair<PartitionTable, std::vector<parted::Message>> read_with_libparted(cons
         throw Error(ErrorKind::Unsupported, "no partition table and no NTFS file system found");
     }
 
+    // A GPT needs the protective MBR, both headers and both 16 KiB entry arrays, plus one
+    // usable sector: 68 sectors. libparted's gpt_alloc does not check that its data area is
+    // non-empty and dereferences a null disk on a smaller device (found by the partition
+    // fuzzer: a 67-sector disk with a valid GPT).
+    constexpr std::uint64_t kGptMinimumSectors = 1 + 2 * (1 + 16384 / sector_size) + 1;
+    if (label == "gpt" && static_cast<std::uint64_t>(device->length) < kGptMinimumSectors)
+        throw Error(ErrorKind::Corrupt, "gpt partition table on a disk of " + std::to_string(size) +
+                                            " bytes: a GPT and its backup need at least " +
+                                            std::to_string(kGptMinimumSectors * sector_size) + " bytes");
+
     parted::clear_messages();
     const parted::DiskPtr disk(ped_disk_new(device.get()));
     std::vector<parted::Message> messages = parted::take_messages();

@@ -273,3 +273,16 @@ TEST_CASE("the CLI analyses a volume behind a 9000-entry GPT and refuses a loopi
                              "boot record at sector 2048\n");
     fs::remove(loop);
 }
+
+TEST_CASE("a GPT on a disk too small for its backup is refused before libparted reads it", "[partition][hostile]") {
+    // 67 sectors: protective MBR, two headers, two 128-entry arrays and no usable sector.
+    // libparted 3.5 dereferences a null pointer on such a disk.
+    for (const std::uint64_t sectors : {std::uint64_t{55}, std::uint64_t{67}}) {
+        std::vector<std::byte> d(sectors * kSector);
+        put_gpt(d, 128, 34, {});
+        INFO(sectors << " sectors");
+        CHECK(failure_of(d, ErrorKind::Corrupt) == "gpt partition table on a disk of " +
+                                                       std::to_string(sectors * kSector) +
+                                                       " bytes: a GPT and its backup need at least 34816 bytes");
+    }
+}
