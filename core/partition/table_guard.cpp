@@ -57,31 +57,28 @@ struct GptHeader {
     std::uint32_t entries_crc = 0;
 };
 
-/// The GPT header at `lba` when its signature and header CRC are right, as libparted
-/// requires before it parses the rest.
-std::optional<GptHeader> valid_header(const DiskImage& image, std::uint64_t lba) {
+struct SignedHeader {
+    GptHeader fields;
+    bool crc_ok = false;  ///< libparted parses the entries of a header whose CRC is right
+};
+
+/// The GPT header at `lba` when it carries the signature, and whether its CRC is right.
+std::optional<SignedHeader> header_at(const DiskImage& image, std::uint64_t lba) {
     Sector s{};
     if (!read_sector(image, lba, s) || std::memcmp(s.data(), "EFI PART", 8) != 0) return std::nullopt;
+    SignedHeader h{{le64(&s[40]), le64(&s[48]), le64(&s[72]), le32(&s[80]), le32(&s[84]), le32(&s[88])}, false};
     const std::uint32_t header_size = le32(&s[12]);
-    if (header_size < 92 || header_size > kSector) return std::nullopt;
+    if (header_size < 92 || header_size > kSector) return h;
     const std::uint32_t stored = le32(&s[16]);
     std::memset(&s[16], 0, 4);
-    if (crc(0, s.data(), header_size) != stored) return std::nullopt;
-    return GptHeader{le64(&s[40]), le64(&s[48]), le64(&s[72]), le32(&s[80]), le32(&s[84]), le32(&s[88])};
+    h.crc_ok = crc(0, s.data(), header_size) == stored;
+    return h;
 }
 
-bool protective_mbr(const Sector& mbr) {
-    if (!has_boot_signature(mbr)) return false;
-    for (std::size_t i = 0; i < 4; ++i)
-        if (mbr[446 + 16 * i + 4] == std::byte{0xEE}) return true;
-    return false;
-}
-
-bool all_zero(const std::byte* p, std::size_t n) {
-    return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
-}
-
-PartitionTable read_entries(const DiskImage& image, const GptHeader& h) {
+/// Throws unless the entry array `h` names has sane entries and lies inside the disk.
+/// libparted allocates the whole array before it checks anything (a 1 GiB buffer for a
+/// header found by the partition fuzzer), even for a header whose CRC is wrong.
+void check_entry_array(const DiskImage& image, const GptHeader& h) {
     if (h.entry_size < 128 || h.entry_size % 8 != 0)
         throw Error(ErrorKind::Corrupt, "GPT partition entries of " + std::to_string(h.entry_size) +
                                             " bytes (at least 128, a multiple of 8)");
@@ -95,7 +92,21 @@ PartitionTable read_entries(const DiskImage& image, const GptHeader& h) {
         throw Error(ErrorKind::Corrupt, "GPT partition entry array (" + std::to_string(h.entries) +
                                             " entries at sector " + std::to_string(h.entries_lba) +
                                             ") lies past the end of the disk");
+}
 
+bool protective_mbr(const Sector& mbr) {
+    if (!has_boot_signature(mbr)) return false;
+    for (std::size_t i = 0; i < 4; ++i)
+        if (mbr[446 + 16 * i + 4] == std::byte{0xEE}) return true;
+    return false;
+}
+
+bool all_zero(const std::byte* p, std::size_t n) {
+    return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
+}
+
+/// The entries of a header check_entry_array accepted.
+PartitionTable read_entries(const DiskImage& image, const GptHeader& h) {
     PartitionTable table;
     table.label = "gpt";
     // Whole entries per chunk, about 1 MiB: memory stays bounded whatever the count.
@@ -142,10 +153,12 @@ std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image, 
     std::optional<GptHeader> use;
     bool beyond = false;
     for (const std::uint64_t lba : {std::uint64_t{1}, last}) {
-        const auto h = valid_header(image, lba);
+        const auto h = header_at(image, lba);
         if (!h) continue;
-        if (!use) use = h;
-        beyond = beyond || h->entries == 0 || h->entries > kLibpartedMaxEntries;
+        check_entry_array(image, h->fields);
+        if (!h->crc_ok) continue;
+        if (!use) use = h->fields;
+        beyond = beyond || h->fields.entries == 0 || h->fields.entries > kLibpartedMaxEntries;
     }
     if (!beyond) return std::nullopt;
     return read_entries(image, *use);

@@ -24,7 +24,9 @@ using FirstSector = std::array<std::byte, 512>;
 /// the entry array is checked against the disk size and its CRC, and streamed in bounded
 /// chunks, so memory follows the used entries only. Returns nullopt when neither GPT header
 /// has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
-/// or entry, Error(Unsupported) for an entry array over 64 MiB.
+/// or entry, Error(Unsupported) for an entry array over 64 MiB. The array of every header
+/// that carries the signature is checked, whether its CRC is right or not: libparted
+/// allocates the whole array a header names before it checks anything.
 [[nodiscard]] std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image,
                                                                     const FirstSector& mbr);
 

@@ -286,3 +286,19 @@ TEST_CASE("a GPT on a disk too small for its backup is refused before libparted 
                                                        " bytes: a GPT and its backup need at least 34816 bytes");
     }
 }
+
+TEST_CASE("a GPT header naming an absurd entry array is refused before libparted allocates it",
+          "[partition][hostile]") {
+    std::vector<std::byte> d(256 * kSector);
+    put_gpt(d, 128, 34, {{0, 40, 99}});
+    // 32,768 entries of 32 KiB (1 GiB) at sector 594, with the header CRC left wrong:
+    // libparted would allocate the gigabyte before noticing.
+    put_le(d, kSector + 72, 594, 8);
+    put_le(d, kSector + 80, 32768, 4);
+    put_le(d, kSector + 84, 32768, 4);
+    CHECK(failure_of(d, ErrorKind::Unsupported) ==
+          "GPT partition entry array of 1073741824 bytes (32768 entries): more than the 64 MiB guestfrag reads");
+    put_le(d, kSector + 80, 128, 4);
+    CHECK(failure_of(d, ErrorKind::Corrupt) == "GPT partition entry array (128 entries at sector 594) lies past "
+                                               "the end of the disk");
+}
