@@ -102,9 +102,13 @@ case "$mode" in
                 vmdk) qemu-img create -q -f vmdk "$corpus/seed" 4M ;;
             esac
             echo "fuzzing $name for ${FUZZ_SECONDS:-30} s"
+            # Findings (crash-, leak-, timeout-, oom-, slow-unit- files) land beside the corpus;
+            # docs/fuzzing.md says how to reproduce them and how longer runs are scheduled.
+            artifacts="$root/build-fuzz/artifacts/$name"
+            mkdir -p "$artifacts"
             ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0 \
                 "$fuzzer" -max_total_time="${FUZZ_SECONDS:-30}" -rss_limit_mb=2048 -print_final_stats=1 \
-                "$corpus" 2>&1 | tail -3
+                -artifact_prefix="$artifacts/" ${FUZZ_OPTIONS:-} "$corpus" 2>&1 | tail -3
         done
         ;;
     deb)

@@ -33,6 +33,10 @@ extern "C" {
 extern const GuestfragPedArchitecture* ped_architecture;
 }
 
+/// Defined by the partition fuzzer only, to turn a libparted assertion into a crash that
+/// libFuzzer records with its input (an exit would leave no trace of the input).
+extern "C" void guestfrag_on_parted_assertion() __attribute__((weak));
+
 namespace guestfrag::parted {
 
 namespace {
@@ -121,6 +125,7 @@ PedExceptionOption record_exception(PedException* exception) {
                      assertion_subject.empty() ? "disk image" : assertion_subject.c_str(),
                      squash(exception->message).c_str());
         std::fflush(stderr);
+        if (guestfrag_on_parted_assertion != nullptr) guestfrag_on_parted_assertion();
         std::_Exit(2);
     }
     const PedExceptionOption answer = choose_answer(exception->options);

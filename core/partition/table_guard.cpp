@@ -105,10 +105,16 @@ bool all_zero(const std::byte* p, std::size_t n) {
     return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
 }
 
-/// The entries of a header check_entry_array accepted.
-PartitionTable read_entries(const DiskImage& image, const GptHeader& h) {
+/// The used entries of a header check_entry_array accepted, read in bounded chunks.
+struct Entries {
     PartitionTable table;
-    table.label = "gpt";
+    bool crc_ok = false;                  ///< the array matches the CRC in its header
+    std::optional<std::string> bad_entry;  ///< the first entry outside the usable sectors
+};
+
+Entries read_entries(const DiskImage& image, const GptHeader& h) {
+    Entries out;
+    out.table.label = "gpt";
     // Whole entries per chunk, about 1 MiB: memory stays bounded whatever the count.
     const std::size_t per_chunk = std::max<std::size_t>(1, (1u << 20) / h.entry_size);
     std::vector<std::byte> chunk;
@@ -124,21 +130,21 @@ PartitionTable read_entries(const DiskImage& image, const GptHeader& h) {
             const std::uint64_t number = first + i + 1;
             const std::uint64_t start = le64(e + 32);
             const std::uint64_t end = le64(e + 40);
-            if (end < start || start < h.first_usable || end > h.last_usable)
-                throw Error(ErrorKind::Corrupt, "GPT partition " + std::to_string(number) + " (sectors " +
-                                                    std::to_string(start) + " to " + std::to_string(end) +
-                                                    ") lies outside the usable sectors " +
-                                                    std::to_string(h.first_usable) + " to " +
-                                                    std::to_string(h.last_usable));
+            if (end < start || start < h.first_usable || end > h.last_usable) {
+                if (!out.bad_entry)
+                    out.bad_entry = "GPT partition " + std::to_string(number) + " (sectors " + std::to_string(start) +
+                                    " to " + std::to_string(end) + ") lies outside the usable sectors " +
+                                    std::to_string(h.first_usable) + " to " + std::to_string(h.last_usable);
+                continue;
+            }
             // Bounded by the usable sectors above, so these products cannot overflow for
             // any disk that exists; the caller checks the end against the disk size.
-            table.partitions.push_back(Partition{static_cast<int>(number), start * kSector,
-                                                 (end - start + 1) * kSector, "gpt", ""});
+            out.table.partitions.push_back(
+                Partition{static_cast<int>(number), start * kSector, (end - start + 1) * kSector, "gpt", ""});
         }
     }
-    if (sum != h.entries_crc)
-        throw Error(ErrorKind::Corrupt, "GPT partition entry array does not match the CRC in its header");
-    return table;
+    out.crc_ok = sum == h.entries_crc;
+    return out;
 }
 
 bool is_extended(std::byte type) {
@@ -160,8 +166,16 @@ std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image, 
         if (!use) use = h->fields;
         beyond = beyond || h->fields.entries == 0 || h->fields.entries > kLibpartedMaxEntries;
     }
+    if (!use) return std::nullopt;
+    Entries entries = read_entries(image, *use);
+    if (beyond && !entries.crc_ok)
+        throw Error(ErrorKind::Corrupt, "GPT partition entry array does not match the CRC in its header");
+    // An array libparted will trust (its CRC is right) must not hold an entry outside the
+    // usable sectors: libparted asserts on a start or end beyond 2^63 (ped_geometry_set,
+    // found by the partition fuzzer). An array whose CRC is wrong libparted does not use.
+    if (entries.crc_ok && entries.bad_entry) throw Error(ErrorKind::Corrupt, *entries.bad_entry);
     if (!beyond) return std::nullopt;
-    return read_entries(image, *use);
+    return std::move(entries.table);
 }
 
 void check_ebr_chain(const DiskImage& image, const FirstSector& mbr) {

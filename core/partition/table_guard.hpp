@@ -26,7 +26,9 @@ using FirstSector = std::array<std::byte, 512>;
 /// has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
 /// or entry, Error(Unsupported) for an entry array over 64 MiB. The array of every header
 /// that carries the signature is checked, whether its CRC is right or not: libparted
-/// allocates the whole array a header names before it checks anything.
+/// allocates the whole array a header names before it checks anything. The entries of the
+/// first header whose CRC is right are checked for every table: one outside the usable
+/// sectors throws Error(Corrupt) when the array's CRC is right too (libparted would trust it).
 [[nodiscard]] std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image,
                                                                     const FirstSector& mbr);
 

@@ -81,3 +81,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     read_table(fixed.data(), fixed.size());
     return 0;
 }
+
+extern "C" void guestfrag_on_parted_assertion() { __builtin_trap(); }

@@ -302,3 +302,12 @@ TEST_CASE("a GPT header naming an absurd entry array is refused before libparted
     CHECK(failure_of(d, ErrorKind::Corrupt) == "GPT partition entry array (128 entries at sector 594) lies past "
                                                "the end of the disk");
 }
+
+TEST_CASE("a GPT entry beyond 2^63 is refused before libparted asserts on it", "[partition][hostile]") {
+    // Negative as libparted's signed sector numbers: ped_geometry_set asserts start >= 0.
+    std::vector<std::byte> d(256 * kSector);
+    put_gpt(d, 128, 34, {{0, 40, 99}, {5, 0xA300000000000000ull, 0xA300000000000010ull}});
+    CHECK(failure_of(d, ErrorKind::Corrupt) ==
+          "GPT partition 6 (sectors 11745202087881736192 to 11745202087881736208) lies outside the usable sectors "
+          "34 to 254");
+}
