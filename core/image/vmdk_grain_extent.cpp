@@ -48,7 +48,7 @@ void VmdkGrainExtent::inflate_grain(std::uint64_t, std::uint64_t, std::span<std:
     throw Error(ErrorKind::Internal, "compressed grain in an extent without compression");
 }
 
-void VmdkGrainExtent::refuse_shared_tables(std::vector<std::uint64_t> tables) {
+void VmdkGrainExtent::refuse_shared_tables(const std::vector<std::uint64_t>& tables) {
     std::vector<std::uint64_t> order(tables.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::erase_if(order, [&](std::uint64_t i) { return tables[i] == 0; });

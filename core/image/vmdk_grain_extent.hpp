@@ -89,7 +89,7 @@ protected:
     /// without a table of its own. A table belongs to one entry; a directory whose
     /// entries share one describes far more grains than the file holds, and each copy
     /// costs memory when the extent is mapped. O(entries), called once when opening.
-    static void refuse_shared_tables(std::vector<std::uint64_t> tables);
+    static void refuse_shared_tables(const std::vector<std::uint64_t>& tables);
 
 private:
     using Inflated = std::vector<std::byte>;

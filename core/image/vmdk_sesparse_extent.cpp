@@ -111,7 +111,7 @@ VmdkSeSparseExtent::VmdkSeSparseExtent(HostFile file, const VmdkSeSparseHeader& 
     std::vector<std::uint64_t> tables(directory_.size());
     for (std::size_t i = 0; i < tables.size(); ++i)
         tables[i] = (directory_[i] >> 32) == kGdeAllocated ? directory_[i] : 0;
-    refuse_shared_tables(std::move(tables));
+    refuse_shared_tables(tables);
 }
 
 std::shared_ptr<const VmdkGrainTable> VmdkSeSparseExtent::load_table(std::uint64_t table) const {

@@ -155,7 +155,7 @@ VmdkSparseExtent::VmdkSparseExtent(HostFile file, const VmdkSparseHeader& header
     const std::uint32_t own_table = header_.zeroed_grain_gte() ? 2 : 1;
     std::vector<std::uint64_t> tables(directory_.size());
     for (std::size_t i = 0; i < tables.size(); ++i) tables[i] = directory_[i] >= own_table ? directory_[i] : 0;
-    refuse_shared_tables(std::move(tables));
+    refuse_shared_tables(tables);
 }
 
 std::string VmdkSparseExtent::kind() const { return header_.compressed() ? "stream-optimized sparse" : "sparse"; }

@@ -271,3 +271,26 @@ TEST_CASE("vhd: alternating sector bitmaps whose data the file holds are mapped 
     CHECK(top.host_extents[1].virtual_offset == 1024);
     CHECK(top.host_extents[1].file_offset == 1536 + 512 + 512 + 1024);
 }
+
+TEST_CASE("vmdk: a COWD grain directory whose entries share one grain table is refused", "[hostile][memory][cowd]") {
+    // Two directory entries (capacity 8,192 one-sector grains) naming the table at sector 5.
+    Bytes f((5 + 32) * 512);
+    put_le(f, 0, 0x44574f43, 4);  // "COWD"
+    put_le(f, 4, 1, 4);            // version
+    put_le(f, 8, 1, 4);            // root: no parent
+    put_le(f, 12, 8192, 4);        // capacity in sectors
+    put_le(f, 16, 1, 4);           // grain sectors
+    put_le(f, 20, 4, 4);           // grain directory sector
+    put_le(f, 24, 2, 4);           // grain directory entries
+    put_le(f, 4 * 512, 5, 4);
+    put_le(f, 4 * 512 + 4, 5, 4);
+    MemoryOpener opener;
+    opener.add("shared-delta.vmdk", f);
+    std::string message;
+    CHECK(kind_of([&] { (void)open_image(opener, "shared-delta.vmdk"); }, &message) == ErrorKind::Corrupt);
+    CHECK(message == "grain directory entries 0 and 1 both refer to the grain table 5");
+
+    put_le(f, 4 * 512 + 4, 0, 4);  // the second entry without a table: sound
+    opener.add("shared-delta.vmdk", f);
+    CHECK(open_image(opener, "shared-delta.vmdk")->layers()[0].allocated_bytes() == 0);
+}
