@@ -80,9 +80,13 @@ std::unique_ptr<FileSource> FileSource::try_open(std::string path, OpenFailure& 
     if (S_ISBLK(st.st_mode)) {
         source->block_device_ = true;
         if (::ioctl(source->fd_.get(), BLKGETSIZE64, &source->size_) != 0) return fail(Step::Size, errno);
+        source->held_ = source->size_;
     } else {
         source->size_ = static_cast<std::uint64_t>(st.st_size);
         source->block_size_ = st.st_blksize > 0 ? static_cast<std::uint64_t>(st.st_blksize) : 0;
+        // Some file systems (FUSE, network) report no blocks at all: then the size stands.
+        const auto blocks = static_cast<std::uint64_t>(st.st_blocks) * 512;
+        source->held_ = blocks != 0 ? blocks : source->size_;
     }
     return source;
 }

@@ -52,6 +52,12 @@ public:
 
     /// True for a host block device (reported by RawImage); false for anything else.
     [[nodiscard]] virtual bool is_block_device() const noexcept { return false; }
+
+    /// Bytes the source really holds: for a regular host file the space allocated to it
+    /// (st_blocks, as of opening), which a sparse file keeps far below its size; size()
+    /// for anything else. Bounds how much a reader may build from the file (design.md
+    /// "Limits on hostile sizes").
+    [[nodiscard]] virtual std::uint64_t held_bytes() const noexcept { return size(); }
 };
 
 /// Reads exactly out.size() bytes at `offset`, looping over short reads. Throws
@@ -95,6 +101,7 @@ public:
     /// SEEK_DATA/SEEK_HOLE over the file (host_allocation); a block device: everything.
     [[nodiscard]] ByteSet stored_ranges(std::uint64_t granule) const override;
     [[nodiscard]] bool is_block_device() const noexcept override { return block_device_; }
+    [[nodiscard]] std::uint64_t held_bytes() const noexcept override { return held_; }
 
 private:
     FileSource(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
@@ -103,6 +110,7 @@ private:
     UniqueFd fd_;
     std::uint64_t size_ = 0;
     std::uint64_t block_size_ = 0;  ///< st_blksize of a regular file (0 if it gave none)
+    std::uint64_t held_ = 0;        ///< st_blocks · 512 of a regular file, size_ otherwise
     bool block_device_ = false;
 };
 

@@ -10,6 +10,26 @@
 namespace guestfrag {
 namespace {
 
+/// Separately placed runs of stored data any layer may report, whatever its file holds.
+constexpr std::uint64_t kFreeHostExtents = std::uint64_t{1} << 17;
+/// Beyond those, one per this many bytes the layer's files really hold. A run of a
+/// sound file has bytes of its own there (at least a 512-byte sector, a few dozen after
+/// host compression); a run costs about a hundred bytes here, so the runs' memory stays
+/// a small multiple of the file's.
+constexpr std::uint64_t kHeldBytesPerHostExtent = 64;
+
+/// Throws Error(Corrupt) when `layer` already has more host extents than `file` can back.
+/// Messages name the file of a parent layer; the top layer's is the image's own name.
+void check_host_extents(const LayerFile& file, const Layer& layer) {
+    const std::uint64_t held = file.held_bytes();
+    const std::uint64_t limit = kFreeHostExtents + held / kHeldBytesPerHostExtent;
+    if (layer.host_extents.size() <= limit) return;
+    throw Error(ErrorKind::Corrupt,
+                (layer.depth == 0 ? std::string() : file.path() + ": ") + "the layer maps to more than " +
+                    std::to_string(limit) + " separately stored runs of data, more than the " +
+                    std::to_string(held) + " bytes its files hold on the host can back (its tables share or invent data)");
+}
+
 Layer map_layer(const LayerFile& file, int depth) {
     Layer layer;
     layer.depth = depth;
@@ -25,8 +45,10 @@ Layer map_layer(const LayerFile& file, int depth) {
         const auto range = ByteSet::interval_type::right_open(offset, end);
         if (m.state == Allocation::Data) {
             layer.allocated.add(layer.allocated.end(), range);
-            if (m.file_offset)
+            if (m.file_offset) {
                 append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
+                check_host_extents(file, layer);
+            }
         } else if (m.state == Allocation::Zero) {
             layer.zero.add(layer.zero.end(), range);
         }

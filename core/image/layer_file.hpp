@@ -86,6 +86,11 @@ public:
     /// The parent this layer needs, if it is a differencing or backed layer.
     [[nodiscard]] virtual std::optional<ParentLink> parent() const = 0;
 
+    /// Bytes the layer's files really hold (ByteSource::held_bytes summed over them). A
+    /// layer whose map() reports far more separately placed runs than these bytes could
+    /// hold is refused when it is mapped (ChainImage), before its runs exhaust memory.
+    [[nodiscard]] virtual std::uint64_t held_bytes() const = 0;
+
     /// The identity a child's ParentLink::expected_identities is compared with (VHD footer
     /// unique id, VHDX DataWriteGuid, VMDK CID as lower-case hex), if the format has one.
     [[nodiscard]] virtual std::optional<std::string> identity() const { return std::nullopt; }

@@ -66,6 +66,24 @@ Qcow2Layer::Qcow2Layer(HostFile file) : file_(std::move(file)), header_(read_qco
     l1_.resize(static_cast<std::size_t>(header_.l1_entries));
     for (std::size_t i = 0; i < l1_.size(); ++i)
         l1_[i] = decode_qcow2_l1(header_, qcow2_load_be(raw.data() + i * 8, 8), i, file_.size());
+    refuse_shared_l2_tables();
+}
+
+void Qcow2Layer::refuse_shared_l2_tables() const {
+    // An L2 table belongs to one L1 entry of the active table (qemu-img check counts a
+    // second reference as a refcount error). A file whose entries share one table would
+    // describe a disk far larger than the entries it holds, and every guest range the
+    // shared table covers again costs memory when the layer is mapped: refused here, in
+    // O(L1 entries), before anything is mapped.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> tables;  // (file offset, L1 index)
+    for (std::size_t i = 0; i < l1_.size(); ++i)
+        if (l1_[i] != 0) tables.emplace_back(l1_[i], i);
+    std::sort(tables.begin(), tables.end());
+    for (std::size_t i = 1; i < tables.size(); ++i)
+        if (tables[i].first == tables[i - 1].first)
+            throw Error(ErrorKind::Corrupt, "qcow2: L1 entries " + std::to_string(tables[i - 1].second) + " and " +
+                                                std::to_string(tables[i].second) + " both point at the L2 table at offset " +
+                                                std::to_string(tables[i].first));
 }
 
 std::shared_ptr<const Qcow2Layer::L2Table> Qcow2Layer::l2_table(std::uint64_t l1_index) const {

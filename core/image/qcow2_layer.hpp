@@ -49,6 +49,7 @@ public:
     /// The backing file: an absolute name as recorded, a relative one resolved against the
     /// directory of this file's path as given (qemu's rule). qcow2 records no parent identity.
     [[nodiscard]] std::optional<ParentLink> parent() const override;
+    [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
 
     /// The validated header (dirty flag, backing format, cluster geometry).
     [[nodiscard]] const Qcow2Header& header() const { return header_; }
@@ -66,6 +67,8 @@ private:
         std::uint64_t host = 0;  ///< file offset of `start` for uncompressed data
     };
 
+    /// Throws Error(Corrupt) when two L1 entries point at the same L2 table.
+    void refuse_shared_l2_tables() const;
     [[nodiscard]] std::shared_ptr<const L2Table> l2_table(std::uint64_t l1_index) const;
     [[nodiscard]] Qcow2Cluster cluster_at(const L2Table* table, std::uint64_t cluster_index) const;
     [[nodiscard]] Run compute_run(std::uint64_t granule) const;

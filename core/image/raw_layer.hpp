@@ -11,7 +11,8 @@ namespace guestfrag {
 class RawLayer final : public LayerFile {
 public:
     /// Reads `source` (non-null) as a raw disk; throws like RawImage(source).
-    explicit RawLayer(std::shared_ptr<const ByteSource> source) : image_(std::move(source)) {}
+    explicit RawLayer(std::shared_ptr<const ByteSource> source)
+        : held_(source ? source->held_bytes() : 0), image_(std::move(source)) {}
 
     [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return image_.path(); }
@@ -20,8 +21,10 @@ public:
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
     void read(std::uint64_t offset, std::span<std::byte> out) const override { image_.read(offset, out); }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return std::nullopt; }
+    [[nodiscard]] std::uint64_t held_bytes() const override { return held_; }
 
 private:
+    std::uint64_t held_;
     RawImage image_;
 };
 

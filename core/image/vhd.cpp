@@ -100,6 +100,7 @@ public:
         return footer_.disk_type == vhd::DiskType::Fixed ? kSectorSize : block_size_;
     }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return parent_; }
+    [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
     [[nodiscard]] std::optional<std::string> identity() const override {
         return vhd::guid_text(footer_.unique_id);
     }

@@ -64,6 +64,7 @@ public:
     /// parent_linkage2 (if any); the format is vhdx.
     [[nodiscard]] std::optional<ParentLink> parent() const override;
     [[nodiscard]] std::optional<std::string> identity() const override { return header_.data_write_guid.text(); }
+    [[nodiscard]] std::uint64_t held_bytes() const override { return file_.held_bytes(); }
 
     [[nodiscard]] const vhdx::Header& header() const { return header_; }
     [[nodiscard]] const vhdx::Metadata& metadata() const { return meta_; }

@@ -69,6 +69,10 @@ public:
     [[nodiscard]] const std::string& path() const { return file_.path(); }
     [[nodiscard]] std::uint64_t size() const { return replay_.file_size; }
     [[nodiscard]] std::size_t replayed_entries() const { return replay_.entries; }
+    /// What the host file holds plus any length the log adds to it.
+    [[nodiscard]] std::uint64_t held_bytes() const {
+        return file_.source().held_bytes() + (size() > file_.size() ? size() - file_.size() : 0);
+    }
 
     /// Reads exactly out.size() bytes at `offset`; a range past size() throws
     /// Error(Corrupt, "<what> at offset N lies past the end of the file (S bytes)").

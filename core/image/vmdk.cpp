@@ -8,6 +8,7 @@
 #include <array>
 #include <cctype>
 #include <filesystem>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/image/host_file.hpp"
@@ -95,16 +96,45 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
     return vmdk_parent(std::move(link));
 }
 
-/// Opens an extent file named in a descriptor, naming the extent when it is missing.
-HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
-                          const SourceOpener& opener) {
+/// The path of an extent file named in a descriptor; throws Error(NotFound) naming the
+/// extent when it is missing.
+std::string find_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+                             const SourceOpener& opener) {
     const std::vector<std::string> paths = candidates_for(line.file, dir);
     for (const std::string& path : paths)
-        if (opener.exists(path)) return HostFile(opener.open(path));
+        if (opener.exists(path)) return path;
     std::string tried;
     for (const std::string& path : paths) tried += (tried.empty() ? "" : ", ") + path;
     throw Error(ErrorKind::NotFound,
                 "extent " + std::to_string(index + 1) + " file not found: " + line.file + " (looked for " + tried + ")");
+}
+
+HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+                          const SourceOpener& opener) {
+    return HostFile(opener.open(find_extent_file(line, index, dir, opener)));
+}
+
+bool is_sparse(VmdkExtentType type) {
+    return type == VmdkExtentType::Sparse || type == VmdkExtentType::VmfsSparse || type == VmdkExtentType::SeSparse;
+}
+
+/// A sparse extent file describes one extent from its own start: two lines naming the
+/// same one would show its grains twice, and thousands of such lines would turn one small
+/// file into as many extents, each with its own tables and caches. VMware never writes
+/// that; refused (by the files' identities, so "x.vmdk" and "./x.vmdk" are one file)
+/// before any extent is opened.
+void refuse_repeated_sparse_files(const VmdkDescriptor& d, const fs::path& dir, const SourceOpener& opener) {
+    std::map<std::string, std::size_t> first_line;  // file identity → extent index
+    for (std::size_t i = 0; i < d.extents.size(); ++i) {
+        const VmdkExtentLine& line = d.extents[i];
+        if (!is_sparse(line.type) || line.access == VmdkAccess::NoAccess) continue;
+        const std::string identity = opener.identity(find_extent_file(line, i, dir, opener));
+        const auto [it, added] = first_line.emplace(identity, i);
+        if (!added)
+            throw Error(ErrorKind::Corrupt, "vmdk: extents " + std::to_string(it->second + 1) + " and " +
+                                                std::to_string(i + 1) + " both name the sparse extent file " +
+                                                line.file + " (a sparse extent file holds one extent)");
+    }
 }
 
 std::unique_ptr<VmdkExtent> open_sparse(HostFile file) {
@@ -186,6 +216,7 @@ std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const H
                                                 " sectors in all exceed the 64 TiB limit");
 
     const fs::path dir = directory_of(path);
+    refuse_repeated_sparse_files(d, dir, opener);
     auto parent = parent_from_descriptor(d, dir);
     std::vector<VmdkLayer::Placed> extents;
     std::uint64_t start = 0;

@@ -75,6 +75,7 @@ VmdkCowdExtent::VmdkCowdExtent(HostFile file, const VmdkCowdHeader& header)
     directory_.resize(static_cast<std::size_t>(entries));
     for (std::size_t i = 0; i < directory_.size(); ++i)
         directory_[i] = static_cast<std::uint32_t>(vmdk_le(raw, i * 4, 4));
+    refuse_shared_tables({directory_.begin(), directory_.end()});
 }
 
 std::shared_ptr<const VmdkGrainTable> VmdkCowdExtent::load_table(std::uint64_t table) const {

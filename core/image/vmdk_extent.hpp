@@ -53,6 +53,9 @@ public:
     /// Error(Corrupt) for compressed data that does not inflate.
     virtual void read(std::uint64_t offset, std::span<std::byte> out) const = 0;
 
+    /// Bytes its file really holds (ByteSource::held_bytes); 0 for ZERO extents.
+    [[nodiscard]] virtual std::uint64_t held_bytes() const = 0;
+
     /// Short name of the extent kind for messages and tests ("flat", "zero", "sparse",
     /// "stream-optimized sparse", "cowd", "sesparse").
     [[nodiscard]] virtual std::string kind() const = 0;

@@ -24,6 +24,7 @@ public:
     [[nodiscard]] std::uint64_t size() const override { return size_; }
     [[nodiscard]] std::uint64_t granule() const override { return granule_; }
     [[nodiscard]] std::uint64_t file_start() const override { return file_start_; }
+    [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
     [[nodiscard]] std::string kind() const override { return "flat"; }
@@ -50,6 +51,7 @@ public:
         return {Allocation::Zero, size_ - offset, std::nullopt};
     }
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
+    [[nodiscard]] std::uint64_t held_bytes() const override { return 0; }
     [[nodiscard]] std::string kind() const override { return "zero"; }
 
 private:

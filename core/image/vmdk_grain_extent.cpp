@@ -48,6 +48,20 @@ void VmdkGrainExtent::inflate_grain(std::uint64_t, std::uint64_t, std::span<std:
     throw Error(ErrorKind::Internal, "compressed grain in an extent without compression");
 }
 
+void VmdkGrainExtent::refuse_shared_tables(const std::vector<std::uint64_t>& tables) {
+    std::vector<std::uint64_t> order(tables.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::erase_if(order, [&](std::uint64_t i) { return tables[i] == 0; });
+    std::sort(order.begin(), order.end(), [&](std::uint64_t a, std::uint64_t b) {
+        return tables[a] != tables[b] ? tables[a] < tables[b] : a < b;
+    });
+    for (std::size_t k = 1; k < order.size(); ++k)
+        if (tables[order[k]] == tables[order[k - 1]])
+            throw Error(ErrorKind::Corrupt, "grain directory entries " + std::to_string(order[k - 1]) + " and " +
+                                                std::to_string(order[k]) + " both refer to the grain table " +
+                                                std::to_string(tables[order[k]]));
+}
+
 void VmdkGrainExtent::check_stored_grain(std::uint64_t table, std::uint64_t entry, std::uint64_t grain,
                                          std::uint64_t offset, std::uint64_t metadata_end) const {
     const auto where = [&] {

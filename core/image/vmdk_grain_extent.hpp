@@ -40,6 +40,7 @@ class VmdkGrainExtent : public VmdkExtent {
 public:
     [[nodiscard]] std::uint64_t size() const override { return size_; }
     [[nodiscard]] std::uint64_t granule() const override { return grain_bytes_; }
+    [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
     /// One call examines at most kMapBudget entries (a missing table counts as one), so a
     /// huge empty extent maps in a few calls each of bounded cost.
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
@@ -82,6 +83,13 @@ protected:
     /// table `table`), lies inside the file and after `metadata_end` (the header).
     void check_stored_grain(std::uint64_t table, std::uint64_t entry, std::uint64_t grain, std::uint64_t offset,
                             std::uint64_t metadata_end) const;
+
+    /// Throws Error(Corrupt) when two grain directory entries refer to the same grain
+    /// table. `tables[i]` is entry i's reference as the format writes it, 0 for an entry
+    /// without a table of its own. A table belongs to one entry; a directory whose
+    /// entries share one describes far more grains than the file holds, and each copy
+    /// costs memory when the extent is mapped. O(entries), called once when opening.
+    static void refuse_shared_tables(const std::vector<std::uint64_t>& tables);
 
 private:
     using Inflated = std::vector<std::byte>;

@@ -93,6 +93,12 @@ void VmdkLayer::read(std::uint64_t offset, std::span<std::byte> out) const {
     }
 }
 
+std::uint64_t VmdkLayer::held_bytes() const {
+    std::uint64_t total = 0;
+    for (const Placed& p : extents_) total += p.extent->held_bytes();
+    return total;
+}
+
 std::optional<std::string> VmdkLayer::identity() const {
     if (!descriptor_ || !descriptor_->cid) return std::nullopt;
     return vmdk_cid_text(*descriptor_->cid);

@@ -46,6 +46,9 @@ public:
     [[nodiscard]] std::optional<ParentLink> parent() const override { return parent_; }
     /// The descriptor's CID as 8 lower-case hex digits; none without a descriptor.
     [[nodiscard]] std::optional<std::string> identity() const override;
+    /// The sum over the extents: each names a file of its own (open_vmdk refuses a
+    /// sparse extent file named twice).
+    [[nodiscard]] std::uint64_t held_bytes() const override;
 
     /// The descriptor (separate file or embedded), if the disk has one.
     [[nodiscard]] const std::optional<VmdkDescriptor>& descriptor() const noexcept { return descriptor_; }

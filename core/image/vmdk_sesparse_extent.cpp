@@ -107,6 +107,11 @@ VmdkSeSparseExtent::VmdkSeSparseExtent(HostFile file, const VmdkSeSparseHeader& 
     this->file().read_exact(header_.grain_dir_offset * kVmdkSectorSize, raw, "sesparse grain directory");
     directory_.resize(static_cast<std::size_t>(entries));
     for (std::size_t i = 0; i < directory_.size(); ++i) directory_[i] = vmdk_le(raw, i * 8, 8);
+    // Other entry types name no table; load_table refuses them when they are reached.
+    std::vector<std::uint64_t> tables(directory_.size());
+    for (std::size_t i = 0; i < tables.size(); ++i)
+        tables[i] = (directory_[i] >> 32) == kGdeAllocated ? directory_[i] : 0;
+    refuse_shared_tables(tables);
 }
 
 std::shared_ptr<const VmdkGrainTable> VmdkSeSparseExtent::load_table(std::uint64_t table) const {

@@ -151,6 +151,11 @@ VmdkSparseExtent::VmdkSparseExtent(HostFile file, const VmdkSparseHeader& header
     directory_.resize(static_cast<std::size_t>(entries));
     for (std::size_t i = 0; i < directory_.size(); ++i)
         directory_[i] = static_cast<std::uint32_t>(vmdk_le(raw, i * 4, 4));
+    // With zeroed-grain entries, 1 stands for a table of zeroed grains, not a table.
+    const std::uint32_t own_table = header_.zeroed_grain_gte() ? 2 : 1;
+    std::vector<std::uint64_t> tables(directory_.size());
+    for (std::size_t i = 0; i < tables.size(); ++i) tables[i] = directory_[i] >= own_table ? directory_[i] : 0;
+    refuse_shared_tables(tables);
 }
 
 std::string VmdkSparseExtent::kind() const { return header_.compressed() ? "stream-optimized sparse" : "sparse"; }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,9 +55,11 @@ CommandResult run(const std::vector<std::string>& argv) {
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot run " + argv[0]);
     int status = 0;
-    waitpid(pid, &status, 0);
+    struct rusage usage {};
+    if (wait4(pid, &status, 0, &usage) != pid) throw std::runtime_error("cannot wait for " + argv[0]);
     CommandResult result;
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.peak_rss_kib = usage.ru_maxrss;
     result.out = slurp(out);
     result.err = slurp(err);
     fs::remove(out);

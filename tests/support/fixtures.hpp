@@ -42,6 +42,8 @@ struct CommandResult {
     int status = -1;  ///< exit status, or 128 + signal
     std::string out;
     std::string err;
+    /// The child's peak resident set size in KiB (wait4's ru_maxrss), for memory bounds.
+    long peak_rss_kib = 0;
 };
 
 /// Runs argv[0] (looked up in PATH) with the given arguments, no shell, capturing output.
