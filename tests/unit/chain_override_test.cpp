@@ -219,6 +219,10 @@ TEST_CASE("a truncated fixed VHD is analysed as far as its data goes, with a war
     const Json doc = Json::parse(r.out);
     CHECK(doc["image"]["format"] == "vhd");
     CHECK(doc["image"]["virtual_size"] == present + 16 * MiB);
+    // The same warning in the document, on the layer it is about.
+    REQUIRE(doc["image"]["layers"][0]["warnings"].size() == 1);
+    CHECK(r.err == "guestfrag: warning: " + vhd.string() + ": " +
+                       doc["image"]["layers"][0]["warnings"][0].get<std::string>() + "\n");
 
     // The partitions and every file's extents are TSK's, reading the bytes present as raw.
     const auto disk = open_image(vhd.string());
@@ -261,6 +265,7 @@ TEST_CASE("--format overrides detection, and a wrong one is one line, exit 2", "
         const Json doc = Json::parse(r.out);
         CHECK(doc["image"]["format"] == "raw");
         CHECK(doc["image"]["virtual_size"] == fs::file_size(vhd));
+        CHECK(doc["image"]["layers"][0]["warnings"].empty());
         const auto detected = test::run_cli({"analyze", vhd.string(), "--json"});
         REQUIRE(detected.status == 0);
         CHECK(Json::parse(detected.out)["image"]["virtual_size"] == fs::file_size(raw));
