@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli/progress_meter.hpp"
+#include "core/error.hpp"
 #include "core/image/open_chain.hpp"
 
 namespace guestfrag::cli {
@@ -52,14 +53,25 @@ OpenOptions open_options(const ImageOptions& options) {
 
 OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
                                    std::optional<int> partition) {
-    // Opened first so that the warnings are out before an analysis that may fail because of
-    // what they warn about.
     std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
+    std::vector<std::string> warnings;
     for (const Layer& layer : disk->layers())
-        for (const std::string& warning : layer.warnings)
-            std::cerr << "guestfrag: warning: " << layer.path << ": " << warning << '\n';
-    ProgressMeter meter("reading MFT");
-    return analyze_opened(std::move(disk), partition, meter.progress());
+        for (const std::string& warning : layer.warnings) warnings.push_back(layer.path + ": " + warning);
+    OpenedImage opened;
+    try {
+        ProgressMeter meter("reading MFT");
+        opened = analyze_opened(std::move(disk), partition, meter.progress());
+    } catch (const Error& e) {
+        // What the warnings say is the likely cause (libntfs-3g reports a read past a
+        // truncated file's data as a bare I/O error): it goes into the one line of the
+        // failure rather than on a line of its own.
+        if (warnings.empty() || e.kind() == ErrorKind::Cancelled || e.kind() == ErrorKind::Internal) throw;
+        std::string reason = e.what();
+        for (const std::string& warning : warnings) reason += "; " + warning;
+        throw Error(e.kind(), reason);
+    }
+    for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
+    return opened;
 }
 
 }  // namespace guestfrag::cli

@@ -26,9 +26,10 @@ void add_image_options(CLI::App& cmd, ImageOptions& options);
 /// The OpenOptions the checked texts say.
 [[nodiscard]] OpenOptions open_options(const ImageOptions& options);
 
-/// Opens `image` as `options` say, prints each layer's warnings to stderr ("guestfrag:
-/// warning: LAYER: text") and analyses it (analyze_opened, with the "reading MFT" progress
-/// meter). Throws as open_and_analyze does.
+/// Opens `image` as `options` say and analyses it (analyze_opened, with the "reading MFT"
+/// progress meter), then prints each layer's warnings to stderr ("guestfrag: warning:
+/// LAYER: text"). Throws as open_and_analyze does; a failed analysis of an image with
+/// warnings has them appended to its message instead (one line on exit 2).
 [[nodiscard]] OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
                                                  std::optional<int> partition);
 

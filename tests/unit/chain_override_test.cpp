@@ -250,6 +250,23 @@ TEST_CASE("a truncated fixed VHD is analysed as far as its data goes, with a war
     CHECK(compared >= 100);
 }
 
+TEST_CASE("a fixed VHD cut inside its volume fails in one line that says why", "[cli][vhd]") {
+    const fs::path raw = test::generated_image("chain-ntfs", small_msdos());
+    const test::WorkDir dir("vhd-cut-short");
+    const fs::path vhd = dir / "short.vhd";
+    // 4 MiB of the 32: the volume's boot sector is there, its MFT mirror and most else not.
+    fs::copy_file(raw, vhd);
+    fs::resize_file(vhd, 4 * MiB);
+    test::append_fixed_vhd_footer(vhd, fs::file_size(raw));
+    const auto r = test::run_cli({"analyze", vhd.string()});
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.rfind("guestfrag: error: " + vhd.string() + ": ", 0) == 0);
+    CHECK(contains(r.err, "; " + vhd.string() + ": fixed vhd is truncated: its footer says 33554432 bytes of data, "
+                                               "the file holds 4194304"));
+}
+
 TEST_CASE("--format overrides detection, and a wrong one is one line, exit 2", "[cli][image][detect]") {
     test::require_tools({"qemu-img"});
     const fs::path raw = test::generated_image("chain-ntfs", small_msdos());
