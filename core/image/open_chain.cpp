@@ -141,9 +141,10 @@ void check_parent(const LayerFile& parent, const std::string& path, const Parent
     const auto id = parent.identity();
     if (id && !ids.empty()) {
         if (std::find(ids.begin(), ids.end(), *id) == ids.end())
-            throw Error(ErrorKind::Corrupt, "parent " + path + " (depth " + std::to_string(depth) +
-                                                ") is not the one " + child.path() + " was made from (expected id " +
-                                                join_ids(ids) + ", found " + *id + ")");
+            throw Error(ErrorKind::Corrupt, (given != nullptr ? "--parent " + given->text() : "parent " + path) +
+                                                " (depth " + std::to_string(depth) + ") is not the one " +
+                                                child.path() + " was made from (expected id " + join_ids(ids) +
+                                                ", found " + *id + ")");
         return;
     }
     if (given == nullptr) return;

@@ -195,7 +195,8 @@ TEST_CASE("a given VHD parent is checked by the unique id its child records", "[
     std::string message;
     CHECK(kind_of([&] { (void)open_chain((dir / "child.vhd").string(), {{1, {}, (dir / "b.vhd").string()}}); },
                   &message) == ErrorKind::Corrupt);
-    CHECK(contains(message, "is not the one " + (dir / "child.vhd").string() + " was made from"));
+    CHECK(contains(message, "--parent 1=" + (dir / "b.vhd").string() + " (depth 1) is not the one " +
+                                (dir / "child.vhd").string() + " was made from"));
     CHECK(contains(message, "(expected id "));
 }
 
