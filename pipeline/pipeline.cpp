@@ -16,9 +16,9 @@ PlanIdentity identity_of(const OpenedImage& opened, const VolumeMap& volume) {
 
 }  // namespace
 
-OpenedImage open_and_analyze(const std::string& path, const std::vector<std::string>& parents,
-                             std::optional<int> partition, const Progress& progress) {
-    return analyze_opened(open_image(path, parents), partition, progress);
+OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options, std::optional<int> partition,
+                             const Progress& progress) {
+    return analyze_opened(open_image(path, options), partition, progress);
 }
 
 OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition,

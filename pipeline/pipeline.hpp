@@ -15,6 +15,7 @@
 #include "analyzers/analysis.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/image/open_image.hpp"
 #include "core/impact/impact.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
@@ -30,11 +31,11 @@ struct OpenedImage {
     std::shared_ptr<const ImageAnalysis> analysis;
 };
 
-/// Opens the image at `path` (with `parents` overriding recorded parents, as open_image
-/// takes them) and analyses every NTFS volume, or only partition `partition`.
+/// Opens the image at `path` (with `options`: a forced format, parents given instead of the
+/// recorded ones; see open_image) and analyses every NTFS volume, or only partition `partition`.
 /// Throws Error as open_image and analyze_image do (Cancelled from `progress`, which counts
 /// MFT records). Cost: reads the partition table and every MFT of the volumes analysed.
-[[nodiscard]] OpenedImage open_and_analyze(const std::string& path, const std::vector<std::string>& parents = {},
+[[nodiscard]] OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options = {},
                                            std::optional<int> partition = {}, const Progress& progress = {});
 
 /// analyze_image over an image the caller opened itself (e.g. behind a ThrottledImage);

@@ -13,6 +13,7 @@ Json layer_json(const Layer& layer, const HostLayout& host) {
             {"granule_size", layer.granule_size},
             {"growth_unit", layer.growth_granule()},
             {"allocated_bytes", layer.allocated_bytes()},
+            {"warnings", layer.warnings},
             {"host", host_layout_json(host)}};
 }
 

@@ -7,7 +7,7 @@
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
-#include "app/cli/progress_meter.hpp"
+#include "app/cli/image_options.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
@@ -19,7 +19,7 @@ void add_analyze_command(CLI::App& app) {
         bool json = false;
         bool files = false;
         std::size_t top = 10;
-        std::vector<std::string> parents;
+        ImageOptions image_options;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
@@ -28,15 +28,11 @@ void add_analyze_command(CLI::App& app) {
     cmd->add_flag("--json", opts->json, "Print the guestfrag.analysis.v1 JSON document");
     cmd->add_flag("--files", opts->files,
                   "List every stream with its extents (JSON) or every fragmented file (text)");
-    cmd->add_option("--parent", opts->parents,
-                    "Parent (backing) image for the layer at depth 1, 2, ... when it moved or is missing");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
-            const OpenedImage opened = [&] {
-                ProgressMeter meter("reading MFT");
-                return open_and_analyze(opts->image, opts->parents, opts->partition, meter.progress());
-            }();
+            const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, opts->partition);
             if (opts->json)
                 std::cout << analysis_to_json(*opened.analysis, opts->files).dump(2) << '\n';
             else

@@ -15,7 +15,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
-#include "app/cli/progress_meter.hpp"
+#include "app/cli/image_options.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
 #include "core/plan/plan_io.hpp"
@@ -133,7 +133,7 @@ void add_estimate_command(CLI::App& app) {
         std::string workload = "scan";
         std::string max_io = "1MiB";
         std::optional<int> partition;
-        std::vector<std::string> parents;
+        ImageOptions image_options;
         bool json = false;
     };
     auto opts = std::make_shared<Options>();
@@ -155,8 +155,7 @@ void add_estimate_command(CLI::App& app) {
         ->check(max_io_validator())
         ->capture_default_str();
     cmd->add_option("--partition", opts->partition, "Estimate only this partition number");
-    cmd->add_option("--parent", opts->parents,
-                    "Parent (backing) image for the layer at depth 1, 2, ... when it moved or is missing");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.estimate.v1 JSON document");
 
     cmd->callback([opts] {
@@ -181,10 +180,7 @@ void add_estimate_command(CLI::App& app) {
         shown.workload = workload;
         shown.max_io = max_io;
         on_behalf_of(opts->image, [&] {
-            const OpenedImage opened = [&] {
-                ProgressMeter meter("reading MFT");
-                return open_and_analyze(opts->image, opts->parents, partition, meter.progress());
-            }();
+            const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, partition);
             const DeviceModels models;
             for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
                 std::optional<PlannedVolume> planned;

@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/image_options.hpp"
 #include "app/cli/impact_json.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/progress_meter.hpp"
@@ -27,7 +28,7 @@ struct Options {
     std::string snapshot_granule;
     std::string granule;
     std::string read_rate;
-    std::vector<std::string> parents;
+    ImageOptions image_options;
     bool deep = false;
     bool json = false;
 };
@@ -55,10 +56,7 @@ void run(const Options& opts) {
     options.read_rate = rate_option(opts.read_rate);
 
     on_behalf_of(opts.image, [&] {
-        const OpenedImage opened = [&] {
-            ProgressMeter meter("reading MFT");
-            return open_and_analyze(opts.image, opts.parents, plan.identity.partition, meter.progress());
-        }();
+        const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, plan.identity.partition);
         Impact impact;
         on_behalf_of(opts.plan, [&] {
             ProgressMeter meter("hashing chunks");
@@ -95,7 +93,7 @@ void add_impact_command(CLI::App& app) {
     cmd->add_option("--granule", opts->granule,
                     "Granule of growth and reclaimable figures (default: the plan's)")
         ->check(size_check());
-    cmd->add_option("--parent", opts->parents, "Parent (backing) image for the layer at depth 1, 2, ...");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.impact.v1 JSON document");
     cmd->callback([opts] { run(*opts); });
 }

@@ -11,6 +11,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/image_options.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
@@ -31,7 +32,7 @@ struct Options {
     std::string max_moved;
     std::string granule;
     std::vector<std::string> exclude;
-    std::vector<std::string> parents;
+    ImageOptions image_options;
     std::string output;
     bool json = false;
     std::string check;
@@ -64,10 +65,7 @@ void run(const Options& opts) {
     if (checked && !partition) partition = checked->identity.partition;
 
     on_behalf_of(opts.image, [&] {
-        const OpenedImage opened = [&] {
-            ProgressMeter meter("reading MFT");
-            return open_and_analyze(opts.image, opts.parents, partition, meter.progress());
-        }();
+        const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, partition);
         const std::size_t volume = choose_volume(*opened.analysis, opts.image);
         const VolumeMap& map = opened.analysis->volumes[volume].map;
         const std::optional<std::uint64_t> granule = size_option(opts.granule);
@@ -121,7 +119,7 @@ void add_plan_command(CLI::App& app) {
                     "Allocation granule for growth, reclaimable space and shrink (default: the top layer's)")
         ->check(size_check());
     cmd->add_option("--exclude", opts->exclude, "Never move files whose path matches this glob (repeatable)");
-    cmd->add_option("--parent", opts->parents, "Parent (backing) image for the layer at depth 1, 2, ...");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
     cmd->add_option("--check", opts->check,

@@ -12,6 +12,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/image_options.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
@@ -36,7 +37,7 @@ void add_report_command(CLI::App& app) {
         std::string image;
         std::optional<std::string> strategy;
         std::optional<int> partition;
-        std::vector<std::string> parents;
+        ImageOptions image_options;
         std::string workload = "scan";
         std::size_t top = 10;
     };
@@ -48,17 +49,14 @@ void add_report_command(CLI::App& app) {
                     strategy_choices() + " (default: chosen from the image's layers)")
         ->check(strategy_check());
     cmd->add_option("--partition", opts->partition, "Report only this partition number");
-    cmd->add_option("--parent", opts->parents, "Parent (backing) image for the layer at depth 1, 2, ...");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_option("--workload", opts->workload, "Workload of the IO estimate (see `estimate`)")
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list")->capture_default_str();
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
             const Workload workload = parse_workload(opts->workload);
-            const OpenedImage opened = [&] {
-                ProgressMeter meter("reading MFT");
-                return open_and_analyze(opts->image, opts->parents, opts->partition, meter.progress());
-            }();
+            const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, opts->partition);
             const ImageAnalysis& analysis = *opened.analysis;
             print_analysis(std::cout, analysis, opts->top, false);
 

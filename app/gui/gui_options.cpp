@@ -20,7 +20,10 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
         } else if (a == "--version") {
             out.version = true;
         } else if (a == "--parent") {
-            out.parents.push_back(value());
+            const std::string& text = value();
+            const auto parent = parse_parent_override(text);
+            if (!parent) throw std::invalid_argument("--parent: '" + text + "' is not PATH, DEPTH=PATH or NAME=PATH");
+            out.parents.push_back(*parent);
         } else if (a == "--strategy") {
             out.strategy = value();
             if (!parse_strategy(*out.strategy))
@@ -49,14 +52,15 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
 }
 
 std::string gui_usage() {
-    return "Usage: guestfrag-gui [IMAGE] [--parent PATH]... [--strategy S]\n"
+    return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S]\n"
            "       guestfrag-gui IMAGE --screenshot FILE.png [--strategy S] [--tab T] [--map M]\n"
            "\n"
            "Desktop viewer of guestfrag: cluster map, files, plan, IO histograms and storage\n"
            "warnings of a Windows guest disk image. Nothing is ever written to the image.\n"
            "\n"
            "  IMAGE              raw, VMDK, VHD, VHDX or qcow2 disk image to open\n"
-           "  --parent PATH      parent (backing) image for the layer at depth 1, 2, ...\n"
+           "  --parent [DEPTH=|NAME=]PATH  a moved or missing parent: of the layer at DEPTH, of the\n"
+           "                     name its child records, or (a bare PATH) the image's own parent\n"
            "  --strategy S       " + strategy_choices() + " (default: the one\n"
            "                     `guestfrag report` recommends for the disk)\n"
            "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"

@@ -5,13 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "core/image/open_chain.hpp"
+
 namespace guestfrag::gui {
 
 /// The command line of guestfrag-gui. Parsed before any Qt object exists, so that --help,
 /// --version and usage errors work without a display.
 struct GuiOptions {
     std::optional<std::string> image;
-    std::vector<std::string> parents;
+    std::vector<ParentOverride> parents;  ///< --parent, as the CLI reads it
     std::optional<std::string> strategy;    ///< defrag, consolidate, thin-safe, shrink
     std::optional<std::string> screenshot;  ///< PNG to write, then exit
     std::string tab = "files";              ///< tab shown first: files, histograms, warnings

@@ -275,7 +275,7 @@ void MainWindow::choose_image() {
     if (!path.isEmpty()) open_image(path);
 }
 
-void MainWindow::open_image(const QString& path, const std::vector<std::string>& parents) {
+void MainWindow::open_image(const QString& path, const std::vector<ParentOverride>& parents) {
     image_path_ = path;
     parents_ = parents;
     opened_ = {};
@@ -302,7 +302,7 @@ void MainWindow::open_image(const QString& path, const std::vector<std::string>&
     job_->start<Opened>(
         [image, parents](const Progress& progress) {
             Opened out;
-            out.image = open_and_analyze(image, parents, std::nullopt, progress);
+            out.image = open_and_analyze(image, OpenOptions{{}, parents}, std::nullopt, progress);
             if (!out.image.analysis->volumes.empty()) out.first = volume_view(out.image, 0);
             return out;
         },
@@ -509,10 +509,10 @@ bool MainWindow::offer_parent(const Error& error) {
     if (answer != QMessageBox::Open) return false;
     const QString parent = QFileDialog::getOpenFileName(this, tr("Parent image"), QFileInfo(image_path_).absolutePath());
     if (parent.isEmpty()) return false;
-    // The file replaces the parent at the missing depth; shallower ones keep what was given.
-    std::vector<std::string> parents = parents_;
-    parents.resize(std::max(parents.size(), missing->depth()));
-    parents[missing->depth() - 1] = parent.toStdString();
+    // The file is the parent at the missing depth, under the name its child records (so a
+    // renamed copy is taken); the parents given before keep their places.
+    std::vector<ParentOverride> parents = parents_;
+    parents.push_back({missing->depth(), missing->recorded(), parent.toStdString()});
     open_image(image_path_, parents);
     return true;
 }

@@ -9,6 +9,7 @@
 #include <QSize>
 
 #include "app/gui/session.hpp"
+#include "core/image/open_chain.hpp"
 #include "app/gui/volume_view.hpp"
 
 class QComboBox;
@@ -46,9 +47,9 @@ public:
     explicit MainWindow(bool interactive, QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Opens and analyses `path` (with `parents` for the layers at depth 1, 2, ...), then
-    /// plans its first volume with the plan panel's settings.
-    void open_image(const QString& path, const std::vector<std::string>& parents = {});
+    /// Opens and analyses `path` (with `parents` given instead of recorded ones, as
+    /// open_chain takes them), then plans its first volume with the plan panel's settings.
+    void open_image(const QString& path, const std::vector<ParentOverride>& parents = {});
     void set_strategy(const std::string& name);
     /// "files", "histograms" or "warnings".
     void set_tab(const std::string& name);
@@ -105,7 +106,7 @@ private:
 
     bool interactive_;
     QString image_path_;
-    std::vector<std::string> parents_;
+    std::vector<ParentOverride> parents_;
     OpenedImage opened_;
     std::optional<PlanResult> plan_;
     std::optional<MapCells> before_cells_;  ///< the chosen volume's cells, as analysed

@@ -37,6 +37,7 @@ Layer map_layer(const LayerFile& file, int depth) {
     layer.format = file.format();
     layer.granule_size = file.granule_size();
     layer.growth_unit = file.growth_unit();
+    layer.warnings = file.warnings();
     const std::uint64_t size = file.virtual_size();
     for (std::uint64_t offset = 0; offset < size;) {
         const Mapping m = file.map(offset);

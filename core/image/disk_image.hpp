@@ -82,6 +82,19 @@ static_assert(
     return std::nullopt;
 }
 
+/// Whether `info` is a family guestfrag reads, which a user may name to override detection
+/// (`--format`): raw, qcow2, vmdk, vhdx, vhd.
+[[nodiscard]] constexpr bool is_readable_family(const ImageFormatInfo& info) noexcept {
+    return info.family == info.format && !info.qemu_name.empty();
+}
+
+/// The readable family whose printed name is `name` ("raw", "qcow2", "vmdk", "vhd", "vhdx").
+[[nodiscard]] constexpr std::optional<ImageFormat> readable_family_from_name(std::string_view name) noexcept {
+    for (const ImageFormatInfo& info : image_formats)
+        if (is_readable_family(info) && info.name == name) return info.format;
+    return std::nullopt;
+}
+
 /// Byte ranges [lower, upper) of the virtual disk.
 using ByteSet = boost::icl::interval_set<std::uint64_t>;
 
@@ -112,6 +125,9 @@ struct Layer {
     /// (neighbours are never contiguous in both). Compressed data has no place and is
     /// missing, so these cover `allocated` less its compressed bytes.
     std::vector<HostExtent> host_extents;
+    /// What is wrong with the layer's file although it can be read (LayerFile::warnings),
+    /// one line each; front ends show them.
+    std::vector<std::string> warnings;
 
     [[nodiscard]] std::uint64_t allocated_bytes() const { return boost::icl::length(allocated); }
     /// growth_unit, or the granule for layers that do not set one.

@@ -49,6 +49,10 @@ struct ParentLink {
     std::vector<std::string> expected_identities;
 };
 
+/// The last component of a recorded parent name, Windows or POSIX (C:\vm\base.vhd →
+/// "base.vhd"): what a parent file is called wherever it was moved.
+[[nodiscard]] std::string recorded_file_name(const std::string& recorded);
+
 /// One file of a disk chain, read through its format's own allocation tables (qcow2
 /// L1/L2, VMDK grain tables, VHD/VHDX BAT and sector bitmaps). Immutable once opened and
 /// safe to use from several threads. Chains of LayerFiles become a DiskImage in
@@ -94,6 +98,10 @@ public:
     /// The identity a child's ParentLink::expected_identities is compared with (VHD footer
     /// unique id, VHDX DataWriteGuid, VMDK CID as lower-case hex), if the format has one.
     [[nodiscard]] virtual std::optional<std::string> identity() const { return std::nullopt; }
+
+    /// What is wrong with the file although the layer is read anyway (a truncated fixed
+    /// VHD), one lower-case line each; empty for an intact file.
+    [[nodiscard]] virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 class ByteSource;    // core/image/byte_source.hpp

@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/image/host_file.hpp"
+#include "core/image/layer_file.hpp"
 #include "core/image/open_chain.hpp"
 #include "core/image/raw_image.hpp"
 #include "core/image/source_opener.hpp"
@@ -60,28 +61,43 @@ ImageFormat sniff_format(const HostFile& file) {
 
 namespace {
 
-/// The image whose bytes `raw` reads: `raw` itself when the content is raw, else the
-/// chain of layers starting from the same source.
+/// The image whose bytes `raw` reads: `raw` itself when the content (or the forced format)
+/// is raw, else the chain of layers starting from the same source.
 std::unique_ptr<DiskImage> open_from(std::unique_ptr<RawImage> raw, const SourceOpener& opener,
-                                     const std::vector<std::string>& parents) {
-    if (sniff_format(HostFile(raw->source())) == ImageFormat::Raw) {
-        if (!parents.empty()) throw Error(ErrorKind::Unsupported, "a raw image has no parent; --parent does not apply");
+                                     const OpenOptions& options) {
+    const ImageFormat detected = sniff_format(HostFile(raw->source()));
+    const ImageFormat format = options.format.value_or(detected);
+    if (format == ImageFormat::Raw) {
+        if (!options.parents.empty())
+            throw Error(ErrorKind::Unsupported, "a raw image has no parent; --parent does not apply");
         return raw;
     }
-    return open_chain(raw->source(), opener, parents);
+    if (!options.format) return open_chain(raw->source(), opener, options.parents);
+    // A forced format is read by its reader whatever the content looks like (a fixed VHD
+    // whose guest disk starts with a qcow2 magic is detected as qcow2). When that reader
+    // refuses the content, the message says it was the user's choice.
+    std::unique_ptr<LayerFile> top;
+    try {
+        top = open_layer(raw->source(), format, opener);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Corrupt && e.kind() != ErrorKind::Unsupported) throw;
+        throw Error(e.kind(), "not a " + std::string(format_name(format)) + " image as --format says (its content is " +
+                                  std::string(format_name(detected)) + "): " + e.what());
+    }
+    return open_chain(std::move(top), opener, options.parents);
 }
 
 }  // namespace
 
-std::unique_ptr<DiskImage> open_image(const std::string& path, const std::vector<std::string>& parents) {
+std::unique_ptr<DiskImage> open_image(const std::string& path, const OpenOptions& options) {
     // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
     // into our error kinds, and when the content is raw it is the answer.
-    return open_from(std::make_unique<RawImage>(path), file_opener(), parents);
+    return open_from(std::make_unique<RawImage>(path), file_opener(), options);
 }
 
 std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,
-                                      const std::vector<std::string>& parents) {
-    return open_from(std::make_unique<RawImage>(opener.open(path)), opener, parents);
+                                      const OpenOptions& options) {
+    return open_from(std::make_unique<RawImage>(opener.open(path)), opener, options);
 }
 
 }  // namespace guestfrag

@@ -3,11 +3,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/image/disk_image.hpp"
+#include "core/image/open_chain.hpp"
 
 namespace guestfrag {
 
@@ -30,17 +32,28 @@ class SourceOpener;  // core/image/source_opener.hpp
 /// The format of an open `file` by its content. Throws Error(Io) when it cannot be read.
 [[nodiscard]] ImageFormat sniff_format(const HostFile& file);
 
-/// Opens a disk image read-only, choosing the reader from the file's content: raw files
-/// directly, container formats as a chain of layers resolved as the hypervisor would
-/// (`parents[i]` overrides the parent of the layer at depth i; see open_chain). The caller
-/// owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io).
-[[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path,
-                                                    const std::vector<std::string>& parents = {});
+/// How the user asks an image to be opened, when detection or the recorded parents are not
+/// to be taken as they are (`--format`, `--parent`).
+struct OpenOptions {
+    /// The top file's format family, used instead of detecting it: Raw reads the file as
+    /// the disk whatever it holds (a VHD's footer becomes the disk's last sector); a
+    /// container family reads it with that reader, and content that is not of the family
+    /// is refused. Parents are still opened as their children record them.
+    std::optional<ImageFormat> format;
+    std::vector<ParentOverride> parents;  ///< see open_chain
+};
+
+/// Opens a disk image read-only, choosing the reader from the file's content (or
+/// `options.format`): raw files directly, container formats as a chain of layers resolved as
+/// the hypervisor would, less the parents `options.parents` gives (see open_chain). The
+/// caller owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io); a parent
+/// given for a raw image is Unsupported, content that is not the forced format Corrupt.
+[[nodiscard]] std::unique_ptr<DiskImage> open_image(const std::string& path, const OpenOptions& options = {});
 
 /// The same with every file (the image, its extents and parents) opened through `opener`,
 /// e.g. a MemoryOpener holding a whole chain. Errors of opening `path` are the opener's
 /// (they name the path); the rest are as above.
 [[nodiscard]] std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,
-                                                    const std::vector<std::string>& parents = {});
+                                                    const OpenOptions& options = {});
 
 }  // namespace guestfrag

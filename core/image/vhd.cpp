@@ -80,11 +80,11 @@ public:
     explicit VhdLayer(HostFile file) : file_(std::move(file)) {
         footer_ = read_footer(file_, footer_offset_);
         if (footer_.disk_type == vhd::DiskType::Fixed) {
-            if (footer_.current_size > footer_offset_)
-                throw Error(ErrorKind::Corrupt,
-                            "vhd: fixed disk of " + std::to_string(footer_.current_size) +
-                                " bytes but only " + std::to_string(footer_offset_) +
-                                " bytes precede the footer; the file is probably truncated");
+            // A truncated copy (data cut short, footer appended again) is read as far as
+            // its data goes, as qemu reads it: what lies there (partitions, volumes) can
+            // be analysed. The missing bytes stay allocated, they are not zero on the
+            // disk the copy came from, so reading them fails rather than inventing zeros.
+            present_ = std::min(footer_.current_size, footer_offset_);
             return;
         }
         open_sparse();
@@ -104,13 +104,24 @@ public:
     [[nodiscard]] std::optional<std::string> identity() const override {
         return vhd::guid_text(footer_.unique_id);
     }
+    [[nodiscard]] std::vector<std::string> warnings() const override {
+        const std::uint64_t size = footer_.current_size;
+        if (footer_.disk_type != vhd::DiskType::Fixed || present_ == size) return {};
+        return {"fixed vhd is truncated: its footer says " + std::to_string(size) + " bytes of data, the file holds " +
+                std::to_string(present_) + "; the last " + std::to_string(size - present_) +
+                " bytes of the disk (from offset " + std::to_string(present_) +
+                ") are missing, and whatever needs them fails"};
+    }
 
     [[nodiscard]] Mapping map(std::uint64_t offset) const override {
         const std::uint64_t size = footer_.current_size;
         if (offset >= size)
             throw Error(ErrorKind::Internal,
                         "vhd: map at offset " + std::to_string(offset) + " past the end of the disk");
-        if (footer_.disk_type == vhd::DiskType::Fixed) return {Allocation::Data, size - offset, offset};
+        if (footer_.disk_type == vhd::DiskType::Fixed) {
+            if (offset < present_) return {Allocation::Data, present_ - offset, offset};
+            return {Allocation::Data, size - offset, std::nullopt};  // missing from the file
+        }
         return map_sparse(offset);
     }
 
@@ -121,6 +132,11 @@ public:
                                                 std::to_string(offset) + ", " + std::to_string(out.size()) +
                                                 " bytes)");
         if (footer_.disk_type == vhd::DiskType::Fixed) {
+            if (out.size() > present_ - std::min(offset, present_))
+                throw Error(ErrorKind::Corrupt, "vhd: the file is truncated: disk bytes " + std::to_string(offset) +
+                                                    " to " + std::to_string(offset + out.size()) +
+                                                    " are needed, but its data ends at " +
+                                                    std::to_string(present_));
             file_.read_exact(offset, out, "vhd data");
             return;
         }
@@ -284,6 +300,7 @@ private:
     HostFile file_;
     vhd::Footer footer_;
     std::uint64_t footer_offset_ = 0;  ///< where the footer at the end of the file starts
+    std::uint64_t present_ = 0;        ///< fixed disks: bytes of the disk the file holds (less when truncated)
     std::uint64_t block_size_ = 0;
     std::size_t bitmap_bytes_ = 0;            ///< bitmap bytes that describe one block's sectors
     std::uint64_t bitmap_size_ = 0;           ///< bitmap bytes stored before each block (whole sectors)

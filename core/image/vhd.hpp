@@ -16,7 +16,11 @@ namespace guestfrag {
 /// stored block).
 ///
 /// Allocation reported by map():
-///  - fixed: everything is Data at its own offset in the file; granule 512 bytes.
+///  - fixed: everything is Data at its own offset in the file; granule 512 bytes. A
+///    truncated fixed disk (fewer data bytes before the footer than its current size) is
+///    opened anyway, with a warning (warnings()) saying how many bytes are missing: its
+///    missing tail is still Data, without a file offset, and reading any of it throws
+///    Error(Corrupt), so only what needs the missing bytes fails.
 ///  - dynamic: a stored block is Data as a whole (its sector bitmap is ignored, as qemu
 ///    and Hyper-V read it), an absent block Unallocated; granule = block size (2 MiB
 ///    by default).
@@ -28,7 +32,7 @@ namespace guestfrag {
 /// 8-4-4-4-12 hex in file byte order; a differencing disk's parent() expects the same form.
 ///
 /// Throws Error(NotFound/Io) from opening the file, Error(Corrupt) for damaged or
-/// inconsistent structures (bad checksum, truncated file, table or block past the end of
+/// inconsistent structures (bad checksum, truncated dynamic file, table or block past the end of
 /// the file, overlapping blocks, absurd size), Error(Unsupported) for other disk types and
 /// versions.
 [[nodiscard]] std::unique_ptr<LayerFile> open_vhd(const std::string& path);

@@ -114,12 +114,6 @@ std::string to_host_separators(std::string path) {
     return path;
 }
 
-/// The last component of a Windows or POSIX path.
-std::string file_name(const std::string& path) {
-    const auto cut = path.find_last_of("\\/");
-    return cut == std::string::npos ? path : path.substr(cut + 1);
-}
-
 }  // namespace
 
 ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
@@ -144,7 +138,7 @@ ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
     // (written by Linux and macOS tools) may.
     if (!paths.absolute.empty() && paths.absolute.front() == '/') add(paths.absolute);
     for (const std::string* recorded : {&paths.absolute, &header.parent_name})
-        if (const std::string name = file_name(*recorded); !name.empty() && name != "." && name != "..")
+        if (const std::string name = recorded_file_name(*recorded); !name.empty() && name != "." && name != "..")
             add(in_child_dir(name));
 
     ParentLink link;

@@ -68,12 +68,6 @@ std::string to_host_separators(std::string path) {
     return path;
 }
 
-/// The last component of a Windows or POSIX path.
-std::string file_name(const std::string& path) {
-    const auto cut = path.find_last_of("\\/");
-    return cut == std::string::npos ? path : path.substr(cut + 1);
-}
-
 bool test_bit(const std::vector<std::uint64_t>& bits, std::uint64_t i) { return ((bits[i / 64] >> (i % 64)) & 1) != 0; }
 
 }  // namespace
@@ -347,7 +341,7 @@ std::optional<ParentLink> VhdxLayer::parent() const {
     // Disks moved together keep their names: try them beside the child.
     for (const std::string* recorded : {absolute, relative})
         if (recorded != nullptr)
-            if (const std::string name = file_name(*recorded); !name.empty() && name != "." && name != "..")
+            if (const std::string name = recorded_file_name(*recorded); !name.empty() && name != "." && name != "..")
                 add(in_child_dir(name));
 
     ParentLink link;

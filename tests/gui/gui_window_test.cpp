@@ -265,8 +265,9 @@ private slots:
         const QString reason = failed.takeFirst().at(1).toString();
         QVERIFY2(reason.startsWith(QStringLiteral("parent not found")) && reason.contains(QStringLiteral("moved-away-base.img")),
                  qPrintable(reason));
-        // What the parent dialog does once a file is picked: open again with it.
-        window.open_image(QString::fromStdString(child.string()), {image_path_.string()});
+        // What the parent dialog does once a file is picked: open again with it, as the parent
+        // at the missing depth under the name the child records (the file has another name).
+        window.open_image(QString::fromStdString(child.string()), {{1, "moved-away-base.img", image_path_.string()}});
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         QCOMPARE(window.opened().analysis->layers.size(), std::size_t{2});
         std::filesystem::remove(child);

@@ -105,6 +105,19 @@ std::vector<std::byte> make_footer(const VhdSpec& spec, std::uint64_t data_offse
 
 }  // namespace
 
+void append_fixed_vhd_footer(const fs::path& path, std::uint64_t virtual_size, const VhdGuid& unique_id) {
+    if (virtual_size % kSector != 0) throw std::runtime_error("size must be whole sectors");
+    VhdSpec spec;
+    spec.disk_type = 2;
+    spec.virtual_size = virtual_size;
+    spec.unique_id = unique_id;
+    // A fixed disk has no dynamic header: its data offset is all ones.
+    const std::vector<std::byte> footer = make_footer(spec, ~std::uint64_t{0});
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.write(reinterpret_cast<const char*>(footer.data()), static_cast<std::streamsize>(footer.size()));
+    if (!out) throw std::runtime_error("cannot append to " + path.string());
+}
+
 VhdLayout write_vhd(const fs::path& path, const VhdSpec& spec) {
     if (spec.locators.size() > 8) throw std::runtime_error("at most 8 locators");
     if (spec.virtual_size % kSector != 0) throw std::runtime_error("size must be whole sectors");

@@ -63,6 +63,13 @@ struct VhdLayout {
 /// std::runtime_error on I/O failure or a spec it cannot represent.
 VhdLayout write_vhd(const std::filesystem::path& path, const VhdSpec& spec);
 
+/// Makes the file at `path` a fixed VHD by appending a footer (disk type 2) whose current
+/// size is `virtual_size`: the file's bytes so far are the disk's data. A `virtual_size`
+/// larger than those bytes gives a truncated fixed disk. Throws std::runtime_error on I/O
+/// failure or a size that is not whole sectors.
+void append_fixed_vhd_footer(const std::filesystem::path& path, std::uint64_t virtual_size,
+                             const VhdGuid& unique_id = {});
+
 /// `text` (ASCII) as UTF-16 little-endian bytes, for W2ru/W2ku locators.
 std::vector<std::byte> vhd_utf16le(const std::string& text);
 

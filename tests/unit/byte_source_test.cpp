@@ -335,7 +335,7 @@ TEST_CASE("Raw disks read from memory", "[image][seam][raw]") {
         CHECK(image->path() == "mem/disk.raw");
         check_pattern(whole_disk(*image));
         std::string message;
-        CHECK(kind_of([&] { (void)open_image(files, "mem/disk.raw", {"mem/other"}); }, &message) ==
+        CHECK(kind_of([&] { (void)open_image(files, "mem/disk.raw", {std::nullopt, {{1, {}, "mem/other"}}}); }, &message) ==
               ErrorKind::Unsupported);
         CHECK(message == "a raw image has no parent; --parent does not apply");
     }
@@ -408,10 +408,12 @@ TEST_CASE("qcow2 chains open from memory", "[image][seam][qcow2]") {
         load(top_only, dir, {"top.qcow2"});
         std::string message;
         CHECK(kind_of([&] { (void)open_image(top_only, "mem/top.qcow2"); }, &message) == ErrorKind::NotFound);
-        CHECK(message == "parent not found: base.qcow2 (looked for mem/base.qcow2); give it with --parent");
+        CHECK(message ==
+              "parent not found: mem/top.qcow2 (depth 0) records parent base.qcow2 (looked for mem/base.qcow2); "
+              "give it with --parent 1=PATH");
         // --parent names a file of the same opener.
         top_only.add("elsewhere/renamed.qcow2", slurp(dir / "base.qcow2"));
-        const auto moved = open_chain(top_only.open("mem/top.qcow2"), top_only, {"elsewhere/renamed.qcow2"});
+        const auto moved = open_chain(top_only.open("mem/top.qcow2"), top_only, {{0, "base.qcow2", "elsewhere/renamed.qcow2"}});
         CHECK(moved->layers()[1].path == "elsewhere/renamed.qcow2");
         check_pattern(whole_disk(*moved));
     }

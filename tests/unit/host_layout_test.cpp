@@ -335,7 +335,7 @@ TEST_CASE("a VHD differencing layer: sector runs in blocks the file holds in rev
     child.reverse_block_order = true;
     const test::VhdLayout layout = test::write_vhd(dir / "child.vhd", child);
 
-    const auto disk = open_image((dir / "child.vhd").string(), {(dir / "base.vhd").string()});
+    const auto disk = open_image((dir / "child.vhd").string(), {std::nullopt, {{1, {}, (dir / "base.vhd").string()}}});
     const Layer& layer = disk->layers().front();
     CHECK(layer.granule_size == 512);
     CHECK(layer.growth_unit == 2 * M);

@@ -428,7 +428,7 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
         CHECK(kind_of([&] { (void)open_chain((dir / "top.qcow2").string()); }, &message) ==
               ErrorKind::NotFound);
         CHECK(message.find("base.qcow2") != std::string::npos);
-        const auto disk = open_chain((dir / "top.qcow2").string(), {(moved / "renamed.qcow2").string()});
+        const auto disk = open_chain((dir / "top.qcow2").string(), {{0, "base.qcow2", (moved / "renamed.qcow2").string()}});
         REQUIRE(disk->layers().size() == 2);
         CHECK(disk->layers()[1].path == (moved / "renamed.qcow2").string());
         // Same bytes as before the move.
@@ -442,7 +442,8 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
     SECTION("a missing grandparent says its depth, and --parent at that depth supplies it") {
         run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "top.qcow2", "-F", "qcow2",
                 (dir / "leaf.qcow2").string()});
-        fs::rename(base, dir / "moved.qcow2");
+        fs::create_directory(dir / "moved");
+        fs::rename(base, dir / "moved" / "base.qcow2");
         try {
             (void)open_chain((dir / "leaf.qcow2").string());
             FAIL("a chain without its base opened");
@@ -451,10 +452,10 @@ TEST_CASE("qcow2 parents: --parent override, missing backing file, loops", "[ima
             CHECK(e.depth() == 2);  // leaf (0) → top (1) → base (2)
             CHECK(e.recorded() == "base.qcow2");
         }
-        const auto disk = open_chain((dir / "leaf.qcow2").string(), {"", (dir / "moved.qcow2").string()});
+        const auto disk = open_chain((dir / "leaf.qcow2").string(), {{2, {}, (dir / "moved" / "base.qcow2").string()}});
         REQUIRE(disk->layers().size() == 3);
         CHECK(disk->layers()[1].path == (dir / "top.qcow2").string());
-        CHECK(disk->layers()[2].path == (dir / "moved.qcow2").string());
+        CHECK(disk->layers()[2].path == (dir / "moved" / "base.qcow2").string());
     }
     SECTION("a loop of two files") {
         run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", "b.qcow2", "-F", "qcow2", "-u",
@@ -521,7 +522,7 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
         // --parent replaces the path, and the recorded format still decides how it is read.
         const fs::path copy = dir / "copy.raw";
         fs::copy_file(base, copy);
-        const auto given = open_chain((dir / "child.qcow2").string(), {copy.string()});
+        const auto given = open_chain((dir / "child.qcow2").string(), {{0, "base.raw", copy.string()}});
         REQUIRE(given->layers().size() == 2);
         CHECK(format_name(given->layers()[1].format) == "raw");
         CHECK(given->size() == kDiskSize);
@@ -541,7 +542,7 @@ TEST_CASE("qcow2 parents are opened as their recorded backing format", "[image][
                            " is recorded as qcow2 but its content is raw") != std::string::npos);
         // --parent overrides the path, not the check.
         message.clear();
-        CHECK(kind_of([&] { (void)open_chain((dir / "child.qcow2").string(), {standard_raw(dir).string()}); },
+        CHECK(kind_of([&] { (void)open_chain((dir / "child.qcow2").string(), {{1, {}, standard_raw(dir).string()}}); },
                       &message) == ErrorKind::Corrupt);
         CHECK(message.find("is recorded as qcow2 but its content is raw") != std::string::npos);
     }

@@ -566,7 +566,7 @@ TEST_CASE("vhd parent locators are tried in Hyper-V's order", "[image][vhd][chai
         spec.locators = {{test::kVhdW2ku, test::vhd_utf16le("C:\\gone\\gone.vhd")}};
         spec.parent_name = "gone.vhd";
         test::write_vhd(child, spec);
-        const auto image = open_chain(child.string(), {parent.string()});
+        const auto image = open_chain(child.string(), {{1, {}, parent.string()}});
         CHECK(first_difference(read_all(*image), expected) == -1);
     }
 }
@@ -712,13 +712,31 @@ TEST_CASE("vhd refuses damaged and unsupported files", "[image][vhd][bad]") {
             CHECK(contains(message, "truncated"));
         }
     }
-    SECTION("fixed disk shorter than its size") {
+    SECTION("fixed disk shorter than its size: read as far as its data goes") {
         fs::copy_file(fixed, vhd, fs::copy_options::overwrite_existing);
         const std::uint64_t fixed_footer = fs::file_size(vhd) - 512;
         test::patch_be(vhd, fixed_footer + 48, size + kMiB, 8);
         test::vhd_fix_checksums(vhd);
-        CHECK(refused(vhd) == ErrorKind::Corrupt);
+        const auto image = open_chain(vhd.string());
+        CHECK(image->size() == size + kMiB);
+        REQUIRE(image->layers().front().warnings.size() == 1);
+        CHECK(contains(image->layers().front().warnings.front(),
+                       "the last 1048576 bytes of the disk (from offset " + std::to_string(fixed_footer) +
+                           ") are missing"));
+        // The fixed disk is allocated whole; its data lies in the file only up to the cut.
+        CHECK(image->layers().front().allocated_bytes() == size + kMiB);
+        REQUIRE(image->layers().front().host_extents.size() == 1);
+        CHECK(image->layers().front().host_extents.front().length == fixed_footer);
+        // The bytes present read as the source's; any read that needs a missing byte fails.
+        const Bytes source = slurp(raw);
+        Bytes present(fixed_footer);
+        image->read(0, present);
+        CHECK(std::equal(present.begin(), present.end(), source.begin()));
+        Bytes straddling(1024);
+        CHECK(kind_of([&] { image->read(fixed_footer - 512, straddling); }, &message) == ErrorKind::Corrupt);
         CHECK(contains(message, "truncated"));
+        Bytes past(512);
+        CHECK(kind_of([&] { image->read(size, past); }) == ErrorKind::Corrupt);
     }
     SECTION("absurd virtual size") {
         test::patch_be(vhd, footer + 48, 1ull << 50, 8);

@@ -352,7 +352,7 @@ TEST_CASE("vhdx: the Hyper-V differencing sample names its missing parent", "[vh
     test::VhdxWriter parent(spec);
     parent.write(0, pattern(0, 64 * KiB, 9));
     parent.save(dir / "parent.vhdx");
-    const auto image = open_chain(path.string(), {(dir / "parent.vhdx").string()});
+    const auto image = open_chain(path.string(), {{1, {}, (dir / "parent.vhdx").string()}});
     REQUIRE(image->layers().size() == 2);
     CHECK(image->layers()[0].allocated_bytes() == bits * 512);
     CHECK(image->layers()[0].zero.empty());
@@ -604,7 +604,7 @@ TEST_CASE("vhdx: parent resolution, missing parents, identity and loops", "[vhdx
         CHECK(kind_of([&] { (void)open_chain(child.string()); }, &message) == ErrorKind::NotFound);
         CHECK(message.find("C:\\VMs\\gone.vhdx") != std::string::npos);
         // --parent supplies it.
-        CHECK(open_chain(child.string(), {f.parent.string()})->layers().size() == 2);
+        CHECK(open_chain(child.string(), {{1, {}, f.parent.string()}})->layers().size() == 2);
     }
     SECTION("a parent with another DataWriteGuid is refused") {
         test::VhdxWriter w(child_spec(f.size, "01234567-89ab-cdef-0123-456789abcdef", ".\\base.vhdx", "C:\\VMs\\base.vhdx"));

@@ -1096,8 +1096,8 @@ TEST_CASE("vmdk parents: CID mismatch, missing parent, loops, --parent", "[image
     SECTION("a missing parent is named by its parentFileNameHint") {
         fs::rename(base, dir / "moved.vmdk");
         CHECK(kind_of([&] { (void)open_chain((dir / "top.vmdk").string()); }, &message) == ErrorKind::NotFound);
-        CHECK(message.find("parent not found: base.vmdk") == 0);
-        const auto disk = open_chain((dir / "top.vmdk").string(), {(dir / "moved.vmdk").string()});
+        CHECK(message.find("parent not found: " + (dir / "top.vmdk").string() + " (depth 0) records parent base.vmdk") == 0);
+        const auto disk = open_chain((dir / "top.vmdk").string(), {{1, {}, (dir / "moved.vmdk").string()}});
         CHECK(disk->layers().size() == 2);
     }
     SECTION("a loop of two descriptors") {

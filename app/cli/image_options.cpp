@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/image_options.hpp"
+
+#include <iostream>
+
+#include "app/cli/progress_meter.hpp"
+#include "core/error.hpp"
+#include "core/image/open_chain.hpp"
+
+namespace guestfrag::cli {
+
+namespace {
+
+std::string format_choices() {
+    std::string out;
+    for (const ImageFormatInfo& info : image_formats)
+        if (is_readable_family(info)) out += (out.empty() ? "" : "|") + std::string(info.name);
+    return out;
+}
+
+}  // namespace
+
+void add_image_options(CLI::App& cmd, ImageOptions& options) {
+    cmd.add_option("--parent", options.parents,
+                   "A parent (backing) image that moved or is missing: DEPTH=PATH (1 = the image's parent, "
+                   "2 = its grandparent, ...), NAME=PATH (the name its child records), or PATH (depth 1); "
+                   "each is checked against what its child records")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                return parse_parent_override(text) ? std::string()
+                                                   : "'" + text + "' is not PATH, DEPTH=PATH or NAME=PATH";
+            },
+            "[DEPTH=|NAME=]PATH"));
+    const std::string choices = format_choices();
+    cmd.add_option("--format", options.format,
+                   "Read the image as this format instead of detecting it (" + choices +
+                       "); raw reads the file's bytes as the disk")
+        ->check(CLI::Validator(
+            [choices](const std::string& text) {
+                return readable_family_from_name(text) ? std::string()
+                                                       : "'" + text + "' is not one of " + choices;
+            },
+            choices));
+}
+
+OpenOptions open_options(const ImageOptions& options) {
+    OpenOptions out;
+    // The validators above accepted these texts.
+    if (!options.format.empty()) out.format = readable_family_from_name(options.format);
+    for (const std::string& text : options.parents) out.parents.push_back(*parse_parent_override(text));
+    return out;
+}
+
+OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
+                                   std::optional<int> partition) {
+    std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
+    std::vector<std::string> warnings;
+    for (const Layer& layer : disk->layers())
+        for (const std::string& warning : layer.warnings) warnings.push_back(layer.path + ": " + warning);
+    OpenedImage opened;
+    try {
+        ProgressMeter meter("reading MFT");
+        opened = analyze_opened(std::move(disk), partition, meter.progress());
+    } catch (const Error& e) {
+        // What the warnings say is the likely cause (libntfs-3g reports a read past a
+        // truncated file's data as a bare I/O error): it goes into the one line of the
+        // failure rather than on a line of its own.
+        if (warnings.empty() || e.kind() == ErrorKind::Cancelled || e.kind() == ErrorKind::Internal) throw;
+        std::string reason = e.what();
+        for (const std::string& warning : warnings) reason += "; " + warning;
+        throw Error(e.kind(), reason);
+    }
+    for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
+    return opened;
+}
+
+}  // namespace guestfrag::cli
