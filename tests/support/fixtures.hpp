@@ -42,6 +42,7 @@ struct CommandResult {
     int status = -1;  ///< exit status, or 128 + signal
     std::string out;
     std::string err;
+    long peak_rss_kib = 0;  ///< the child's maximum resident set size (wait4's ru_maxrss)
 };
 
 /// Runs argv[0] (looked up in PATH) with the given arguments, no shell, capturing output.
