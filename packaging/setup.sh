@@ -4,7 +4,7 @@
 #   packaging/setup.sh demo   install what is missing, build, generate demo.img, analyse it
 #   packaging/setup.sh test   install what is missing, build, run the whole test suite
 #   packaging/setup.sh asan   the same suite built with AddressSanitizer + UBSan
-#   packaging/setup.sh fuzz   each parser (containers, partition tables, NTFS) under libFuzzer for FUZZ_SECONDS (30)
+#   packaging/setup.sh fuzz   each parser (containers, partition tables, the NTFS scan) under libFuzzer for FUZZ_SECONDS (30)
 #   packaging/setup.sh deb    build the .deb (CPack) from build/, install it with dpkg + apt, smoke-test it
 set -euo pipefail
 
@@ -81,7 +81,7 @@ case "$mode" in
         run_suite "$root/build-asan"
         ;;
     fuzz)
-        install_packages clang-14 libclang-rt-14-dev fdisk
+        install_packages clang-14 libclang-rt-14-dev fdisk python3
         build "$root/build-fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
             -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF -DGUESTFRAG_BUILD_GUI=OFF \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -100,6 +100,18 @@ case "$mode" in
                 vhd) qemu-img create -q -f vpc "$corpus/seed" 4M ;;
                 vhdx) qemu-img create -q -f vhdx "$corpus/seed" 4M ;;
                 vmdk) qemu-img create -q -f vmdk "$corpus/seed" 4M ;;
+                # The smallest volume mkimage makes, as tests/fuzz/ntfs_fuzz.cpp's sector
+                # records: every sector but those of zeros and the $LogFile's (all 0xFF).
+                ntfs)
+                    "$root/build-fuzz/app/cli/guestfrag" mkimage "$corpus/volume.img" --size 6M --table none \
+                        --cluster-size 512 --files 2 --dirs 1 --seed 1 >/dev/null
+                    python3 -c 'import struct, sys
+v = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as out:
+    for s in range(len(v) // 512):
+        c = v[s * 512:(s + 1) * 512]
+        if any(c) and c != b"\xff" * 512: out.write(struct.pack("<H", s) + c)' "$corpus/volume.img" "$corpus/seed"
+                    rm "$corpus/volume.img" ;;
             esac
             echo "fuzzing $name for ${FUZZ_SECONDS:-30} s"
             # Findings (crash-, leak-, timeout-, oom-, slow-unit- files) land beside the corpus;

@@ -90,6 +90,22 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
                           {"reclaimable_bytes", u.reclaimable_bytes},
                           {"host", host_layout_json(u.host)}});
     j["layers"] = std::move(layers);
+    Json warnings = Json::array();
+    for (const VolumeFinding& finding : m.findings) {
+        Json conflicts = Json::array();
+        for (const ClusterConflict& c : finding.conflicts) {
+            Json inodes = Json::array({c.record});
+            if (c.other != c.record) inodes.push_back(c.other);
+            conflicts.push_back({{"clusters", Json::array({c.first, c.end - 1})}, {"inodes", std::move(inodes)}});
+        }
+        warnings.push_back({{"code", finding.code},
+                            {"message", finding.message},
+                            {"blocks_plan", finding.blocks_moves},
+                            {"conflicts", std::move(conflicts)},
+                            {"conflict_count", finding.conflict_count},
+                            {"clusters", finding.clusters}});
+    }
+    j["warnings"] = std::move(warnings);
     if (with_streams) {
         Json streams = Json::array();
         for (const Stream& s : m.streams) streams.push_back(stream_json(m, s));

@@ -51,6 +51,18 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
         row(out, "Layer " + std::to_string(u.depth) + " file layout", host_layout_text(u.host));
     }
 
+    if (!m.findings.empty()) {
+        // As chkdsk would list them: these volumes need repairing in the guest first.
+        out << "\n  Warnings\n";
+        for (const VolumeFinding& finding : m.findings) {
+            out << "  " << pad(finding.code, 26) << finding.message << '\n';
+            if (finding.conflicts.size() <= 1) continue;
+            for (const ClusterConflict& c : finding.conflicts)
+                out << "  " << pad("", 26) << "clusters " << c.first << "-" << c.end - 1 << ": inode " << c.record
+                    << (c.other != c.record ? " and inode " + std::to_string(c.other) : std::string()) << '\n';
+        }
+    }
+
     if (!fs.histogram.empty()) {
         out << "\n  Free extents by size\n";
         out << "  " << pad("from", 12) << pad("extents", 10, true) << pad("free space", 14, true) << "\n";

@@ -106,6 +106,34 @@ struct FileEntry {
     bool directory = false;
 };
 
+/// Clusters [first, end) that the volume's metadata gives to two owners, or to a file while
+/// $Bitmap calls them free: one line of a VolumeFinding.
+struct ClusterConflict {
+    std::int64_t first = 0;
+    std::int64_t end = 0;
+    std::uint64_t record = 0;  ///< the file (base MFT record) holding the clusters
+    std::uint64_t other = 0;   ///< the second owner of cross-linked clusters; == record otherwise
+
+    friend bool operator==(const ClusterConflict&, const ClusterConflict&) = default;
+};
+
+/// A contradiction inside a volume's own metadata, found by the scan and reported the way
+/// chkdsk would (docs/design.md §6.1). Codes: CROSS_LINKED_CLUSTERS, BITMAP_MISMATCH (both
+/// block moves, see require_movable in core/plan/apply.hpp: nobody knows who owns those clusters), MFT_SIZE_MISMATCH and
+/// MFT_BITMAP_SIZE_MISMATCH (sizes that claim more than their runlists map; counts use what
+/// is mapped).
+struct VolumeFinding {
+    /// Conflicts kept per finding; the counts below cover all of them.
+    static constexpr std::size_t kMaxListed = 16;
+
+    std::string code;
+    std::string message;                    ///< one line: the first instance and the totals
+    bool blocks_moves = false;              ///< planning this volume is refused
+    std::vector<ClusterConflict> conflicts; ///< the first kMaxListed, by cluster
+    std::uint64_t conflict_count = 0;       ///< all conflicts
+    std::uint64_t clusters = 0;             ///< clusters in all conflicts
+};
+
 /// Everything guestfrag knows about one NTFS volume's cluster allocation.
 /// Plain data, built by core/ntfs, consumed by analyzers/, the planner and the estimator.
 struct VolumeMap {
@@ -127,6 +155,7 @@ struct VolumeMap {
     std::vector<FileEntry> files;          ///< sorted by mft_record
     std::shared_ptr<const NamePool> names; ///< storage of files[].name (shared by copies)
     std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)
+    std::vector<VolumeFinding> findings;   ///< inconsistencies of the metadata, none on a sound volume
 
     [[nodiscard]] std::int64_t free_clusters() const;
     /// Full path of a record ("\\dir\\file"), "\\" for the root; "<orphan>\\name" when a

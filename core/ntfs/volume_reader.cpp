@@ -6,6 +6,9 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
 #include <tuple>
 
 
@@ -63,12 +66,33 @@ void check_clean(ntfs_volume* vol) {
     }
 }
 
-std::vector<std::uint8_t> read_attribute(ntfs_attr* na, const char* what) {
-    if (na->data_size < 0 || na->data_size > (std::int64_t{1} << 34))
-        throw Error(ErrorKind::Corrupt, std::string(what) + " has an absurd size");
-    std::vector<std::uint8_t> data(static_cast<std::size_t>(na->data_size));
+// Bytes an attribute's value really has on the volume: a resident value's length, or the
+// clusters its runlist maps (holes excluded). Sizes in the attribute header are claims;
+// this is what can be read, and so what may be allocated for.
+std::uint64_t mapped_bytes(ntfs_attr* na, const ntfs_volume* vol, const char* what) {
+    if (!NAttrNonResident(na)) return na->data_size < 0 ? 0 : static_cast<std::uint64_t>(na->data_size);
+    errno = 0;
+    if (ntfs_attr_map_whole_runlist(na) != 0)
+        throw Error(ErrorKind::Corrupt, std::string("cannot map the runlist of ") + what + ": " +
+                                            ntfs::library_reason(errno));
+    std::uint64_t clusters = 0;
+    for (const runlist_element* r = na->rl; r != nullptr && r->length != 0; ++r) {
+        if (r->lcn < 0) continue;
+        if (r->length < 0 || r->lcn > vol->nr_clusters - r->length)
+            throw Error(ErrorKind::Corrupt, std::string(what) + " maps clusters outside the volume");
+        clusters += static_cast<std::uint64_t>(r->length);
+    }
+    return clusters * vol->cluster_size;
+}
+
+// The first `limit` bytes of an attribute's value, fewer when it is shorter. Callers
+// bound `limit` by what the volume can need (and mapped_bytes), never by the claimed size.
+std::vector<std::uint8_t> read_attribute(ntfs_attr* na, std::uint64_t limit, const char* what) {
+    if (na->data_size < 0) throw Error(ErrorKind::Corrupt, std::string(what) + " has a negative size");
+    std::vector<std::uint8_t> data(std::min(limit, static_cast<std::uint64_t>(na->data_size)));
+    const auto want = static_cast<s64>(data.size());
     errno = 0;  // a short read sets none
-    if (!data.empty() && ntfs_attr_pread(na, 0, na->data_size, data.data()) != na->data_size)
+    if (!data.empty() && ntfs_attr_pread(na, 0, want, data.data()) != want)
         throw Error(ErrorKind::Corrupt, std::string("cannot read ") + what + ": " + ntfs::library_reason(errno));
     return data;
 }
@@ -203,6 +227,121 @@ void assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_s
     }
 }
 
+// "cluster 7 <singular>" or "clusters 7-9 <plural>".
+std::string cluster_text(std::int64_t first, std::int64_t end, const std::string& singular,
+                         const std::string& plural) {
+    return end - first == 1 ? "cluster " + std::to_string(first) + " " + singular
+                            : "clusters " + std::to_string(first) + "-" + std::to_string(end - 1) + " " + plural;
+}
+
+VolumeFinding finding(const char* code, bool blocks_moves) {
+    VolumeFinding f;
+    f.code = code;
+    f.blocks_moves = blocks_moves;
+    return f;
+}
+
+// Gathers the conflicts of one finding: touching ranges with the same owners are joined
+// before counting, and only the first kMaxListed are kept.
+class Conflicts {
+public:
+    explicit Conflicts(VolumeFinding finding) : f_(std::move(finding)) {}
+
+    void add(std::int64_t first, std::int64_t end, std::uint64_t record, std::uint64_t other) {
+        if (open_ && open_->end == first && open_->record == record && open_->other == other) {
+            open_->end = end;
+            return;
+        }
+        close();
+        open_ = ClusterConflict{first, end, record, other};
+    }
+
+    /// The finding with `message` built from its first conflict, or nullopt when none.
+    template <class Describe>
+    std::optional<VolumeFinding> take(Describe describe, const char* unit) {
+        close();
+        if (f_.conflict_count == 0) return std::nullopt;
+        f_.message = describe(f_.conflicts.front());
+        if (f_.conflict_count > 1)
+            f_.message += " (" + std::to_string(f_.conflict_count) + " " + unit + ", " +
+                          std::to_string(f_.clusters) + " clusters in all)";
+        return std::move(f_);
+    }
+
+private:
+    void close() {
+        if (!open_) return;
+        ++f_.conflict_count;
+        f_.clusters += static_cast<std::uint64_t>(open_->end - open_->first);
+        if (f_.conflicts.size() < VolumeFinding::kMaxListed) f_.conflicts.push_back(*open_);
+        open_.reset();
+    }
+
+    VolumeFinding f_;
+    std::optional<ClusterConflict> open_;
+};
+
+// Cross-links and clusters that files hold while $Bitmap calls them free: chkdsk's
+// "cross-linked" and "free space marked as allocated" in reverse. Every cluster of a sound
+// volume has at most one owner and is set in $Bitmap; a plan's free-space bookkeeping
+// relies on both. O(runs · log runs) time, 24 bytes per run for the sweep.
+void find_cluster_conflicts(VolumeMap& map) {
+    struct Run {
+        std::int64_t first;
+        std::int64_t end;
+        std::uint64_t record;
+    };
+    std::vector<Run> runs;
+    std::size_t count = 0;
+    for (const Stream& s : map.streams)
+        for (const Extent& e : s.extents) count += e.lcn >= 0 && e.clusters > 0 ? 1 : 0;
+    runs.reserve(count);
+    for (const Stream& s : map.streams)
+        for (const Extent& e : s.extents)
+            if (e.lcn >= 0 && e.clusters > 0) runs.push_back({e.lcn, e.lcn + e.clusters, s.mft_record});
+    std::ranges::sort(runs, [](const Run& a, const Run& b) { return std::tie(a.first, a.record) < std::tie(b.first, b.record); });
+
+    Conflicts cross(finding("CROSS_LINKED_CLUSTERS", true));
+    Conflicts bitmap(finding("BITMAP_MISMATCH", true));
+    std::int64_t cover_end = std::numeric_limits<std::int64_t>::min();  // the furthest run seen so far
+    std::uint64_t cover_owner = 0;
+    for (const Run& r : runs) {
+        if (r.first < cover_end) cross.add(r.first, std::min(r.end, cover_end), cover_owner, r.record);
+        if (r.end > cover_end) {
+            cover_end = r.end;
+            cover_owner = r.record;
+        }
+        // icl orders disjoint intervals, and an overlapping one is not "less": lower_bound
+        // is the first free interval meeting the run or lying past it.
+        for (auto it = map.free.lower_bound(ClusterSet::interval_type::right_open(r.first, r.end));
+             it != map.free.end() && it->lower() < r.end; ++it)
+            bitmap.add(std::max(r.first, it->lower()), std::min(r.end, it->upper()), r.record, r.record);
+    }
+    auto cross_text = [](const ClusterConflict& c) {
+        return (c.record == c.other ? cluster_text(c.first, c.end, "is", "are") + " mapped twice by inode " +
+                                          std::to_string(c.record)
+                                    : cluster_text(c.first, c.end, "belongs", "belong") + " to both inode " +
+                                          std::to_string(c.record) + " and inode " + std::to_string(c.other)) +
+               " (cross-linked)";
+    };
+    auto bitmap_text = [](const ClusterConflict& c) {
+        return cluster_text(c.first, c.end, "of inode " + std::to_string(c.record) + " is",
+                            "of inode " + std::to_string(c.record) + " are") +
+               " marked free in $Bitmap";
+    };
+    if (auto f = cross.take(cross_text, "cross-linked ranges")) map.findings.push_back(std::move(*f));
+    if (auto f = bitmap.take(bitmap_text, "ranges in use but free")) map.findings.push_back(std::move(*f));
+}
+
+// A size in an attribute header that claims more than the runlist maps; the scan counts
+// what is mapped and says so.
+VolumeFinding size_finding(const char* code, const char* what, std::uint64_t claimed, std::uint64_t mapped) {
+    VolumeFinding f = finding(code, false);
+    f.message = std::string(what) + " claims " + std::to_string(claimed) + " bytes but its runlist maps " +
+                std::to_string(mapped) + "; only those are counted";
+    return f;
+}
+
 }  // namespace
 
 bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition) {
@@ -235,11 +374,23 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     if (vol->mft_zone_end > vol->mft_zone_start)
         map.mft_zone.add(ClusterSet::interval_type::right_open(vol->mft_zone_start, vol->mft_zone_end));
 
-    // $MFT:$BITMAP says which records are allocated; records it marks must parse cleanly.
-    const auto mft_bitmap = read_attribute(vol->mftbmp_na, "$MFT::$BITMAP");
+    // Records are counted from what $MFT's runlist maps, never from the size its header
+    // claims (a forged size would otherwise become the reported total); $MFT:$BITMAP then
+    // says which of them are allocated, and records it marks must parse cleanly. Only the
+    // bitmap bytes those records need are read, so a forged bitmap size costs nothing.
     const std::uint32_t record_size = vol->mft_record_size;
-    const auto mft_bytes = static_cast<std::uint64_t>(vol->mft_na->data_size);
-    map.mft_records_total = mft_bytes / record_size;
+    const auto mft_claimed = static_cast<std::uint64_t>(std::max<s64>(0, vol->mft_na->data_size));
+    const std::uint64_t mft_mapped = mapped_bytes(vol->mft_na, vol, "$MFT");
+    if (mft_claimed > mft_mapped)
+        map.findings.push_back(size_finding("MFT_SIZE_MISMATCH", "$MFT", mft_claimed, mft_mapped));
+    map.mft_records_total = std::min(mft_claimed, mft_mapped) / record_size;
+    const auto bitmap_claimed = static_cast<std::uint64_t>(std::max<s64>(0, vol->mftbmp_na->data_size));
+    const std::uint64_t bitmap_mapped = mapped_bytes(vol->mftbmp_na, vol, "$MFT::$BITMAP");
+    if (bitmap_claimed > bitmap_mapped)
+        map.findings.push_back(
+            size_finding("MFT_BITMAP_SIZE_MISMATCH", "$MFT::$BITMAP", bitmap_claimed, bitmap_mapped));
+    const auto mft_bitmap =
+        read_attribute(vol->mftbmp_na, std::min(bitmap_mapped, (map.mft_records_total + 7) / 8), "$MFT::$BITMAP");
     const std::uint64_t records = std::min<std::uint64_t>(map.mft_records_total, mft_bitmap.size() * 8);
 
     // map.files is filled in record order, so it is sorted as the scan goes; `choices`
@@ -328,7 +479,12 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) {
         return std::tie(a.mft_record, a.type, a.name) < std::tie(b.mft_record, b.type, b.name);
     });
-    map.free = free_extents(read_attribute(vol->lcnbmp_na, "$Bitmap"), map.total_clusters);
+    // $Bitmap needs one bit per cluster; a longer claimed size is not read.
+    const std::uint64_t bitmap_needed = (static_cast<std::uint64_t>(map.total_clusters) + 7) / 8;
+    map.free = free_extents(
+        read_attribute(vol->lcnbmp_na, std::min(bitmap_needed, mapped_bytes(vol->lcnbmp_na, vol, "$Bitmap")), "$Bitmap"),
+        map.total_clusters);
+    find_cluster_conflicts(map);
     ntfs::classify_placement(map);
     return map;
 }

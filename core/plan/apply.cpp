@@ -170,7 +170,15 @@ bool in_range(std::int64_t value) { return value >= 0 && value <= kMaxPlanNumber
 
 }  // namespace
 
+void require_movable(const VolumeMap& map) {
+    for (const VolumeFinding& f : map.findings)
+        if (f.blocks_moves)
+            throw Error(ErrorKind::Corrupt, "volume " + std::to_string(map.partition) + ": " + f.message +
+                                                "; run chkdsk before planning");
+}
+
 VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
+    require_movable(before);  // a saved plan is no safer than a new one on such a volume
     VolumeMap after = before;
     const StreamLookup lookup(after.streams);
     FreeMap free(before.free);

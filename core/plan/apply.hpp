@@ -6,6 +6,12 @@
 
 namespace guestfrag {
 
+/// Throws Error(Corrupt) "volume N: <finding>; run chkdsk before planning" when a finding of
+/// `map` blocks moves (cross-linked clusters, files' clusters free in $Bitmap): whatever
+/// would move clusters calls it first, since a plan's free-space bookkeeping assumes every
+/// cluster has at most one owner and $Bitmap agrees with the files. O(findings).
+void require_movable(const VolumeMap& map);
+
 /// The volume as it would be after `plan` ran: streams' extents rewritten move by move,
 /// free space updated. Pure; the image is never touched. Validates as it goes and throws
 /// Error(Corrupt, "move N: ...") naming the first move whose source is not owned by its
@@ -14,7 +20,8 @@ namespace guestfrag {
 /// JSON document). Stream `(mft_record, label)` must be Placement::Movable; a move's source
 /// [from_lcn, from_lcn + clusters) must be exactly what the stream maps at VCNs
 /// [vcn, vcn + clusters) (allocated, LCN-contiguous); its destination must be free, inside
-/// the volume and outside `unmovable`. Runs are split and merged as needed.
+/// the volume and outside `unmovable`. Runs are split and merged as needed. A volume with
+/// cross-linked or bitmap-inconsistent clusters is refused first (require_movable).
 /// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream's
 /// runs are held in an ordered map while it is being edited, so a stream moved in many
 /// pieces costs O(runs · log runs), never quadratic.

@@ -128,6 +128,10 @@ Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const 
 
 PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
                            const PlanOptions& options, const Progress& progress) {
+    // Before any free-space bookkeeping: its invariants (one owner per cluster, $Bitmap in
+    // step with the files) are the volume's to keep, and a volume that breaks them is input
+    // to refuse, not a planner bug.
+    require_movable(volume);
     PlanOutcome out;
     Plan& plan = out.plan;
     plan.identity = identity;

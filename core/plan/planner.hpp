@@ -53,7 +53,8 @@ struct PlanOptions {
 /// Plans `options.strategy` for `volume` of an image with `layers` (top layer first; may be
 /// empty, then nothing counts as allocated). The plan carries `identity` and its summary,
 /// computed on apply_plan's result (so every plan returned has passed the validator).
-/// Throws Error(Cancelled) from `progress` (reported in streams considered) and
+/// Throws Error(Corrupt) for a volume with cross-linked or bitmap-inconsistent clusters
+/// (require_movable), Error(Cancelled) from `progress` (reported in streams considered) and
 /// Error(Internal) if the planner ever produced a plan the validator rejects.
 /// Cost: O(streams · log streams + runs + moves · log free extents); memory O(runs).
 [[nodiscard]] Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,

@@ -58,8 +58,8 @@ CommandResult run(const std::vector<std::string>& argv) {
     struct rusage usage {};
     if (wait4(pid, &status, 0, &usage) != pid) throw std::runtime_error("cannot wait for " + argv[0]);
     CommandResult result;
-    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.peak_rss_kib = usage.ru_maxrss;
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = slurp(out);
     result.err = slurp(err);
     fs::remove(out);

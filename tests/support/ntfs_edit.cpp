@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/ntfs_edit.hpp"
 
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "core/ntfs/ntfs3g.hpp"
+
+extern "C" {
+#include <ntfs-3g/bitmap.h>
+}
 
 namespace guestfrag::test {
 namespace {
@@ -81,6 +88,85 @@ void add_hibernation_file(const std::filesystem::path& bare_volume) {
     header[0] = 'h'; header[1] = 'i'; header[2] = 'b'; header[3] = 'r';
     if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(header.size()), header.data()) != static_cast<s64>(header.size()))
         throw std::runtime_error("cannot write hiberfil.sys");
+}
+
+std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::string& name, std::uint64_t bytes) {
+    auto vol = mount_rw(bare_volume);
+    Inode root(ntfs_inode_open(vol.get(), FILE_root));
+    if (!root) throw std::runtime_error("cannot open the root directory");
+    Inode file = create(root.get(), name.c_str(), S_IFREG);
+    std::vector<char> data(bytes);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 23);
+    write_data(file.get(), data);
+    return file->mft_no;
+}
+
+void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t record,
+                   const std::vector<std::pair<std::int64_t, std::int64_t>>& runs) {
+    auto vol = mount_rw(bare_volume);
+    Inode file(ntfs_inode_open(vol.get(), record));
+    if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
+    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
+    if (!data || !NAttrNonResident(data.get()) || ntfs_attr_map_whole_runlist(data.get()) != 0)
+        throw std::runtime_error("record " + std::to_string(record) + " has no non-resident $DATA");
+    s64 clusters = 0;
+    for (const auto& [lcn, length] : runs) clusters += length;
+    if (clusters << vol->cluster_size_bits != data->allocated_size)
+        throw std::runtime_error("the new runs map another number of clusters than the attribute has");
+    // libntfs-3g owns na->rl (malloc'd, terminated by a zero-length element) and encodes it
+    // into the record's mapping pairs.
+    auto* rl = static_cast<runlist_element*>(std::calloc(runs.size() + 1, sizeof(runlist_element)));
+    if (rl == nullptr) throw std::bad_alloc();
+    s64 vcn = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        rl[i] = {vcn, runs[i].first, runs[i].second};
+        vcn += runs[i].second;
+    }
+    rl[runs.size()] = {vcn, LCN_ENOENT, 0};
+    std::free(data->rl);
+    data->rl = rl;
+    if (ntfs_attr_update_mapping_pairs(data.get(), 0) != 0) throw std::runtime_error("cannot write the mapping pairs");
+}
+
+void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count) {
+    auto vol = mount_rw(bare_volume);
+    if (ntfs_bitmap_clear_run(vol->lcnbmp_na, lcn, count) != 0) throw std::runtime_error("cannot clear $Bitmap bits");
+}
+
+void set_mft_attribute_size(const std::filesystem::path& bare_volume, std::uint32_t type, std::uint64_t data_size) {
+    std::fstream f(bare_volume, std::ios::in | std::ios::out | std::ios::binary);
+    NTFS_BOOT_SECTOR bs;
+    f.read(reinterpret_cast<char*>(&bs), sizeof bs);
+    const std::uint64_t cluster = std::uint64_t{le16_to_cpu(bs.bpb.bytes_per_sector)} * bs.bpb.sectors_per_cluster;
+    const auto per_record = static_cast<std::int8_t>(bs.clusters_per_mft_record);
+    const std::uint64_t record_size = per_record < 0 ? std::uint64_t{1} << -per_record : per_record * cluster;
+    for (const auto lcn : {sle64_to_cpu(bs.mft_lcn), sle64_to_cpu(bs.mftmirr_lcn)}) {
+        const auto offset = static_cast<std::streamoff>(static_cast<std::uint64_t>(lcn) * cluster);
+        std::vector<char> rec(record_size);
+        f.seekg(offset);
+        f.read(rec.data(), static_cast<std::streamsize>(rec.size()));
+        auto* header = reinterpret_cast<NTFS_RECORD*>(rec.data());
+        if (!f || ntfs_mst_post_read_fixup(header, static_cast<u32>(record_size)) != 0)
+            throw std::runtime_error("cannot read $MFT record 0");
+        std::size_t pos = le16_to_cpu(reinterpret_cast<MFT_RECORD*>(rec.data())->attrs_offset);
+        bool found = false;
+        while (pos + sizeof(ATTR_RECORD) <= record_size) {
+            auto* attr = reinterpret_cast<ATTR_RECORD*>(rec.data() + pos);
+            if (attr->type == AT_END || attr->length == 0) break;
+            if (le32_to_cpu(attr->type) == type && attr->name_length == 0 && attr->non_resident) {
+                attr->data_size = cpu_to_sle64(static_cast<s64>(data_size));
+                found = true;
+                break;
+            }
+            pos += le32_to_cpu(attr->length);
+        }
+        if (!found) throw std::runtime_error("$MFT has no unnamed non-resident attribute of that type");
+        if (ntfs_mst_pre_write_fixup(header, static_cast<u32>(record_size)) != 0)
+            throw std::runtime_error("cannot protect $MFT record 0");
+        f.seekp(offset);
+        f.write(rec.data(), static_cast<std::streamsize>(rec.size()));
+    }
+    if (!f) throw std::runtime_error("cannot write $MFT record 0");
 }
 
 }  // namespace guestfrag::test

@@ -4,6 +4,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace guestfrag::test {
 
@@ -17,5 +20,24 @@ std::uint64_t add_shadow_copy_store(const std::filesystem::path& bare_volume, st
 
 /// Creates \hiberfil.sys with a "hibr" header, as a hibernated Windows leaves it.
 void add_hibernation_file(const std::filesystem::path& bare_volume);
+
+/// Creates the regular file \`name` holding `bytes` bytes of non-zero data (non-resident
+/// when larger than a record). Returns its MFT record number.
+std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::string& name, std::uint64_t bytes);
+
+/// Rewrites the mapping pairs of record `record`'s unnamed $DATA to `runs` ((lcn, clusters),
+/// VCN 0 upwards), which must map as many clusters as the attribute has. $Bitmap and every
+/// other file are left alone: pointing the runs at another file's clusters cross-links them.
+void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t record,
+                   const std::vector<std::pair<std::int64_t, std::int64_t>>& runs);
+
+/// Clears the $Bitmap bits of clusters [lcn, lcn + count): free as far as NTFS knows.
+void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count);
+
+/// Sets the data size (and the initialized size, when it would exceed it, left as is
+/// otherwise) of the unnamed non-resident attribute `type` (0x80 $DATA, 0xB0 $BITMAP) of
+/// $MFT's record 0, in $MFT and in $MFTMirr alike, runlist unchanged: a size that lies.
+/// Edits the raw records (update sequence undone and redone) so no library corrects it.
+void set_mft_attribute_size(const std::filesystem::path& bare_volume, std::uint32_t type, std::uint64_t data_size);
 
 }  // namespace guestfrag::test

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// NTFS volumes whose metadata contradicts itself (docs/design.md §6.1): cross-linked
+// clusters, clusters in use but free in $Bitmap, and $MFT sizes that claim more than their
+// runlists map. analyze reports them as warnings; plan refuses with one line, exit 2.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/fixtures.hpp"
+#include "support/ntfs_edit.hpp"
+#include "support/tsk_oracle.hpp"
+
+using namespace guestfrag;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+// A private copy of a small generated bare NTFS volume (no partition table: sector 0 is
+// the boot sector, which is where TSK is pointed).
+fs::path hostile_copy(const std::string& name) {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.table = "none";
+    o.files = 200;
+    o.seed = 3;
+    const fs::path source = test::generated_image("tiny-none", o);
+    const fs::path copy = test::scratch_dir() / ("hostile-" + name + ".img");
+    fs::copy_file(source, copy, fs::copy_options::overwrite_existing);
+    return copy;
+}
+
+Json analyze_json(const fs::path& image) {
+    const auto r = test::run_cli({"analyze", image.string(), "--json"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    return Json::parse(r.out);
+}
+
+std::uint32_t cluster_size(const fs::path& image) { return analyze_json(image)["volumes"][0]["cluster_size"]; }
+
+// The volume's warning with `code`; fails the test when there is none.
+Json warning(const Json& volume, const std::string& code) {
+    for (const Json& w : volume["warnings"])
+        if (w["code"] == code) return w;
+    FAIL("no warning " << code << " in " << volume["warnings"].dump());
+    return {};
+}
+
+// `plan` refuses the volume: exit 2, one line, the finding's text and the chkdsk advice.
+void require_plan_refused(const fs::path& image, const std::string& reason) {
+    const auto r = test::run_cli({"plan", image.string()});
+    INFO("stderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err == "guestfrag: error: " + image.string() + ": " + reason + "; run chkdsk before planning\n");
+}
+
+}  // namespace
+
+TEST_CASE("cross-linked files: analyze lists the shared clusters, plan refuses", "[hostile][ntfs]") {
+    test::require_tools({"istat"});
+    const fs::path image = hostile_copy("cross-link");
+    const std::uint32_t cs = cluster_size(image);
+    const std::uint64_t a = test::add_file(image, "a.bin", 8ull * cs);
+    const std::uint64_t b = test::add_file(image, "b.bin", 4ull * cs);
+    const auto a_runs = test::tsk_data_fragments(image, 0, a).at("");
+    REQUIRE(a_runs.size() == 1);
+    REQUIRE(a_runs[0].second == 8);
+    const std::int64_t lcn = a_runs[0].first;
+
+    // b now claims a's clusters 2..5; its own four clusters stay set in $Bitmap, owned by
+    // nobody (harmless: nothing would be moved onto them).
+    test::set_data_runs(image, b, {{lcn + 2, 4}});
+    REQUIRE(test::tsk_data_fragments(image, 0, b).at("") == test::Fragments{{lcn + 2, 4}});
+    REQUIRE(test::tsk_data_fragments(image, 0, a).at("") == a_runs);
+
+    const Json volume = analyze_json(image)["volumes"][0];
+    REQUIRE(volume["warnings"].size() == 1);
+    const Json w = warning(volume, "CROSS_LINKED_CLUSTERS");
+    const std::string text = "clusters " + std::to_string(lcn + 2) + "-" + std::to_string(lcn + 5) +
+                             " belong to both inode " + std::to_string(a) + " and inode " + std::to_string(b) +
+                             " (cross-linked)";
+    CHECK(w["message"] == text);
+    CHECK(w["blocks_plan"] == true);
+    CHECK(w["conflict_count"] == 1);
+    CHECK(w["clusters"] == 4);
+    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 2) + ", " + std::to_string(lcn + 5) +
+                                        "], \"inodes\": [" + std::to_string(a) + ", " + std::to_string(b) + "]}]"));
+
+    const auto text_out = test::run_cli({"analyze", image.string()});
+    CHECK(text_out.status == 0);
+    CHECK(text_out.out.find("CROSS_LINKED_CLUSTERS") != std::string::npos);
+
+    const int partition = volume["partition"];
+    require_plan_refused(image, "volume " + std::to_string(partition) + ": " + text);
+}
+
+TEST_CASE("a file mapping its own clusters twice is cross-linked", "[hostile][ntfs]") {
+    test::require_tools({"istat"});
+    const fs::path image = hostile_copy("self-link");
+    const std::uint32_t cs = cluster_size(image);
+    const std::uint64_t b = test::add_file(image, "b.bin", 6ull * cs);
+    const auto runs = test::tsk_data_fragments(image, 0, b).at("");
+    REQUIRE(runs.size() == 1);
+    const std::int64_t lcn = runs[0].first;
+    // The second run steps back over the first one's last two clusters. (A run at the very
+    // same LCN cannot be written: a zero LCN delta encodes a hole.)
+    test::set_data_runs(image, b, {{lcn, 4}, {lcn + 2, 2}});
+    REQUIRE(test::tsk_data_fragments(image, 0, b).at("") == test::Fragments{{lcn, 4}, {lcn + 2, 2}});
+
+    const Json volume = analyze_json(image)["volumes"][0];
+    REQUIRE(volume["warnings"].size() == 1);
+    const Json w = warning(volume, "CROSS_LINKED_CLUSTERS");
+    const std::string text = "clusters " + std::to_string(lcn + 2) + "-" + std::to_string(lcn + 3) +
+                             " are mapped twice by inode " + std::to_string(b) + " (cross-linked)";
+    CHECK(w["message"] == text);
+    CHECK(w["clusters"] == 2);
+    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 2) + ", " + std::to_string(lcn + 3) +
+                                        "], \"inodes\": [" + std::to_string(b) + "]}]"));
+    require_plan_refused(image, "volume " + std::to_string(int{volume["partition"]}) + ": " + text);
+}
+
+TEST_CASE("clusters in use but free in $Bitmap: analyze lists them, plan refuses", "[hostile][ntfs]") {
+    test::require_tools({"istat", "blkstat"});
+    const fs::path image = hostile_copy("bitmap");
+    const std::uint32_t cs = cluster_size(image);
+    const std::uint64_t a = test::add_file(image, "a.bin", 8ull * cs);
+    const auto a_runs = test::tsk_data_fragments(image, 0, a).at("");
+    REQUIRE(a_runs.size() == 1);
+    const std::int64_t lcn = a_runs[0].first;
+
+    test::clear_bitmap_bits(image, lcn + 1, 3);
+    // TSK reads $Bitmap on its own: the cleared clusters are unallocated for it too.
+    for (std::int64_t c = lcn; c < lcn + 5; ++c) {
+        const auto r = test::run({"blkstat", "-f", "ntfs", "-o", "0", image.string(), std::to_string(c)});
+        REQUIRE(r.status == 0);
+        const bool free = r.out.find("Not Allocated") != std::string::npos;
+        CHECK(free == (c >= lcn + 1 && c < lcn + 4));
+    }
+
+    const Json volume = analyze_json(image)["volumes"][0];
+    REQUIRE(volume["warnings"].size() == 1);
+    const Json w = warning(volume, "BITMAP_MISMATCH");
+    const std::string text = "clusters " + std::to_string(lcn + 1) + "-" + std::to_string(lcn + 3) + " of inode " +
+                             std::to_string(a) + " are marked free in $Bitmap";
+    CHECK(w["message"] == text);
+    CHECK(w["clusters"] == 3);
+    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 1) + ", " + std::to_string(lcn + 3) +
+                                        "], \"inodes\": [" + std::to_string(a) + "]}]"));
+    require_plan_refused(image, "volume " + std::to_string(int{volume["partition"]}) + ": " + text);
+}
+
+TEST_CASE("$MFT claiming 2^40 bytes: the record total follows its runlist", "[hostile][ntfs]") {
+    test::require_tools({"istat"});
+    const fs::path image = hostile_copy("mft-size");
+    const Json before = analyze_json(image)["volumes"][0];
+    const std::uint64_t cs = before["cluster_size"];
+    const std::uint64_t record_size = before["mft"]["record_size"];
+    // The oracle: the clusters $MFT's runlist maps, as TSK reads them.
+    const test::Fragments mft_runs = test::tsk_data_fragments(image, 0, 0).at("");
+    std::uint64_t mapped = 0;
+    for (const auto& [lcn, clusters] : mft_runs) mapped += static_cast<std::uint64_t>(clusters);
+    REQUIRE(mapped > 0);
+
+    test::set_mft_attribute_size(image, 0x80, std::uint64_t{1} << 40);
+    const Json after = analyze_json(image)["volumes"][0];
+    CHECK(after["mft"]["records_total"] == mapped * cs / record_size);
+    CHECK(after["mft"]["records_total"] == before["mft"]["records_total"]);
+    CHECK(after["mft"]["records_in_use"] == before["mft"]["records_in_use"]);
+    const Json w = warning(after, "MFT_SIZE_MISMATCH");
+    CHECK(w["message"] == "$MFT claims 1099511627776 bytes but its runlist maps " + std::to_string(mapped * cs) +
+                              "; only those are counted");
+    CHECK(w["blocks_plan"] == false);
+}
+
+TEST_CASE("$MFT::$BITMAP claiming 3 GiB over one cluster: bounded memory", "[hostile][ntfs]") {
+    const fs::path image = hostile_copy("mft-bitmap-size");
+    const Json before = analyze_json(image)["volumes"][0];
+    test::set_mft_attribute_size(image, 0xB0, std::uint64_t{3} << 30);
+
+    const auto r = test::run_cli({"analyze", image.string(), "--json"});
+    INFO("stderr: " << r.err);
+    CHECK(r.peak_rss_kib <= 256 * 1024);
+    REQUIRE(r.status == 0);
+    const Json after = Json::parse(r.out)["volumes"][0];
+    CHECK(after["mft"]["records_total"] == before["mft"]["records_total"]);
+    CHECK(after["mft"]["records_in_use"] == before["mft"]["records_in_use"]);
+    const Json w = warning(after, "MFT_BITMAP_SIZE_MISMATCH");
+    CHECK(w["message"].get<std::string>().rfind("$MFT::$BITMAP claims 3221225472 bytes but its runlist maps ", 0) == 0);
+
+    // Only a claimed size is wrong, so the volume may be planned, in as little memory.
+    const auto plan = test::run_cli({"plan", image.string()});
+    INFO("plan stderr: " << plan.err);
+    CHECK(plan.status == 0);
+    CHECK(plan.peak_rss_kib <= 256 * 1024);
+}
