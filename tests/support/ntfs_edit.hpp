@@ -18,4 +18,8 @@ std::uint64_t add_shadow_copy_store(const std::filesystem::path& bare_volume, st
 /// Creates \hiberfil.sys with a "hibr" header, as a hibernated Windows leaves it.
 void add_hibernation_file(const std::filesystem::path& bare_volume);
 
+/// Writes two $LogFile restart pages ("RSTR") whose restart area has a log client in use
+/// and no RESTART_VOLUME_IS_CLEAN flag, as a crash or a power cut leaves them.
+void mark_logfile_unclean(const std::filesystem::path& bare_volume);
+
 }  // namespace guestfrag::test
