@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -68,6 +69,22 @@ std::optional<std::string> mirror_difference(ntfs_volume* vol) {
     return std::nullopt;
 }
 
+/// Whether hiberfil.sys begins with a signature of a hibernated (or Fast Startup) system:
+/// "hibr" or "HIBR" (libntfs-3g's ntfs_volume_check_hiberfile knows these two) or "wake"
+/// (an image being resumed). A missing or empty file is not hibernation.
+bool hibernated(ntfs_volume* vol) {
+    std::unique_ptr<ntfs_inode, OwnedInode> ni(ntfs_pathname_to_inode(vol, nullptr, "hiberfil.sys"));
+    if (!ni) return false;
+    std::unique_ptr<ntfs_attr, OwnedAttr> na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
+    if (!na || na->data_size < 4) return false;
+    char magic[4];
+    errno = 0;
+    if (ntfs_attr_pread(na.get(), 0, 4, magic) != 4)
+        ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read hiberfil.sys");
+    const std::string_view m(magic, 4);
+    return m == "hibr" || m == "HIBR" || m == "wake" || m == "WAKE";
+}
+
 ntfs::Volume mount_read_only(const DiskImage& image, const VolumeWindow& window) {
     return ntfs::Volume(ntfs::Device(image, window.offset, window.length));
 }
@@ -118,13 +135,9 @@ void check_volume_state(const DiskImage& image, const VolumeWindow& window, cons
     ntfs_volume* vol = volume.get();
     if (vol->flags & VOLUME_IS_DIRTY)
         throw Error(ErrorKind::Unsafe, "the NTFS volume is marked dirty; run chkdsk in the guest before applying a plan");
-    errno = 0;
-    if (ntfs_volume_check_hiberfile(vol, 0) != 0) {
-        if (errno == EPERM)
-            throw Error(ErrorKind::Unsafe,
-                        "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
-        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + ntfs::library_reason(errno));
-    }
+    if (hibernated(vol))
+        throw Error(ErrorKind::Unsafe,
+                    "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
     if (const auto reason = logfile_unclean_reason(read_prefix(vol, FILE_LogFile, kLogHead, "$LogFile")))
         throw Error(ErrorKind::Unsafe, *reason + "; boot Windows and shut it down cleanly first");
     if (const auto difference = mirror_difference(vol))

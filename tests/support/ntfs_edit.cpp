@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/ntfs_edit.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -67,7 +68,7 @@ void mark_volume_dirty(const std::filesystem::path& bare_volume) {
         throw std::runtime_error("cannot set the dirty flag");
 }
 
-void add_hibernation_file(const std::filesystem::path& bare_volume) {
+void add_hibernation_file(const std::filesystem::path& bare_volume, const char* signature) {
     auto vol = mount_rw(bare_volume);
     std::unique_ptr<ntfs_inode, CloseInode> root(ntfs_inode_open(vol.get(), FILE_root));
     if (!root) throw std::runtime_error("cannot open the root directory");
@@ -79,7 +80,7 @@ void add_hibernation_file(const std::filesystem::path& bare_volume) {
     std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
     if (!data) throw std::runtime_error("cannot open hiberfil.sys data");
     std::vector<char> header(8192, 0);
-    header[0] = 'h'; header[1] = 'i'; header[2] = 'b'; header[3] = 'r';
+    std::copy(signature, signature + 4, header.begin());
     if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(header.size()), header.data()) != static_cast<s64>(header.size()))
         throw std::runtime_error("cannot write hiberfil.sys");
 }

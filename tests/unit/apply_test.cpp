@@ -240,7 +240,15 @@ void check_one_line(const test::CommandResult& r, const std::string& says) {
 
 TEST_CASE("apply: refusals exit 2 with one line and write nothing", "[apply]") {
     SECTION("dirty") { check_one_line(refused("apply-dirty", test::mark_volume_dirty), "dirty"); }
-    SECTION("hibernated") { check_one_line(refused("apply-hiber", test::add_hibernation_file), "hibernated"); }
+    SECTION("hibernated") {
+        const auto hibr = [](const fs::path& image) { test::add_hibernation_file(image); };
+        check_one_line(refused("apply-hiber", hibr), "hibernated");
+    }
+    SECTION("resuming from hibernation (wake)") {
+        // libntfs-3g's own check does not know "wake"; ours does.
+        const auto wake = [](const fs::path& image) { test::add_hibernation_file(image, "wake"); };
+        check_one_line(refused("apply-wake", wake), "hibernated");
+    }
     SECTION("unclean $LogFile") {
         check_one_line(refused("apply-logfile", test::mark_logfile_unclean), "$LogFile says the volume was not shut down cleanly");
     }
