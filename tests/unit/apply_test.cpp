@@ -12,6 +12,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <set>
 #include <optional>
 #include <sstream>
 #include <stop_token>
@@ -135,6 +136,22 @@ Json apply_and_prove(const fs::path& image, const std::string& name) {
     // The Sleuth Kit reads every file of the output as the input holds it.
     const OpenedImage opened_in = open_and_analyze(image.string());
     const std::uint64_t sector = opened_in.analysis->volumes.front().map.partition_offset / 512;
+    // Every move skipped for an attribute list is of a file TSK shows with one.
+    std::set<std::uint64_t> attribute_list_records;
+    for (const auto& skip : doc["skipped"]) {
+        const std::string reason = skip["reason"];
+        if (reason.find("attribute list") != std::string::npos) attribute_list_records.insert(skip["mft_record"].get<std::uint64_t>());
+    }
+    for (const std::uint64_t record : attribute_list_records) {
+        const auto istat = test::run({"istat", "-o", std::to_string(sector), image.string(), std::to_string(record)});
+        INFO("record " << record);
+        REQUIRE(istat.status == 0);
+        CHECK(istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos);
+    }
+    std::uint64_t by_reason = 0;
+    for (const auto& [reason, count] : doc["skipped_by_reason"].items()) by_reason += count.get<std::uint64_t>();
+    CHECK(by_reason == doc["skipped"].size());
+
     const auto files_in = tsk_files(image, sector);
     const auto files_out = tsk_files(out, sector);
     CHECK(files_in == files_out);
@@ -429,4 +446,25 @@ TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[appl
     CHECK(WEXITSTATUS(status) == 130);
     CHECK(err.find("interrupted: no output was written") != std::string::npos);
     CHECK(leftovers(dir, {"p.json", "err.txt"}).empty());
+}
+
+TEST_CASE("apply --no-verify writes the moved disk and reports no verification", "[apply]") {
+    const test::WorkDir dir("apply-no-verify");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const fs::path out = dir / "out.img";
+    const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", out.string(),
+                                  "--no-verify", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc["verification"].is_null());
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+    // The same moves as a verified run: the output's allocation is what the plan predicts.
+    const auto analysed = test::run_cli({"analyze", out.string(), "--json"});
+    REQUIRE(analysed.status == 0);
+    const auto verified = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                         (dir / "verified.img").string(), "--json"});
+    REQUIRE(verified.status == 0);
+    CHECK(Json::parse(analysed.out)["volumes"][0]["files"]["fragments"] ==
+          Json::parse(verified.out)["verification"]["fragments_after"]);
 }
