@@ -112,13 +112,29 @@ runlist_element* repointed(const runlist_element* rl, std::int64_t vcn, std::int
     return copy;
 }
 
-/// Whether mapping pairs of `size` bytes fit where the attribute's record is now: its own
-/// mapping-pairs space plus what the file record has free (records grow in 8-byte steps).
-bool mapping_pairs_fit(ntfs_attr* na, int size) {
+/// The attribute record that holds the runlist from VCN 0 (in the base record or, for a file
+/// with an attribute list, in whichever record the list names).
+std::unique_ptr<ntfs_attr_search_ctx, PutCtx> first_record(ntfs_attr* na) {
     std::unique_ptr<ntfs_attr_search_ctx, PutCtx> ctx(ntfs_attr_get_search_ctx(na->ni, nullptr));
     if (!ctx) ntfs::throw_library_error(ErrorKind::Internal, "cannot search a file record");
     if (ntfs_attr_lookup(na->type, na->name, na->name_len, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot find the attribute in its record");
+    return ctx;
+}
+
+/// Whether the whole (mapped) runlist of `na` lives in one attribute record: then rewriting it
+/// in place changes no other record and no attribute-list entry.
+bool in_one_record(ntfs_attr* na) {
+    const auto ctx = first_record(na);
+    const runlist_element* end = na->rl;
+    while (end->length != 0) ++end;
+    return sle64_to_cpu(ctx->attr->lowest_vcn) == 0 && sle64_to_cpu(ctx->attr->highest_vcn) == end->vcn - 1;
+}
+
+/// Whether mapping pairs of `size` bytes fit where the attribute's record is now: its own
+/// mapping-pairs space plus what the file record has free (records grow in 8-byte steps).
+bool mapping_pairs_fit(ntfs_attr* na, int size) {
+    const auto ctx = first_record(na);
     const ATTR_RECORD* a = ctx->attr;
     const MFT_RECORD* m = ctx->mrec;
     const std::uint32_t length = le32_to_cpu(a->length);
@@ -154,8 +170,6 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
 
     InodePtr ni(ntfs_inode_open(vol, static_cast<MFT_REF>(move.mft_record)));
     if (!ni) ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(move.mft_record));
-    if (NInoAttrList(ni.get()))
-        throw Skip{"the file has an attribute list: its runlist may need another extent record"};
     ntfschar* raw_name = nullptr;
     int name_length = 0;
     if (!stream->name.empty()) {
@@ -178,6 +192,9 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
     if (ntfs_attr_map_whole_runlist(na.get()) != 0)
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read the runlist of record " +
                                                           std::to_string(move.mft_record));
+    if (NInoAttrList(ni.get()) && !in_one_record(na.get()))
+        throw Skip{"the stream's runlist spans several file records (attribute list): rewriting it may need "
+                   "other extent records or attribute-list entries"};
     if (!maps_to(na->rl, move.vcn, move.from_lcn, move.clusters))
         throw Skip{"the source run is not where the plan says (an earlier move was skipped)"};
     if (!clusters_free(vol, move.to_lcn, move.clusters))

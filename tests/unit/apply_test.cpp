@@ -468,3 +468,25 @@ TEST_CASE("apply --no-verify writes the moved disk and reports no verification",
     CHECK(Json::parse(analysed.out)["volumes"][0]["files"]["fragments"] ==
           Json::parse(verified.out)["verification"]["fragments_after"]);
 }
+
+TEST_CASE("apply: a stream of a file with an attribute list is moved when its runlist lives in one record",
+          "[apply]") {
+    MkImageOptions o = bare_disk(7);
+    o.disk_size = 128ull << 20;
+    o.files = 1500;
+    const fs::path image = test::generated_image("apply-attribute-list", o);
+    const Json doc = apply_and_prove(image, "apply-attribute-list");
+    CHECK(doc["moves"]["skipped"] == 0);
+    // At least one moved stream belongs to a file TSK shows with an $ATTRIBUTE_LIST.
+    const test::WorkDir dir("apply-attribute-list-plan");
+    const Plan plan = read_plan(make_plan(image, dir / "p.json").string());
+    std::set<std::uint64_t> records;
+    for (const Move& m : plan.moves) records.insert(m.mft_record);
+    std::size_t with_list = 0;
+    for (const std::uint64_t record : records) {
+        const auto istat = test::run({"istat", image.string(), std::to_string(record)});
+        REQUIRE(istat.status == 0);
+        with_list += istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos ? 1 : 0;
+    }
+    CHECK(with_list >= 1);
+}
