@@ -86,8 +86,8 @@ void add_hibernation_file(const std::filesystem::path& bare_volume, const char* 
 }
 
 void mark_logfile_unclean(const std::filesystem::path& bare_volume) {
-    // Mounting read-write resets $LogFile; the pages are written afterwards, through the
-    // mounted volume, so they are what is left on disk.
+    // The pages are written through the mounted volume, after whatever mounting read-write
+    // does to $LogFile, so they are what is left on disk.
     auto vol = mount_rw(bare_volume);
     std::unique_ptr<ntfs_inode, CloseInode> log(ntfs_inode_open(vol.get(), FILE_LogFile));
     if (!log) throw std::runtime_error("cannot open $LogFile");
