@@ -56,11 +56,14 @@ void Volume::Unmount::operator()(_ntfs_volume* volume) const noexcept {
     if (volume != nullptr) ntfs_umount(volume, FALSE);
 }
 
-Volume::Volume(Device device) : device_(std::move(device)) {
+Volume::Volume(Device device, MountMode mode) : device_(std::move(device)) {
     capture_library_log();
     g_last_message.clear();
     errno = 0;
-    volume_.reset(ntfs_device_mount(device_.get(), device_.writable() ? NTFS_MNT_NONE : NTFS_MNT_RDONLY));
+    const unsigned long flags = !device_.writable()           ? NTFS_MNT_RDONLY
+                                : mode == MountMode::Forensic ? NTFS_MNT_FORENSIC
+                                                              : NTFS_MNT_NONE;
+    volume_.reset(ntfs_device_mount(device_.get(), flags));
     if (!volume_) throw_library_error(ErrorKind::Corrupt, "cannot mount NTFS volume");
     device_.release();  // ntfs_umount frees it
 }

@@ -12,15 +12,21 @@ struct _ntfs_volume;
 
 namespace guestfrag::ntfs {
 
+/// How a writable device is mounted. Normal lets libntfs-3g refuse hibernated or unclean
+/// volumes and reset $LogFile, as any writer should. Forensic (NTFS_MNT_FORENSIC) changes
+/// nothing at mount time and checks nothing: for a caller that checked the volume's state
+/// itself and must leave every byte it does not mean to change as it was.
+enum class MountMode { Normal, Forensic };
+
 /// A mounted libntfs-3g volume together with the Device under it. Move-only. Destruction
 /// unmounts without checking: a read-only volume has nothing to write back; a writable one
 /// is unmount()ed by its user first, so that a failure to write back is seen.
 class Volume {
 public:
     /// Mounts the NTFS file system on `device`: read-only (NTFS_MNT_RDONLY, so libntfs-3g
-    /// does not even reset $LogFile) unless the device is writable. Throws Error(Corrupt)
-    /// with libntfs-3g's own reason when the volume cannot be mounted.
-    explicit Volume(Device device);
+    /// does not even reset $LogFile) unless the device is writable, then as `mode` says.
+    /// Throws Error(Corrupt) with libntfs-3g's own reason when the volume cannot be mounted.
+    explicit Volume(Device device, MountMode mode = MountMode::Normal);
 
     [[nodiscard]] _ntfs_volume* get() const noexcept { return volume_.get(); }
 

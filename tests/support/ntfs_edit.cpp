@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/ntfs_edit.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -73,7 +75,7 @@ void mark_volume_dirty(const std::filesystem::path& bare_volume) {
         throw std::runtime_error("cannot set the dirty flag");
 }
 
-void add_hibernation_file(const std::filesystem::path& bare_volume) {
+void add_hibernation_file(const std::filesystem::path& bare_volume, const char* signature) {
     auto vol = mount_rw(bare_volume);
     std::unique_ptr<ntfs_inode, CloseInode> root(ntfs_inode_open(vol.get(), FILE_root));
     if (!root) throw std::runtime_error("cannot open the root directory");
@@ -85,7 +87,7 @@ void add_hibernation_file(const std::filesystem::path& bare_volume) {
     std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
     if (!data) throw std::runtime_error("cannot open hiberfil.sys data");
     std::vector<char> header(8192, 0);
-    header[0] = 'h'; header[1] = 'i'; header[2] = 'b'; header[3] = 'r';
+    std::copy(signature, signature + 4, header.begin());
     if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(header.size()), header.data()) != static_cast<s64>(header.size()))
         throw std::runtime_error("cannot write hiberfil.sys");
 }
@@ -167,6 +169,37 @@ void set_mft_attribute_size(const std::filesystem::path& bare_volume, std::uint3
         f.write(rec.data(), static_cast<std::streamsize>(rec.size()));
     }
     if (!f) throw std::runtime_error("cannot write $MFT record 0");
+}
+
+void mark_logfile_unclean(const std::filesystem::path& bare_volume) {
+    // The pages are written through the mounted volume, after whatever mounting read-write
+    // does to $LogFile, so they are what is left on disk.
+    auto vol = mount_rw(bare_volume);
+    std::unique_ptr<ntfs_inode, CloseInode> log(ntfs_inode_open(vol.get(), FILE_LogFile));
+    if (!log) throw std::runtime_error("cannot open $LogFile");
+    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(log.get(), AT_DATA, AT_UNNAMED, 0));
+    if (!data) throw std::runtime_error("cannot open the data of $LogFile");
+    constexpr std::size_t kPage = 4096;
+    std::vector<unsigned char> page(kPage, 0);
+    auto put = [&page](std::size_t at, std::uint64_t value, int width) {
+        for (int i = 0; i < width; ++i) page[at + static_cast<std::size_t>(i)] = static_cast<unsigned char>(value >> (8 * i));
+    };
+    page[0] = 'R'; page[1] = 'S'; page[2] = 'T'; page[3] = 'R';
+    put(4, 0x1e, 2);      // update sequence array offset
+    put(6, 9, 2);         // its count: one number and eight sectors
+    put(16, kPage, 4);    // system page size
+    put(20, kPage, 4);    // log page size
+    put(24, 0x30, 2);     // restart area offset
+    put(26, 1, 2);        // minor version
+    put(28, 1, 2);        // major version
+    put(0x30, 0x2000, 8); // current LSN
+    put(0x38, 1, 2);      // log clients
+    put(0x3a, 0xffff, 2); // client free list: none
+    put(0x3c, 0, 2);      // client in use list: client 0
+    put(0x3e, 0, 2);      // flags: RESTART_VOLUME_IS_CLEAN not set
+    for (std::size_t at = 0; at < 2 * kPage; at += kPage)
+        if (ntfs_attr_pwrite(data.get(), static_cast<s64>(at), kPage, page.data()) != static_cast<s64>(kPage))
+            throw std::runtime_error("cannot write $LogFile");
 }
 
 }  // namespace guestfrag::test

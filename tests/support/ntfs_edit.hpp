@@ -18,8 +18,13 @@ void mark_volume_dirty(const std::filesystem::path& bare_volume);
 /// them. Returns the store's MFT record number.
 std::uint64_t add_shadow_copy_store(const std::filesystem::path& bare_volume, std::uint64_t store_bytes);
 
-/// Creates \hiberfil.sys with a "hibr" header, as a hibernated Windows leaves it.
-void add_hibernation_file(const std::filesystem::path& bare_volume);
+/// Creates \hiberfil.sys with a "hibr" header, as a hibernated Windows leaves it, or with
+/// another four-byte `signature` ("HIBR" after Fast Startup, "wake" while resuming).
+void add_hibernation_file(const std::filesystem::path& bare_volume, const char* signature = "hibr");
+
+/// Writes two $LogFile restart pages ("RSTR") whose restart area has a log client in use
+/// and no RESTART_VOLUME_IS_CLEAN flag, as a crash or a power cut leaves them.
+void mark_logfile_unclean(const std::filesystem::path& bare_volume);
 
 /// Creates the regular file \`name` holding `bytes` bytes of non-zero data (non-resident
 /// when larger than a record). Returns its MFT record number.

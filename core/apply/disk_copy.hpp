@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstdint>
+
+#include "core/progress.hpp"
+
+namespace guestfrag {
+
+class DiskImage;
+
+/// Writes the whole virtual disk of `image` into `fd`, a fresh empty file open for writing,
+/// as a sparse raw disk: the file is sized to the disk, and only bytes that some layer
+/// stores and that are not all zero are written (in 1 MiB blocks), so unallocated and zero
+/// areas stay holes. Returns the bytes written. Throws Error(Io) for a host failure, what
+/// DiskImage::read throws, and Error(Cancelled) from `progress` (bytes of the disk done).
+/// Cost: reads the allocated part of the image once; memory one block.
+std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {});
+
+}  // namespace guestfrag

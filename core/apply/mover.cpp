@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/apply/mover.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/image/writable_raw_file.hpp"
+#include "core/ntfs/ntfs3g.hpp"
+#include "core/ntfs/ntfs_volume.hpp"
+
+extern "C" {
+#include <ntfs-3g/bitmap.h>
+}
+
+namespace guestfrag {
+namespace {
+
+constexpr std::int64_t kCopyBlock = 1 << 20;
+
+struct CloseInode {
+    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
+};
+struct CloseAttr {
+    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
+};
+struct PutCtx {
+    void operator()(ntfs_attr_search_ctx* ctx) const noexcept { ntfs_attr_put_search_ctx(ctx); }
+};
+struct FreeC {
+    void operator()(void* p) const noexcept { std::free(p); }
+};
+using InodePtr = std::unique_ptr<ntfs_inode, CloseInode>;
+using AttrPtr = std::unique_ptr<ntfs_attr, CloseAttr>;
+
+/// A reason to skip the move, thrown inside one move and caught around it.
+struct Skip {
+    std::string reason;
+};
+
+const Stream* find_stream(const VolumeMap& map, const Move& move) {
+    auto it = std::lower_bound(map.streams.begin(), map.streams.end(), move.mft_record,
+                               [](const Stream& s, std::uint64_t record) { return s.mft_record < record; });
+    for (; it != map.streams.end() && it->mft_record == move.mft_record; ++it)
+        if (it->label() == move.stream) return &*it;
+    return nullptr;
+}
+
+/// Whether every cluster of [lcn, lcn + count) is clear in $Bitmap.
+bool clusters_free(ntfs_volume* vol, std::int64_t lcn, std::int64_t count) {
+    if (lcn < 0 || count <= 0 || lcn + count > vol->nr_clusters) return false;
+    const std::int64_t first = lcn / 8;
+    const std::int64_t last = (lcn + count - 1) / 8;
+    std::vector<std::uint8_t> bits(static_cast<std::size_t>(last - first + 1));
+    errno = 0;
+    if (ntfs_attr_pread(vol->lcnbmp_na, first, static_cast<s64>(bits.size()), bits.data()) !=
+        static_cast<s64>(bits.size()))
+        ntfs::throw_library_error(ErrorKind::Io, "cannot read $Bitmap");
+    for (std::int64_t c = lcn; c < lcn + count; ++c)
+        if (bits[static_cast<std::size_t>(c / 8 - first)] & (1u << (c % 8))) return false;
+    return true;
+}
+
+/// Whether VCNs [vcn, vcn + count) of `rl` map to the LCN-contiguous run at `lcn`.
+bool maps_to(const runlist_element* rl, std::int64_t vcn, std::int64_t lcn, std::int64_t count) {
+    for (std::int64_t v = vcn; v < vcn + count;) {
+        const runlist_element* e = rl;
+        while (e->length != 0 && !(e->vcn <= v && v < e->vcn + e->length)) ++e;
+        if (e->length == 0 || e->lcn < 0 || e->lcn + (v - e->vcn) != lcn + (v - vcn)) return false;
+        v = e->vcn + e->length;
+    }
+    return true;
+}
+
+/// `rl` with VCNs [vcn, vcn + count) pointed at `to`, runs split where the range cuts them
+/// and LCN-contiguous neighbours merged. Allocated with malloc: libntfs-3g frees it.
+runlist_element* repointed(const runlist_element* rl, std::int64_t vcn, std::int64_t to, std::int64_t count) {
+    std::vector<runlist_element> out;
+    auto push = [&out](std::int64_t v, std::int64_t l, std::int64_t n) {
+        if (n <= 0) return;
+        if (!out.empty()) {
+            runlist_element& prev = out.back();
+            const bool both_holes = prev.lcn == LCN_HOLE && l == LCN_HOLE;
+            const bool contiguous = prev.lcn >= 0 && l >= 0 && prev.lcn + prev.length == l;
+            if (both_holes || contiguous) {
+                prev.length += n;
+                return;
+            }
+        }
+        out.push_back(runlist_element{v, l, n});
+    };
+    const runlist_element* e = rl;
+    for (; e->length != 0; ++e) {
+        const std::int64_t start = e->vcn;
+        const std::int64_t end = e->vcn + e->length;
+        const std::int64_t cut_from = std::clamp(vcn, start, end);
+        const std::int64_t cut_to = std::clamp(vcn + count, start, end);
+        const auto lcn_at = [e](std::int64_t v) { return e->lcn < 0 ? e->lcn : e->lcn + (v - e->vcn); };
+        push(start, lcn_at(start), cut_from - start);
+        push(cut_from, to + (cut_from - vcn), cut_to - cut_from);
+        push(cut_to, lcn_at(cut_to), end - cut_to);
+    }
+    out.push_back(runlist_element{e->vcn, e->lcn, 0});  // the terminator as it was
+    auto* copy = static_cast<runlist_element*>(std::malloc(out.size() * sizeof(runlist_element)));
+    if (copy == nullptr) throw std::bad_alloc();
+    std::memcpy(copy, out.data(), out.size() * sizeof(runlist_element));
+    return copy;
+}
+
+/// The attribute record that holds the runlist from VCN 0 (in the base record or, for a file
+/// with an attribute list, in whichever record the list names).
+std::unique_ptr<ntfs_attr_search_ctx, PutCtx> first_record(ntfs_attr* na) {
+    std::unique_ptr<ntfs_attr_search_ctx, PutCtx> ctx(ntfs_attr_get_search_ctx(na->ni, nullptr));
+    if (!ctx) ntfs::throw_library_error(ErrorKind::Internal, "cannot search a file record");
+    if (ntfs_attr_lookup(na->type, na->name, na->name_len, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
+        ntfs::throw_library_error(ErrorKind::Corrupt, "cannot find the attribute in its record");
+    return ctx;
+}
+
+/// Whether the whole (mapped) runlist of `na` lives in one attribute record: then rewriting it
+/// in place changes no other record and no attribute-list entry.
+bool in_one_record(ntfs_attr* na) {
+    const auto ctx = first_record(na);
+    const runlist_element* end = na->rl;
+    while (end->length != 0) ++end;
+    return sle64_to_cpu(ctx->attr->lowest_vcn) == 0 && sle64_to_cpu(ctx->attr->highest_vcn) == end->vcn - 1;
+}
+
+/// Whether mapping pairs of `size` bytes fit where the attribute's record is now: its own
+/// mapping-pairs space plus what the file record has free (records grow in 8-byte steps).
+bool mapping_pairs_fit(ntfs_attr* na, int size) {
+    const auto ctx = first_record(na);
+    const ATTR_RECORD* a = ctx->attr;
+    const MFT_RECORD* m = ctx->mrec;
+    const std::uint32_t length = le32_to_cpu(a->length);
+    const std::uint32_t needed = (le16_to_cpu(a->mapping_pairs_offset) + static_cast<std::uint32_t>(size) + 7u) & ~7u;
+    const std::uint32_t spare = le32_to_cpu(m->bytes_allocated) - le32_to_cpu(m->bytes_in_use);
+    return needed <= length + spare;
+}
+
+void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::int64_t count, std::uint64_t& copied) {
+    const std::int64_t cs = vol->cluster_size;
+    std::vector<char> data(static_cast<std::size_t>(std::min(count * cs, kCopyBlock)));
+    std::vector<char> back(data.size());
+    for (std::int64_t done = 0; done < count * cs;) {
+        const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(data.size()), count * cs - done);
+        errno = 0;
+        if (ntfs_pread(vol->dev, from * cs + done, n, data.data()) != n)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(from));
+        if (ntfs_pwrite(vol->dev, to * cs + done, n, data.data()) != n)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot write clusters at LCN " + std::to_string(to));
+        if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot read back clusters at LCN " + std::to_string(to));
+        if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0)
+            throw Error(ErrorKind::Io, "clusters written at LCN " + std::to_string(to) + " do not read back the same");
+        done += n;
+        copied += static_cast<std::uint64_t>(n);
+    }
+}
+
+void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::uint64_t& copied) {
+    const Stream* stream = find_stream(before, move);
+    if (stream == nullptr) throw Skip{"no such non-resident stream"};
+    if (stream->placement != Placement::Movable) throw Skip{"system file left in place: " + stream->reason};
+
+    InodePtr ni(ntfs_inode_open(vol, static_cast<MFT_REF>(move.mft_record)));
+    if (!ni) ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(move.mft_record));
+    ntfschar* raw_name = nullptr;
+    int name_length = 0;
+    if (!stream->name.empty()) {
+        name_length = ntfs_mbstoucs(stream->name.c_str(), &raw_name);
+        if (name_length < 0) throw Skip{"the stream's name cannot be converted"};
+    }
+    const std::unique_ptr<ntfschar, FreeC> name(raw_name);
+    AttrPtr na(ntfs_attr_open(ni.get(), static_cast<ATTR_TYPES>(cpu_to_le32(stream->type)),
+                              name ? name.get() : AT_UNNAMED, static_cast<u32>(name_length)));
+    if (!na) throw Skip{"the stream cannot be opened: " + ntfs::library_reason(errno)};
+    if (!NAttrNonResident(na.get())) throw Skip{"resident stream"};
+    if (na->data_flags & ATTR_IS_ENCRYPTED) throw Skip{"encrypted stream"};
+    if (na->data_flags & (ATTR_IS_COMPRESSED | ATTR_IS_SPARSE)) {
+        const std::int64_t unit = na->compression_block_clusters;
+        if (unit > 1 && (move.vcn % unit != 0 || move.clusters % unit != 0))
+            throw Skip{"compressed or sparse stream moved in pieces not aligned to its compression unit of " +
+                       std::to_string(unit) + " clusters"};
+    }
+    errno = 0;
+    if (ntfs_attr_map_whole_runlist(na.get()) != 0)
+        ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read the runlist of record " +
+                                                          std::to_string(move.mft_record));
+    if (NInoAttrList(ni.get()) && !in_one_record(na.get()))
+        throw Skip{"the stream's runlist spans several file records (attribute list): rewriting it may need "
+                   "other extent records or attribute-list entries"};
+    if (!maps_to(na->rl, move.vcn, move.from_lcn, move.clusters))
+        throw Skip{"the source run is not where the plan says (an earlier move was skipped)"};
+    if (!clusters_free(vol, move.to_lcn, move.clusters))
+        throw Skip{"the destination is not free (an earlier move was skipped)"};
+
+    std::unique_ptr<runlist_element, FreeC> rl(repointed(na->rl, move.vcn, move.to_lcn, move.clusters));
+    const int size = ntfs_get_size_for_mapping_pairs(vol, rl.get(), 0, INT_MAX);
+    if (size < 0) ntfs::throw_library_error(ErrorKind::Internal, "cannot size the new mapping pairs");
+    if (!mapping_pairs_fit(na.get(), size))
+        throw Skip{"the new runlist's mapping pairs do not fit in the file record"};
+
+    // Nothing is written before here; from here on a failure leaves the disk unusable and
+    // is an error, not a skip.
+    if (ntfs_bitmap_set_run(vol->lcnbmp_na, move.to_lcn, move.clusters) != 0)
+        ntfs::throw_library_error(ErrorKind::Io, "cannot allocate the destination in $Bitmap");
+    copy_clusters(vol, move.from_lcn, move.to_lcn, move.clusters, copied);
+    std::free(na->rl);
+    na->rl = rl.release();
+    if (ntfs_attr_update_mapping_pairs(na.get(), 0) != 0)
+        ntfs::throw_library_error(ErrorKind::Io, "cannot write the runlist of record " + std::to_string(move.mft_record));
+    // Moving changes no size: libntfs-3g's request to rewrite the file's names (with their
+    // copies of sizes and times) in the parent directory's index is dropped, so the index
+    // blocks stay as they were.
+    NInoFileNameClearDirty(ni.get());
+    ntfs_attr_close(na.release());
+    if (ntfs_inode_close(ni.release()) != 0)
+        ntfs::throw_library_error(ErrorKind::Io, "cannot write record " + std::to_string(move.mft_record));
+    if (ntfs_bitmap_clear_run(vol->lcnbmp_na, move.from_lcn, move.clusters) != 0)
+        ntfs::throw_library_error(ErrorKind::Io, "cannot free the source in $Bitmap");
+}
+
+}  // namespace
+
+MoveOutcome carry_out_moves(WritableRawFile& disk, const VolumeWindow& window, const VolumeMap& before,
+                            const Plan& plan, const Progress& progress,
+                            const std::function<void(std::size_t)>& after_move) {
+    ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
+    MoveOutcome outcome;
+    for (std::size_t i = 0; i < plan.moves.size(); ++i) {
+        progress.update(i, plan.moves.size());
+        try {
+            move_one(volume.get(), before, plan.moves[i], outcome.bytes_copied);
+        } catch (const Skip& skip) {
+            outcome.skipped.push_back({i, skip.reason});
+            continue;
+        }
+        outcome.done.push_back(i);
+        if (after_move) after_move(i);
+    }
+    progress.update(plan.moves.size(), plan.moves.size());
+    volume.unmount();
+    return outcome;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Carries out a plan's moves on a writable NTFS volume through libntfs-3g.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/apply/volume_checks.hpp"
+#include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
+#include "core/progress.hpp"
+
+namespace guestfrag {
+
+class WritableRawFile;
+
+/// A move of the plan left undone, and why.
+struct SkippedMove {
+    std::size_t index = 0;  ///< into Plan::moves
+    std::string reason;
+
+    friend bool operator==(const SkippedMove&, const SkippedMove&) = default;
+};
+
+/// What carry_out_moves did.
+struct MoveOutcome {
+    std::vector<std::size_t> done;     ///< indices into Plan::moves, in order
+    std::vector<SkippedMove> skipped;  ///< in plan order
+    std::uint64_t bytes_copied = 0;    ///< cluster bytes copied (each also read back)
+};
+
+/// Runs `plan`'s moves, in order, on the NTFS volume at `window` of `disk`, which must be the
+/// disk `before` was read from (a copy of it). The volume is mounted writable with
+/// NTFS_MNT_FORENSIC, so nothing but the clusters, runlists and $Bitmap bits of the moves is
+/// written. Per move: the source run must still be where the plan says and the destination
+/// clear in $Bitmap; the destination bits are set, the clusters copied and read back, the
+/// runlist rewritten (split, repointed, merged) when its mapping pairs fit in the file record
+/// as it is, the record written, and the source bits cleared. A move that cannot be done that
+/// way is skipped with its reason, never half done: a file with an attribute list, a
+/// resident, encrypted or missing stream, a compressed or sparse stream moved in pieces not
+/// aligned to its compression unit, a system file the planner does not move, mapping pairs
+/// that would not fit, and a move whose source or destination an earlier skip left
+/// different. `after_move(i)` runs after move i is done (a test seam; may throw).
+/// Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when a copy does not
+/// read back the same or libntfs-3g fails half way (the disk is then unusable and the
+/// caller discards it), Error(Cancelled) from `progress` (between moves; moves done).
+/// Cost: reads and writes each moved cluster once, reads it back once; memory 1 MiB plus
+/// the largest runlist.
+MoveOutcome carry_out_moves(WritableRawFile& disk, const VolumeWindow& window, const VolumeMap& before,
+                            const Plan& plan, const Progress& progress = {},
+                            const std::function<void(std::size_t)>& after_move = {});
+
+}  // namespace guestfrag

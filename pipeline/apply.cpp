@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "pipeline/apply.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "core/apply/disk_copy.hpp"
+#include "core/apply/verify.hpp"
+#include "core/apply/volume_checks.hpp"
+#include "core/error.hpp"
+#include "core/image/open_image.hpp"
+#include "core/image/writable_raw_file.hpp"
+#include "core/plan/apply.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace guestfrag {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The output under its temporary name: removed on destruction unless commit() renamed it.
+class TemporaryDisk {
+public:
+    explicit TemporaryDisk(const fs::path& output) : output_(output) {
+        const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
+        std::string pattern = (dir / ("." + output.filename().string() + ".XXXXXX")).string();
+        fd_ = ::mkstemp(pattern.data());
+        if (fd_ < 0) throw Error(ErrorKind::Io, "cannot create a file beside " + output.string() + ": " + std::strerror(errno));
+        path_ = pattern;
+    }
+    ~TemporaryDisk() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!committed_) ::unlink(path_.c_str());
+    }
+    TemporaryDisk(const TemporaryDisk&) = delete;
+    TemporaryDisk& operator=(const TemporaryDisk&) = delete;
+
+    [[nodiscard]] int fd() const { return fd_; }
+    [[nodiscard]] const std::string& path() const { return path_; }
+
+    void sync() const {
+        if (::fsync(fd_) != 0) throw Error(ErrorKind::Io, "cannot write " + path_ + ": " + std::strerror(errno));
+    }
+    void commit() {
+        if (::rename(path_.c_str(), output_.c_str()) != 0)
+            throw Error(ErrorKind::Io, "cannot rename " + path_ + " to " + output_.string() + ": " + std::strerror(errno));
+        committed_ = true;
+    }
+
+private:
+    fs::path output_;
+    std::string path_;
+    int fd_ = -1;
+    bool committed_ = false;
+};
+
+constexpr std::uint64_t kMftRecord = 0;     // $MFT
+constexpr std::uint64_t kBitmapRecord = 6;  // $Bitmap
+
+std::uint64_t total_fragments(const VolumeMap& map) {
+    std::uint64_t n = 0;
+    for (const Stream& s : map.streams) n += s.fragments();
+    return n;
+}
+
+[[noreturn]] void verification_failed(const std::string& what) {
+    throw Error(ErrorKind::Corrupt, "verification failed: " + what);
+}
+
+/// Refuses an output that is the input or one of its layers: replacing it would write the input.
+void check_output(const std::string& output, const DiskImage& image) {
+    std::error_code ec;
+    if (!fs::exists(output, ec)) return;
+    for (const Layer& layer : image.layers())
+        if (fs::equivalent(output, layer.path, ec))
+            throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
+}
+
+ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
+                              const std::string& copy, const VolumeWindow& window, const Progress& progress) {
+    const OpenedImage output = analyze_opened(open_image(copy), before.partition, progress);
+    if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
+    const VolumeMap& after = output.analysis->volumes.front().map;
+    if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
+    if (const auto d = bitmap_difference(after)) verification_failed(*d);
+    if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
+    const auto want = stream_digests(*input.image, before, progress);
+    const auto got = stream_digests(*output.image, after, progress);
+    std::uint64_t hashed = 0;
+    for (const auto& [key, digest] : want) {
+        // $MFT and $Bitmap are what record the moves: their contents change by design
+        // (the allocation checks above prove how).
+        if (key.second == "$DATA" && (key.first == kMftRecord || key.first == kBitmapRecord)) continue;
+        const auto it = got.find(key);
+        if (it == got.end() || it->second != digest)
+            verification_failed("the contents of record " + std::to_string(key.first) + " " + key.second +
+                                " differ from the input's");
+        ++hashed;
+    }
+    return {hashed, total_fragments(before), total_fragments(predicted), total_fragments(after)};
+}
+
+}  // namespace
+
+ApplyResult apply_to_copy(const std::string& path, const std::vector<std::string>& parents, Plan plan,
+                          const ApplyOptions& options, const Progress& progress) {
+    const auto started = std::chrono::steady_clock::now();
+    const OpenedImage input = open_and_analyze(path, parents, plan.identity.partition, progress);
+    const VolumeMap& before = input.analysis->volumes.front().map;
+    VolumeWindow window;
+    for (const Partition& p : input.analysis->table.partitions)
+        if (p.number == before.partition) window = {p.start, p.length};
+    if (window.length == 0) throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
+    check_output(options.output, *input.image);
+
+    // Everything that may refuse runs before the first byte is written.
+    check_volume_state(*input.image, window, before, options.allow_vss);
+    PlannedVolume adopted = adopt_plan(input, 0, std::move(plan));
+
+    ApplyResult result;
+    result.output = options.output;
+    result.partition = before.partition;
+    TemporaryDisk disk(options.output);
+    result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress);
+    WritableRawFile file(disk.fd(), disk.path());
+    result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move);
+    result.moved_bytes = result.moves.bytes_copied;
+    disk.sync();
+
+    if (options.verify) {
+        // The after-state of the moves that were done; skipped ones are left out, and what
+        // remains must still replay on the volume as it was.
+        std::shared_ptr<const VolumeMap> predicted = adopted.after;
+        if (!result.moves.skipped.empty()) {
+            Plan done = adopted.plan;
+            done.moves.clear();
+            for (const std::size_t i : result.moves.done) done.moves.push_back(adopted.plan.moves[i]);
+            try {
+                predicted = std::make_shared<const VolumeMap>(apply_plan(before, done));
+            } catch (const Error& e) {
+                verification_failed(std::string("the moves done do not replay without the skipped ones: ") + e.what());
+            }
+        }
+        if (options.before_verify) options.before_verify(disk.path());
+        result.verification = verify_copy(input, before, *predicted, disk.path(), window, progress);
+    }
+    disk.commit();
+    result.plan = std::move(adopted.plan);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+}  // namespace guestfrag

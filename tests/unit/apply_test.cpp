@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag apply`: a plan carried out offline into a new disk, checked against The Sleuth
+// Kit (contents and runlists), ntfsfix and guestfrag's own analysis; every refusal; and
+// failures that must leave no output.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <set>
+#include <optional>
+#include <sstream>
+#include <stop_token>
+
+#include <nlohmann/json.hpp>
+
+#include "core/apply/volume_checks.hpp"
+#include "core/error.hpp"
+#include "core/plan/apply.hpp"
+#include "core/plan/plan_io.hpp"
+#include "pipeline/apply.hpp"
+#include "pipeline/pipeline.hpp"
+#include "support/fixtures.hpp"
+#include "support/ntfs_edit.hpp"
+#include "support/tsk_oracle.hpp"
+
+using namespace guestfrag;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+MkImageOptions bare_disk(std::uint32_t seed) {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.table = "none";
+    o.files = 300;
+    o.seed = seed;
+    return o;
+}
+
+fs::path bare_image() { return test::generated_image("apply-bare", bare_disk(31)); }
+fs::path other_image() { return test::generated_image("apply-bare-other", bare_disk(32)); }
+fs::path msdos_image() {
+    MkImageOptions o = bare_disk(33);
+    o.table = "msdos";
+    return test::generated_image("apply-msdos", o);
+}
+
+std::string read(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// `guestfrag plan --strategy defrag` of `image` into `out`.
+fs::path make_plan(const fs::path& image, const fs::path& out) {
+    const auto r = test::run_cli({"plan", image.string(), "--strategy", "defrag", "-o", out.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return out;
+}
+
+/// Files in `dir` other than `keep`: a temporary disk left behind shows up here.
+std::vector<std::string> leftovers(const fs::path& dir, const std::vector<std::string>& keep) {
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (std::find(keep.begin(), keep.end(), name) == keep.end()) out.push_back(name);
+    }
+    return out;
+}
+
+/// Meta addresses of every regular file and stream `fls -r -p` lists ("64-128-2"), by path.
+std::map<std::string, std::string> tsk_files(const fs::path& image, std::uint64_t sector) {
+    const auto r = test::run({"fls", "-r", "-p", "-o", std::to_string(sector), image.string()});
+    REQUIRE(r.status == 0);
+    std::map<std::string, std::string> out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("r/r ", 0) != 0 || line.find('*') != std::string::npos) continue;
+        const auto colon = line.find(":\t");
+        REQUIRE(colon != std::string::npos);
+        out[line.substr(colon + 2)] = line.substr(4, colon - 4);
+    }
+    return out;
+}
+
+std::string icat(const fs::path& image, std::uint64_t sector, const std::string& address) {
+    const auto r = test::run({"icat", "-o", std::to_string(sector), image.string(), address});
+    REQUIRE(r.status == 0);
+    return r.out;
+}
+
+/// Runs apply and checks everything the output must be; returns the JSON document.
+Json apply_and_prove(const fs::path& image, const std::string& name) {
+    test::require_tools({"icat", "fls", "istat"});
+    const test::WorkDir dir(name);
+    const fs::path plan_path = make_plan(image, dir / "p.json");
+    const Json plan = Json::parse(read(plan_path));
+    REQUIRE(!plan["moves"].empty());
+    const std::uint64_t fingerprint = test::file_fingerprint(image);
+    const fs::path out = dir / "out.img";
+
+    const auto r = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string(), "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+
+    // The input is only read; the output is the whole disk, sparse, and nothing else is left.
+    CHECK(test::file_fingerprint(image) == fingerprint);
+    REQUIRE(fs::exists(out));
+    CHECK(fs::file_size(out) == fs::file_size(image));
+    struct stat st{};
+    REQUIRE(::stat(out.c_str(), &st) == 0);
+    CHECK(static_cast<std::uint64_t>(st.st_blocks) * 512 < fs::file_size(out));
+    CHECK(leftovers(dir, {"p.json", "out.img"}).empty());
+
+    CHECK(doc["schema"] == "guestfrag.apply.v1");
+    CHECK(doc["moves"]["planned"] == plan["moves"].size());
+    CHECK(doc["moves"]["done"].get<std::size_t>() + doc["moves"]["skipped"].get<std::size_t>() == plan["moves"].size());
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+    CHECK(doc["verification"]["passed"] == true);
+    // Fragments after: what the plan's summary promised when every move was done, what the
+    // after-state of the moves done predicts otherwise.
+    const std::uint64_t after = doc["verification"]["fragments_after"];
+    CHECK(after == doc["verification"]["fragments_predicted"].get<std::uint64_t>());
+    CHECK(doc["verification"]["fragments_before"] == plan["summary"]["fragments_before"]);
+    if (doc["moves"]["skipped"] == 0) CHECK(after == plan["summary"]["fragments_after"].get<std::uint64_t>());
+    CHECK(after < plan["summary"]["fragments_before"].get<std::uint64_t>());
+
+    // The Sleuth Kit reads every file of the output as the input holds it.
+    const OpenedImage opened_in = open_and_analyze(image.string());
+    const std::uint64_t sector = opened_in.analysis->volumes.front().map.partition_offset / 512;
+    // Every move skipped for an attribute list is of a file TSK shows with one.
+    std::set<std::uint64_t> attribute_list_records;
+    for (const auto& skip : doc["skipped"]) {
+        const std::string reason = skip["reason"];
+        if (reason.find("attribute list") != std::string::npos) attribute_list_records.insert(skip["mft_record"].get<std::uint64_t>());
+    }
+    for (const std::uint64_t record : attribute_list_records) {
+        const auto istat = test::run({"istat", "-o", std::to_string(sector), image.string(), std::to_string(record)});
+        INFO("record " << record);
+        REQUIRE(istat.status == 0);
+        CHECK(istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos);
+    }
+    std::uint64_t by_reason = 0;
+    for (const auto& [reason, count] : doc["skipped_by_reason"].items()) by_reason += count.get<std::uint64_t>();
+    CHECK(by_reason == doc["skipped"].size());
+
+    const auto files_in = tsk_files(image, sector);
+    const auto files_out = tsk_files(out, sector);
+    CHECK(files_in == files_out);
+    REQUIRE(files_in.size() > 100);
+    for (const auto& [path, address] : files_in) {
+        INFO(path);
+        // $MFT and $Bitmap record the moves: they are meant to differ.
+        const bool records_moves = path == "$MFT" || path == "$Bitmap";
+        CHECK((icat(out, sector, address) == icat(image, sector, address)) != records_moves);
+    }
+
+    // TSK's runlists of the output are guestfrag's analysis of it, and the plan's after-state.
+    const OpenedImage opened_out = open_and_analyze(out.string());
+    const VolumeMap& map_out = opened_out.analysis->volumes.front().map;
+    Plan adopted = read_plan(plan_path.string());
+    std::vector<Move> done;
+    for (std::size_t i = 0; i < adopted.moves.size(); ++i) {
+        bool skipped = false;
+        for (const auto& s : doc["skipped"]) skipped = skipped || s["move"] == i;
+        if (!skipped) done.push_back(adopted.moves[i]);
+    }
+    adopted.moves = done;
+    const VolumeMap predicted = apply_plan(opened_in.analysis->volumes.front().map, adopted);
+    std::size_t compared = 0;
+    // Streams the moves done touched (TSK is asked per record: a few ms each).
+    std::set<std::uint64_t> moved_records;
+    for (const Move& m : done) moved_records.insert(m.mft_record);
+    for (const Stream& s : map_out.streams) {
+        if (s.type != static_cast<std::uint32_t>(AttrType::Data) || moved_records.count(s.mft_record) == 0) continue;
+        INFO("record " << s.mft_record << " " << s.label());
+        const auto tsk = test::tsk_data_fragments(out, sector, s.mft_record);
+        REQUIRE(tsk.count(s.name) == 1);
+        CHECK(tsk.at(s.name) == test::fragments_of(s, map_out.cluster_size));
+        const auto it = std::find_if(predicted.streams.begin(), predicted.streams.end(), [&](const Stream& p) {
+            return p.mft_record == s.mft_record && p.label() == s.label();
+        });
+        REQUIRE(it != predicted.streams.end());
+        CHECK(test::fragments_of(*it, map_out.cluster_size) == test::fragments_of(s, map_out.cluster_size));
+        ++compared;
+    }
+    CHECK(compared > 0);
+    CHECK(map_out.free == predicted.free);
+    return doc;
+}
+
+}  // namespace
+
+TEST_CASE("apply: a defrag plan carried out on a bare volume is what TSK, ntfsfix and the plan say", "[apply]") {
+    const Json doc = apply_and_prove(bare_image(), "apply-bare");
+    (void)doc;
+    // ntfsfix checks the output as a volume (bare: the file is the partition). Copy first:
+    // ntfsfix opens read-write even with -n.
+    test::require_tools({"ntfsfix"});
+    const test::WorkDir dir("apply-ntfsfix");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const fs::path out = dir / "out.img";
+    REQUIRE(test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", out.string()}).status == 0);
+    const auto r = test::run({"ntfsfix", "-n", out.string()});
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("processed successfully") != std::string::npos);
+}
+
+TEST_CASE("apply: a volume inside an MBR partition is moved at its offset", "[apply]") {
+    const Json doc = apply_and_prove(msdos_image(), "apply-msdos");
+    CHECK(doc["partition"] == 1);
+}
+
+TEST_CASE("apply: text output summarises the moves and the verification", "[apply]") {
+    const test::WorkDir dir("apply-text");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                  (dir / "out.img").string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.rfind("applied ", 0) == 0);
+    CHECK(r.out.find("verified: ") != std::string::npos);
+}
+
+namespace {
+
+/// Runs apply on a copy of bare_image() mutated by `mutate`, with the plan of the original
+/// (or of the copy when `plan_copy`), and returns the result; checks that it wrote nothing.
+test::CommandResult refused(const std::string& name, const std::function<void(const fs::path&)>& mutate,
+                            std::vector<std::string> extra = {}, bool plan_copy = false) {
+    const test::WorkDir dir(name);
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    if (mutate) mutate(copy);
+    if (plan_copy) make_plan(copy, plan_path);
+    const std::uint64_t fingerprint = test::file_fingerprint(copy);
+    std::vector<std::string> args{"apply", copy.string(), "--plan", plan_path.string(), "-o", (dir / "out.img").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = test::run_cli(args);
+    CHECK(test::file_fingerprint(copy) == fingerprint);
+    if (r.status != 0) CHECK(leftovers(dir, {"in.img", "p.json"}).empty());
+    return r;
+}
+
+void check_one_line(const test::CommandResult& r, const std::string& says) {
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(says) != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+}  // namespace
+
+TEST_CASE("apply: refusals exit 2 with one line and write nothing", "[apply]") {
+    SECTION("dirty") { check_one_line(refused("apply-dirty", test::mark_volume_dirty), "dirty"); }
+    SECTION("hibernated") {
+        const auto hibr = [](const fs::path& image) { test::add_hibernation_file(image); };
+        check_one_line(refused("apply-hiber", hibr), "hibernated");
+    }
+    SECTION("resuming from hibernation (wake)") {
+        // libntfs-3g's own check does not know "wake"; ours does.
+        const auto wake = [](const fs::path& image) { test::add_hibernation_file(image, "wake"); };
+        check_one_line(refused("apply-wake", wake), "hibernated");
+    }
+    SECTION("unclean $LogFile") {
+        check_one_line(refused("apply-logfile", test::mark_logfile_unclean), "$LogFile says the volume was not shut down cleanly");
+    }
+    SECTION("$MFTMirr differs from $MFT") {
+        // A byte of $MFTMirr's copy of record 1 past the record's used part: libntfs-3g's own
+        // mount check compares only the used part, ours the whole record.
+        const auto tamper = [](const fs::path& image) {
+            std::fstream f(image, std::ios::in | std::ios::out | std::ios::binary);
+            char boot[512];
+            f.read(boot, sizeof boot);
+            auto le = [&boot](int at, int width) {
+                std::uint64_t v = 0;
+                for (int i = width - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(boot[at + i]);
+                return v;
+            };
+            const std::uint64_t cluster = le(0x0b, 2) * le(0x0d, 1);
+            const std::uint64_t mirror = le(0x38, 8) * cluster;
+            f.seekp(static_cast<std::streamoff>(mirror + 1024 + 1000));
+            f.put('\x5a');
+        };
+        check_one_line(refused("apply-mirror", tamper), "$MFTMirr does not match record 1 of $MFT");
+    }
+    SECTION("a plan for another volume") {
+        const test::WorkDir dir("apply-identity");
+        const fs::path plan_path = make_plan(other_image(), dir / "p.json");
+        const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                      (dir / "out.img").string()});
+        check_one_line(r, "plan was made for another image");
+        CHECK(leftovers(dir, {"p.json"}).empty());
+    }
+    SECTION("shadow copies, unless --allow-vss") {
+        const auto vss = [](const fs::path& image) { test::add_shadow_copy_store(image, 64 * 1024); };
+        check_one_line(refused("apply-vss", vss), "bypasses the shadow copy driver's copy-on-write");
+        const auto r = refused("apply-vss-allowed", vss, {"--allow-vss"}, true);
+        INFO(r.err);
+        CHECK(r.status == 0);
+    }
+    SECTION("the output is the input") {
+        const test::WorkDir dir("apply-self");
+        const fs::path copy = dir / "in.img";
+        fs::copy_file(bare_image(), copy);
+        const fs::path plan_path = make_plan(copy, dir / "p.json");
+        const std::uint64_t fingerprint = test::file_fingerprint(copy);
+        check_one_line(test::run_cli({"apply", copy.string(), "--plan", plan_path.string(), "-o", copy.string()}),
+                       "is the input image");
+        CHECK(test::file_fingerprint(copy) == fingerprint);
+    }
+}
+
+TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[apply]") {
+    const test::WorkDir dir("apply-fail");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    const Plan plan = read_plan(plan_path.string());
+    const OpenedImage opened = open_and_analyze(bare_image().string());
+    const std::uint32_t cs = opened.analysis->volumes.front().map.cluster_size;
+
+    SECTION("a moved cluster changed after the move") {
+        // Flip the first byte of the first stream a move was done on, where the new disk
+        // holds it now.
+        std::optional<Move> moved;
+        options.after_move = [&](std::size_t i) {
+            if (!moved) moved = plan.moves[i];
+        };
+        options.before_verify = [&](const std::string& temp) {
+            REQUIRE(moved);
+            const OpenedImage copy = open_and_analyze(temp);
+            const VolumeMap& map = copy.analysis->volumes.front().map;
+            const auto it = std::find_if(map.streams.begin(), map.streams.end(), [&](const Stream& s) {
+                return s.mft_record == moved->mft_record && s.label() == moved->stream;
+            });
+            REQUIRE(it != map.streams.end());
+            const auto at = static_cast<std::streamoff>(static_cast<std::uint64_t>(it->extents.front().lcn) * cs);
+            std::fstream f(temp, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekg(at);
+            const char c = static_cast<char>(f.get());
+            f.seekp(at);
+            f.put(static_cast<char>(~c));
+            REQUIRE(f.good());
+        };
+        try {
+            (void)apply_to_copy(bare_image().string(), {}, plan, options);
+            FAIL("verification passed on a corrupted copy");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Corrupt);
+            CHECK(std::string(e.what()) == "verification failed: the contents of record " +
+                                               std::to_string(moved->mft_record) + " " + moved->stream +
+                                               " differ from the input's");
+        }
+    }
+    SECTION("interrupted after the first move") {
+        std::stop_source stop;
+        Progress progress;
+        progress.stop = stop.get_token();
+        std::size_t moves = 0;
+        options.after_move = [&](std::size_t) {
+            ++moves;
+            stop.request_stop();
+        };
+        try {
+            (void)apply_to_copy(bare_image().string(), {}, plan, options, progress);
+            FAIL("apply finished despite the stop request");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Cancelled);
+        }
+        CHECK(moves == 1);
+    }
+    CHECK(leftovers(dir, {"p.json"}).empty());
+}
+
+TEST_CASE("apply: $LogFile restart areas, clean and not", "[apply]") {
+    std::string page(8192, '\xff');
+    CHECK_FALSE(logfile_unclean_reason(page));  // empty: reset since the last clean shutdown
+    auto restart = [&page](std::size_t at, std::uint64_t lsn, std::uint16_t in_use, std::uint16_t flags) {
+        auto put = [&page](std::size_t pos, std::uint64_t v, int width) {
+            for (int i = 0; i < width; ++i) page[pos + static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
+        };
+        page.replace(at, 4096, std::string(4096, '\0'));
+        page.replace(at, 4, "RSTR");
+        put(at + 24, 0x30, 2);
+        put(at + 0x30, lsn, 8);
+        put(at + 0x3c, in_use, 2);
+        put(at + 0x3e, flags, 2);
+    };
+    restart(0, 100, 0, 0);
+    restart(4096, 50, 0xffff, 0);
+    REQUIRE(logfile_unclean_reason(page));  // the first page is the more recent: a client in use
+    restart(4096, 200, 0xffff, 0);
+    CHECK_FALSE(logfile_unclean_reason(page));  // now the second is, with no client in use
+    restart(4096, 300, 0, 2);
+    CHECK_FALSE(logfile_unclean_reason(page));  // a client in use, but RESTART_VOLUME_IS_CLEAN
+    restart(4096, 300, 0, 0);
+    CHECK(logfile_unclean_reason(page));
+    std::string records(8192, '\0');
+    records.replace(0, 4, "RCRD");
+    CHECK(logfile_unclean_reason(records) == "$LogFile holds log records but no restart page");
+}
+
+TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[apply]") {
+    MkImageOptions o = bare_disk(34);
+    o.disk_size = 512ull << 20;
+    o.files = 4000;
+    const fs::path image = test::generated_image("apply-sigint", o);
+    const test::WorkDir dir("apply-sigint");
+    const fs::path plan_path = make_plan(image, dir / "p.json");
+    const fs::path err_path = dir / "err.txt";
+    const fs::path out = dir / "out.img";
+
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (err < 0 || null < 0 || ::dup2(err, 2) < 0 || ::dup2(null, 1) < 0) ::_exit(127);
+        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "apply", image.c_str(), "--plan", plan_path.c_str(), "-o", out.c_str(),
+                static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // The signal goes in once the temporary disk exists: the work has begun. (No timing is
+    // asserted; the poll only waits for that moment.)
+    bool begun = false;
+    int status = 0;
+    while (!begun && ::waitpid(pid, &status, WNOHANG) == 0) {
+        for (const auto& entry : fs::directory_iterator(dir.path()))
+            begun = begun || entry.path().filename().string().rfind(".out.img.", 0) == 0;
+        if (!begun) ::usleep(200);
+    }
+    REQUIRE(begun);
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const std::string err = read(err_path);
+    INFO(err);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    CHECK(err.find("interrupted: no output was written") != std::string::npos);
+    CHECK(leftovers(dir, {"p.json", "err.txt"}).empty());
+}
+
+TEST_CASE("apply --no-verify writes the moved disk and reports no verification", "[apply]") {
+    const test::WorkDir dir("apply-no-verify");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const fs::path out = dir / "out.img";
+    const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", out.string(),
+                                  "--no-verify", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc["verification"].is_null());
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+    // The same moves as a verified run: the output's allocation is what the plan predicts.
+    const auto analysed = test::run_cli({"analyze", out.string(), "--json"});
+    REQUIRE(analysed.status == 0);
+    const auto verified = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                         (dir / "verified.img").string(), "--json"});
+    REQUIRE(verified.status == 0);
+    CHECK(Json::parse(analysed.out)["volumes"][0]["files"]["fragments"] ==
+          Json::parse(verified.out)["verification"]["fragments_after"]);
+}
+
+TEST_CASE("apply: a stream of a file with an attribute list is moved when its runlist lives in one record",
+          "[apply]") {
+    MkImageOptions o = bare_disk(7);
+    o.disk_size = 128ull << 20;
+    o.files = 800;
+    const fs::path image = test::generated_image("apply-attribute-list", o);
+    const Json doc = apply_and_prove(image, "apply-attribute-list");
+    CHECK(doc["moves"]["skipped"] == 0);
+    // At least one moved stream belongs to a file TSK shows with an $ATTRIBUTE_LIST.
+    const test::WorkDir dir("apply-attribute-list-plan");
+    const Plan plan = read_plan(make_plan(image, dir / "p.json").string());
+    std::set<std::uint64_t> records;
+    for (const Move& m : plan.moves) records.insert(m.mft_record);
+    std::size_t with_list = 0;
+    for (const std::uint64_t record : records) {
+        const auto istat = test::run({"istat", image.string(), std::to_string(record)});
+        REQUIRE(istat.status == 0);
+        with_list += istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos ? 1 : 0;
+    }
+    CHECK(with_list >= 1);
+}
