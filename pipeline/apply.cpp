@@ -108,10 +108,10 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
 
 }  // namespace
 
-ApplyResult apply_to_copy(const std::string& path, const std::vector<std::string>& parents, Plan plan,
+ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                           const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
-    const OpenedImage input = open_and_analyze(path, parents, plan.identity.partition, progress);
+    const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
     VolumeWindow window;
     for (const Partition& p : input.analysis->table.partitions)

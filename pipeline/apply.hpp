@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/image/open_image.hpp"
+
 #include "core/apply/mover.hpp"
 #include "core/plan/plan.hpp"
 #include "core/progress.hpp"
@@ -47,7 +49,7 @@ struct ApplyResult {
     double seconds = 0;
 };
 
-/// Carries `plan` out offline: opens the image at `path` (with `parents`) read-only and
+/// Carries `plan` out offline: opens the image at `path` (as `open` says) read-only and
 /// analyses the plan's partition; refuses (Error(Unsafe)) a volume that is dirty,
 /// hibernated, has an unclean $LogFile, a $MFTMirr that differs from $MFT, or shadow copy
 /// stores unless `options.allow_vss`; refuses (Error(Corrupt)) a plan whose identity is not
@@ -61,7 +63,7 @@ struct ApplyResult {
 /// proof) or Error(Cancelled) from `progress` removes the temporary file: no output is left.
 /// The input is never written. Cost: reads the input's allocated bytes once for the copy,
 /// every moved cluster twice, and every stream of both disks once to verify.
-[[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const std::vector<std::string>& parents, Plan plan,
+[[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                                         const ApplyOptions& options, const Progress& progress = {});
 
 }  // namespace guestfrag

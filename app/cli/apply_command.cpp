@@ -12,6 +12,7 @@
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/image_options.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/stop_on_signal.hpp"
 #include "core/plan/plan_io.hpp"
@@ -78,7 +79,7 @@ void add_apply_command(CLI::App& app) {
         std::string image;
         std::string plan;
         std::string output;
-        std::vector<std::string> parents;
+        ImageOptions image_options;
         bool no_verify = false;
         bool allow_vss = false;
         bool json = false;
@@ -89,8 +90,7 @@ void add_apply_command(CLI::App& app) {
     cmd->add_option("IMAGE", opts->image, "Disk image the plan was made for")->required();
     cmd->add_option("--plan", opts->plan, "guestfrag.plan.v1 file to carry out")->required();
     cmd->add_option("-o,--output", opts->output, "New raw disk to write (replaced only when verified)")->required();
-    cmd->add_option("--parent", opts->parents,
-                    "Parent (backing) image for the layer at depth 1, 2, ... when it moved or is missing");
+    add_image_options(*cmd, opts->image_options);
     cmd->add_flag("--no-verify", opts->no_verify, "Skip the checks after the moves");
     cmd->add_flag("--allow-vss", opts->allow_vss,
                   "Apply even though shadow copies exist (an offline move bypasses their copy-on-write)");
@@ -111,7 +111,7 @@ void add_apply_command(CLI::App& app) {
             progress.stop = interrupt.token();
             try {
                 on_behalf_of(opts->image, [&] {
-                    result = apply_to_copy(opts->image, opts->parents, std::move(plan), options, progress);
+                    result = apply_to_copy(opts->image, open_options(opts->image_options), std::move(plan), options, progress);
                 });
             } catch (const Failure&) {
                 if (interrupt.signal() != 0)

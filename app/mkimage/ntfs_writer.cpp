@@ -45,10 +45,6 @@ private:
     int length_ = 0;
 };
 
-struct SearchCtxDeleter {
-    void operator()(ntfs_attr_search_ctx* ctx) const noexcept { ntfs_attr_put_search_ctx(ctx); }
-};
-
 /// Fragments of an open non-resident attribute: runs after merging LCN-contiguous ones,
 /// holes not counted (docs/design.md §3).
 std::uint64_t count_fragments(ntfs_attr* na) {
@@ -194,7 +190,7 @@ NtfsFile NtfsWriter::create_file(std::uint64_t parent, std::string_view name) {
 
 std::vector<ClusterRun> NtfsWriter::clusters_of(std::uint64_t record) {
     InodePtr ni = open_inode(record);
-    std::unique_ptr<ntfs_attr_search_ctx, SearchCtxDeleter> ctx(ntfs_attr_get_search_ctx(ni.get(), nullptr));
+    guestfrag::ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(ni.get(), nullptr));
     if (!ctx) fail("searching attributes");
     std::vector<ClusterRun> runs;
     // Walks the attribute list too, so extents held in extension records are included.

@@ -21,14 +21,8 @@ struct ClusterRun {
     std::int64_t length = 0;
 };
 
-struct InodeCloser {
-    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
-};
-struct AttrCloser {
-    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
-};
-using InodePtr = std::unique_ptr<ntfs_inode, InodeCloser>;
-using AttrPtr = std::unique_ptr<ntfs_attr, AttrCloser>;
+using guestfrag::ntfs::AttrPtr;
+using guestfrag::ntfs::InodePtr;
 
 /// An open regular file being written: its inode and unnamed $DATA attribute.
 /// Move-only; an unclosed file is closed (unchecked) on destruction.

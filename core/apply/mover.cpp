@@ -23,20 +23,11 @@ namespace {
 
 constexpr std::int64_t kCopyBlock = 1 << 20;
 
-struct CloseInode {
-    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
-};
-struct CloseAttr {
-    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
-};
-struct PutCtx {
-    void operator()(ntfs_attr_search_ctx* ctx) const noexcept { ntfs_attr_put_search_ctx(ctx); }
-};
 struct FreeC {
     void operator()(void* p) const noexcept { std::free(p); }
 };
-using InodePtr = std::unique_ptr<ntfs_inode, CloseInode>;
-using AttrPtr = std::unique_ptr<ntfs_attr, CloseAttr>;
+using ntfs::AttrPtr;
+using ntfs::InodePtr;
 
 /// A reason to skip the move, thrown inside one move and caught around it.
 struct Skip {
@@ -114,8 +105,8 @@ runlist_element* repointed(const runlist_element* rl, std::int64_t vcn, std::int
 
 /// The attribute record that holds the runlist from VCN 0 (in the base record or, for a file
 /// with an attribute list, in whichever record the list names).
-std::unique_ptr<ntfs_attr_search_ctx, PutCtx> first_record(ntfs_attr* na) {
-    std::unique_ptr<ntfs_attr_search_ctx, PutCtx> ctx(ntfs_attr_get_search_ctx(na->ni, nullptr));
+ntfs::SearchCtxPtr first_record(ntfs_attr* na) {
+    ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(na->ni, nullptr));
     if (!ctx) ntfs::throw_library_error(ErrorKind::Internal, "cannot search a file record");
     if (ntfs_attr_lookup(na->type, na->name, na->name_len, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot find the attribute in its record");

@@ -33,17 +33,11 @@ std::uint64_t le(const std::string& bytes, std::size_t at, int width) {
     return v;
 }
 
-struct OwnedAttr {
-    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
-};
-struct OwnedInode {
-    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
-};
 
 std::string read_prefix(ntfs_volume* vol, std::uint64_t record, std::size_t want, const char* what) {
-    std::unique_ptr<ntfs_inode, OwnedInode> ni(ntfs_inode_open(vol, static_cast<MFT_REF>(record)));
+    ntfs::InodePtr ni(ntfs_inode_open(vol, static_cast<MFT_REF>(record)));
     if (!ni) ntfs::throw_library_error(ErrorKind::Corrupt, std::string("cannot open ") + what);
-    std::unique_ptr<ntfs_attr, OwnedAttr> na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
     if (!na) ntfs::throw_library_error(ErrorKind::Corrupt, std::string("cannot open the data of ") + what);
     const auto n = static_cast<std::size_t>(std::min<s64>(na->data_size, static_cast<s64>(want)));
     std::string out(n, '\0');
@@ -73,9 +67,9 @@ std::optional<std::string> mirror_difference(ntfs_volume* vol) {
 /// "hibr" or "HIBR" (libntfs-3g's ntfs_volume_check_hiberfile knows these two) or "wake"
 /// (an image being resumed). A missing or empty file is not hibernation.
 bool hibernated(ntfs_volume* vol) {
-    std::unique_ptr<ntfs_inode, OwnedInode> ni(ntfs_pathname_to_inode(vol, nullptr, "hiberfil.sys"));
+    ntfs::InodePtr ni(ntfs_pathname_to_inode(vol, nullptr, "hiberfil.sys"));
     if (!ni) return false;
-    std::unique_ptr<ntfs_attr, OwnedAttr> na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
     if (!na || na->data_size < 4) return false;
     char magic[4];
     errno = 0;

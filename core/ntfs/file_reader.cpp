@@ -12,20 +12,9 @@
 namespace guestfrag::ntfs {
 namespace {
 
-struct InodeCloser {
-    void operator()(ntfs_inode* inode) const noexcept {
-        // Read-only: closing writes nothing back, and a failure cannot be acted upon.
-        if (inode != nullptr) ntfs_inode_close(inode);
-    }
-};
-using InodeHandle = std::unique_ptr<ntfs_inode, InodeCloser>;
-
-struct AttrCloser {
-    void operator()(ntfs_attr* attr) const noexcept {
-        if (attr != nullptr) ntfs_attr_close(attr);
-    }
-};
-using AttrHandle = std::unique_ptr<ntfs_attr, AttrCloser>;
+// Read-only: closing writes nothing back.
+using InodeHandle = InodePtr;
+using AttrHandle = AttrPtr;
 
 // "\\Windows/Prefetch\\" → "\\Windows\\Prefetch": how paths appear in our messages.
 std::string display_path(std::string_view path) {

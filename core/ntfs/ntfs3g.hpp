@@ -33,3 +33,24 @@ extern "C" {
 
 #undef min
 #undef max
+
+#include <memory>
+
+namespace guestfrag::ntfs {
+
+// Owning handles for libntfs-3g objects. Closing cannot report a failure a caller could act
+// on; code that writes syncs (ntfs_inode_sync) and checks before letting a handle go.
+struct InodeCloser {
+    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
+};
+struct AttrCloser {
+    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
+};
+struct SearchCtxPutter {
+    void operator()(ntfs_attr_search_ctx* ctx) const noexcept { ntfs_attr_put_search_ctx(ctx); }
+};
+using InodePtr = std::unique_ptr<ntfs_inode, InodeCloser>;
+using AttrPtr = std::unique_ptr<ntfs_attr, AttrCloser>;
+using SearchCtxPtr = std::unique_ptr<ntfs_attr_search_ctx, SearchCtxPutter>;
+
+}  // namespace guestfrag::ntfs

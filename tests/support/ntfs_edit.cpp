@@ -22,12 +22,6 @@ namespace {
 struct Unmount {
     void operator()(ntfs_volume* v) const noexcept { ntfs_umount(v, FALSE); }
 };
-struct CloseInode {
-    void operator()(ntfs_inode* ni) const noexcept { ntfs_inode_close(ni); }
-};
-struct CloseAttr {
-    void operator()(ntfs_attr* na) const noexcept { ntfs_attr_close(na); }
-};
 
 std::unique_ptr<ntfs_volume, Unmount> mount_rw(const std::filesystem::path& path) {
     std::unique_ptr<ntfs_volume, Unmount> vol(ntfs_mount(path.c_str(), NTFS_MNT_NONE));
@@ -35,7 +29,7 @@ std::unique_ptr<ntfs_volume, Unmount> mount_rw(const std::filesystem::path& path
     return vol;
 }
 
-using Inode = std::unique_ptr<ntfs_inode, CloseInode>;
+using Inode = ntfs::InodePtr;
 
 Inode create(ntfs_inode* dir, const char* utf8, mode_t type) {
     ntfschar* name = nullptr;
@@ -48,7 +42,7 @@ Inode create(ntfs_inode* dir, const char* utf8, mode_t type) {
 }
 
 void write_data(ntfs_inode* file, const std::vector<char>& bytes) {
-    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file, AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr data(ntfs_attr_open(file, AT_DATA, AT_UNNAMED, 0));
     if (!data) throw std::runtime_error("cannot open a $DATA attribute");
     if (ntfs_attr_pwrite(data.get(), 0, static_cast<s64>(bytes.size()), bytes.data()) != static_cast<s64>(bytes.size()))
         throw std::runtime_error("cannot write file data");
@@ -77,14 +71,14 @@ void mark_volume_dirty(const std::filesystem::path& bare_volume) {
 
 void add_hibernation_file(const std::filesystem::path& bare_volume, const char* signature) {
     auto vol = mount_rw(bare_volume);
-    std::unique_ptr<ntfs_inode, CloseInode> root(ntfs_inode_open(vol.get(), FILE_root));
+    Inode root(ntfs_inode_open(vol.get(), FILE_root));
     if (!root) throw std::runtime_error("cannot open the root directory");
     ntfschar* name = nullptr;
     const int len = ntfs_mbstoucs("hiberfil.sys", &name);
-    std::unique_ptr<ntfs_inode, CloseInode> file(ntfs_create(root.get(), const_cpu_to_le32(0), name, static_cast<u8>(len), S_IFREG));
+    Inode file(ntfs_create(root.get(), const_cpu_to_le32(0), name, static_cast<u8>(len), S_IFREG));
     free(name);
     if (!file) throw std::runtime_error("cannot create hiberfil.sys");
-    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
     if (!data) throw std::runtime_error("cannot open hiberfil.sys data");
     std::vector<char> header(8192, 0);
     std::copy(signature, signature + 4, header.begin());
@@ -108,7 +102,7 @@ void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t recor
     auto vol = mount_rw(bare_volume);
     Inode file(ntfs_inode_open(vol.get(), record));
     if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
-    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr data(ntfs_attr_open(file.get(), AT_DATA, AT_UNNAMED, 0));
     if (!data || !NAttrNonResident(data.get()) || ntfs_attr_map_whole_runlist(data.get()) != 0)
         throw std::runtime_error("record " + std::to_string(record) + " has no non-resident $DATA");
     s64 clusters = 0;
@@ -175,9 +169,9 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume) {
     // The pages are written through the mounted volume, after whatever mounting read-write
     // does to $LogFile, so they are what is left on disk.
     auto vol = mount_rw(bare_volume);
-    std::unique_ptr<ntfs_inode, CloseInode> log(ntfs_inode_open(vol.get(), FILE_LogFile));
+    Inode log(ntfs_inode_open(vol.get(), FILE_LogFile));
     if (!log) throw std::runtime_error("cannot open $LogFile");
-    std::unique_ptr<ntfs_attr, CloseAttr> data(ntfs_attr_open(log.get(), AT_DATA, AT_UNNAMED, 0));
+    ntfs::AttrPtr data(ntfs_attr_open(log.get(), AT_DATA, AT_UNNAMED, 0));
     if (!data) throw std::runtime_error("cannot open the data of $LogFile");
     constexpr std::size_t kPage = 4096;
     std::vector<unsigned char> page(kPage, 0);

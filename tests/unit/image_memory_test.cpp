@@ -158,9 +158,16 @@ void write_alternating_vhd(const fs::path& child, const fs::path& parent, std::u
     test::vhd_fix_checksums(child);
 }
 
-std::string open_error(const fs::path& image, const std::vector<std::string>& parents = {}) {
+/// A parent given as depth 1, as `--parent 1=PATH` gives it.
+OpenOptions with_parent(const fs::path& parent) {
+    OpenOptions options;
+    options.parents.push_back(ParentOverride{1, "", parent.string()});
+    return options;
+}
+
+std::string open_error(const fs::path& image, const OpenOptions& options = {}) {
     std::string message;
-    CHECK(kind_of([&] { (void)open_image(image.string(), parents); }, &message) == ErrorKind::Corrupt);
+    CHECK(kind_of([&] { (void)open_image(image.string(), options); }, &message) == ErrorKind::Corrupt);
     return message;
 }
 
@@ -251,7 +258,7 @@ TEST_CASE("vhd: alternating sector bitmaps over a sparse file exceed what it hol
     // 2,048 blocks: 4 GiB of file of which only the bitmaps (~8 MiB of host blocks) are
     // written, claiming 4 Mi runs of one sector.
     write_alternating_vhd(child, parent, 2048, true);
-    const std::string message = open_error(child, {parent.string()});
+    const std::string message = open_error(child, with_parent(parent));
     CHECK(message.starts_with("the layer maps to more than "));
     CHECK(message.ends_with(" bytes its files hold on the host can back (its tables share or invent data)"));
     check_cli_refuses(child, {"--parent", parent.string()}, "separately stored runs of data");
@@ -263,7 +270,7 @@ TEST_CASE("vhd: alternating sector bitmaps whose data the file holds are mapped 
     // 72 blocks written in full (145 MiB): 147,456 runs, more than any file may have
     // without holding bytes for them, fewer than these bytes allow.
     write_alternating_vhd(child, parent, 72, false);
-    const auto disk = open_image(child.string(), {parent.string()});
+    const auto disk = open_image(child.string(), with_parent(parent));
     REQUIRE(disk->layers().size() == 2);
     const Layer& top = disk->layers()[0];
     CHECK(top.allocated_bytes() == 72 * kVhdBlock / 2);
