@@ -77,7 +77,7 @@ struct Chain {
 
 }  // namespace
 
-TEST_CASE("--parent values are DEPTH=PATH, NAME=PATH or a bare PATH", "[image][chain]") {
+TEST_CASE("parent overrides: --parent values are DEPTH=PATH, NAME=PATH or a bare PATH", "[image][chain]") {
     const auto depth = parse_parent_override("2=/a/base.qcow2");
     REQUIRE(depth);
     CHECK(depth->depth == 2);
@@ -268,7 +268,7 @@ TEST_CASE("a fixed VHD cut inside its volume fails in one line that says why", "
                                                "the file holds 4194304"));
 }
 
-TEST_CASE("--format overrides detection, and a wrong one is one line, exit 2", "[cli][image][detect]") {
+TEST_CASE("format override: --format overrides detection, and a wrong one is one line, exit 2", "[cli][image][detect]") {
     test::require_tools({"qemu-img"});
     const fs::path raw = test::generated_image("chain-ntfs", small_msdos());
     const test::WorkDir dir("format-option");
