@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <atomic>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
@@ -55,10 +55,8 @@ CommandResult run(const std::vector<std::string>& argv) {
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("cannot run " + argv[0]);
     int status = 0;
-    struct rusage usage {};
-    if (wait4(pid, &status, 0, &usage) != pid) throw std::runtime_error("cannot wait for " + argv[0]);
+    if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("cannot wait for " + argv[0]);
     CommandResult result;
-    result.peak_rss_kib = usage.ru_maxrss;
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = slurp(out);
     result.err = slurp(err);
@@ -75,6 +73,25 @@ CommandResult run_cli(const std::vector<std::string>& args) {
     std::vector<std::string> argv{GUESTFRAG_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
     return run(argv);
+}
+
+CommandResult run_cli_measured(const std::vector<std::string>& args) {
+    // Linux starts a process's ru_maxrss from the address space it replaced at exec; GNU time
+    // forks the command from its own small image, so what it reports is the command's own.
+    const fs::path time_tool = "/usr/bin/time";
+    if (!fs::exists(time_tool)) throw std::runtime_error("missing test tool: /usr/bin/time (package time)");
+    static std::atomic<unsigned> counter{0};
+    const fs::path report =
+        scratch_dir() / ("rss." + std::to_string(getpid()) + "." + std::to_string(counter++));
+    std::vector<std::string> argv{time_tool.string(), "-f", "%M", "-o", report.string(), GUESTFRAG_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult result = run(argv);
+    // The last line is %M; before it GNU time may say "Command exited with non-zero status N".
+    std::istringstream lines(slurp(report));
+    fs::remove(report);
+    for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) result.peak_rss_kib = std::stol(line.substr(line.find_last_of(' ') + 1));
+    return result;
 }
 
 WorkDir::WorkDir(const std::string& name)

@@ -42,7 +42,7 @@ struct CommandResult {
     int status = -1;  ///< exit status, or 128 + signal
     std::string out;
     std::string err;
-    /// The child's peak resident set size in KiB (wait4's ru_maxrss), for memory bounds.
+    /// The command's peak resident set size in KiB; run_cli_measured only.
     long peak_rss_kib = 0;
 };
 
@@ -58,6 +58,11 @@ void require_tools(std::initializer_list<std::string_view> tools);
 
 /// Runs the guestfrag CLI built with this tree.
 CommandResult run_cli(const std::vector<std::string>& args);
+
+/// run_cli, also measuring the guestfrag process's own peak resident set size (through GNU
+/// time, a build dependency: a child spawned straight from this process would start its
+/// ru_maxrss from this process's size, which under ASan is hundreds of MB).
+CommandResult run_cli_measured(const std::vector<std::string>& args);
 
 /// A generated image cached in the scratch directory under `key` (made once per build).
 std::filesystem::path generated_image(const std::string& key, MkImageOptions options);

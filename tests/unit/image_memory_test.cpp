@@ -176,7 +176,7 @@ std::string open_error(const fs::path& image, const OpenOptions& options = {}) {
 void check_cli_refuses(const fs::path& image, const std::vector<std::string>& extra, const std::string& fragment) {
     std::vector<std::string> args{"analyze", image.string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    const auto r = test::run_cli(args);
+    const auto r = test::run_cli_measured(args);
     INFO(r.err);
     CHECK(r.status == 2);
     CHECK(r.err.find(fragment) != std::string::npos);
