@@ -25,9 +25,8 @@ constexpr std::uint64_t kBlock = 1 << 20;
 
 std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress) {
     if (::ftruncate(fd, static_cast<off_t>(image.size())) != 0) host_failure("cannot size the new disk");
-    // What any layer stores (or declares zero): elsewhere the disk reads as zero already.
-    ByteSet stored;
-    for (const Layer& layer : image.layers()) stored += layer.allocated;
+    // Elsewhere the disk reads as zero already, as the new sparse file does.
+    ByteSet stored = image.stored();
     stored &= ByteSet(boost::icl::interval<std::uint64_t>::right_open(0, image.size()));
     std::vector<std::byte> block(kBlock);
     std::uint64_t written = 0;

@@ -162,6 +162,13 @@ public:
 
     /// Allocation per layer, top layer first. A raw file is a single layer.
     [[nodiscard]] virtual const std::vector<Layer>& layers() const = 0;
+
+    /// Union of what every layer stores (or declares zero): outside it the disk reads as zeros.
+    [[nodiscard]] ByteSet stored() const {
+        ByteSet out;
+        for (const Layer& layer : layers()) out += layer.allocated;
+        return out;
+    }
 };
 
 }  // namespace guestfrag

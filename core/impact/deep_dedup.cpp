@@ -101,13 +101,6 @@ struct Census {
     }
 };
 
-/// Union of what every layer stores: outside it the disk reads as zeros.
-ByteSet readable(const DiskImage& image) {
-    ByteSet out;
-    for (const Layer& layer : image.layers()) out += layer.allocated;
-    return out;
-}
-
 /// Fills `bytes` with the disk at `offset`, reading only what some layer stores (ranges
 /// closer than 256 KiB are read as one, to keep the reads large) and zeroing the rest.
 /// Returns false when nothing was stored there (all zeros).
@@ -175,7 +168,7 @@ std::vector<DedupFigures::Deep> deep_dedup(const DiskImage& image, const Content
     const std::uint64_t size = image.size();
     // A block holds whole chunks of every size, so chunk boundaries never cross blocks.
     const std::uint64_t block = std::max<std::uint64_t>(std::uint64_t{4} << 20, census.back().chunk);
-    const ByteSet stored = readable(image);
+    const ByteSet stored = image.stored();
     std::vector<std::byte> before(block);
     std::vector<std::byte> composed(block);
     std::vector<Key> units_before, units_after, keys_before, keys_after;
