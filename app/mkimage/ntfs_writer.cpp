@@ -20,10 +20,6 @@ namespace {
     ntfs::throw_library_error(ErrorKind::Io, message);
 }
 
-struct FreeDeleter {
-    void operator()(void* p) const noexcept { std::free(p); }
-};
-
 /// A UTF-16LE name as libntfs-3g wants it.
 class NtfsName {
 public:
@@ -41,7 +37,7 @@ public:
     [[nodiscard]] u8 length() const noexcept { return static_cast<u8>(length_); }
 
 private:
-    std::unique_ptr<ntfschar, FreeDeleter> chars_;
+    std::unique_ptr<ntfschar, guestfrag::ntfs::MallocFreer> chars_;
     int length_ = 0;
 };
 
@@ -196,7 +192,7 @@ std::vector<ClusterRun> NtfsWriter::clusters_of(std::uint64_t record) {
     // Walks the attribute list too, so extents held in extension records are included.
     while (ntfs_attrs_walk(ctx.get()) == 0) {
         if (!ctx->attr->non_resident) continue;
-        std::unique_ptr<runlist_element, FreeDeleter> rl(
+        std::unique_ptr<runlist_element, guestfrag::ntfs::MallocFreer> rl(
             ntfs_mapping_pairs_decompress(volume_.get(), ctx->attr, nullptr));
         if (!rl) fail("decoding a runlist");
         for (const runlist_element* r = rl.get(); r->length != 0; ++r)

@@ -23,9 +23,6 @@ namespace {
 
 constexpr std::int64_t kCopyBlock = 1 << 20;
 
-struct FreeC {
-    void operator()(void* p) const noexcept { std::free(p); }
-};
 using ntfs::AttrPtr;
 using ntfs::InodePtr;
 
@@ -167,7 +164,7 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
         name_length = ntfs_mbstoucs(stream->name.c_str(), &raw_name);
         if (name_length < 0) throw Skip{"the stream's name cannot be converted"};
     }
-    const std::unique_ptr<ntfschar, FreeC> name(raw_name);
+    const std::unique_ptr<ntfschar, ntfs::MallocFreer> name(raw_name);
     AttrPtr na(ntfs_attr_open(ni.get(), static_cast<ATTR_TYPES>(cpu_to_le32(stream->type)),
                               name ? name.get() : AT_UNNAMED, static_cast<u32>(name_length)));
     if (!na) throw Skip{"the stream cannot be opened: " + ntfs::library_reason(errno)};
@@ -191,7 +188,7 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
     if (!clusters_free(vol, move.to_lcn, move.clusters))
         throw Skip{"the destination is not free (an earlier move was skipped)"};
 
-    std::unique_ptr<runlist_element, FreeC> rl(repointed(na->rl, move.vcn, move.to_lcn, move.clusters));
+    std::unique_ptr<runlist_element, ntfs::MallocFreer> rl(repointed(na->rl, move.vcn, move.to_lcn, move.clusters));
     const int size = ntfs_get_size_for_mapping_pairs(vol, rl.get(), 0, INT_MAX);
     if (size < 0) ntfs::throw_library_error(ErrorKind::Internal, "cannot size the new mapping pairs");
     if (!mapping_pairs_fit(na.get(), size))

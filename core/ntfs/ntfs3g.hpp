@@ -34,6 +34,7 @@ extern "C" {
 #undef min
 #undef max
 
+#include <cstdlib>
 #include <memory>
 
 namespace guestfrag::ntfs {
@@ -48,6 +49,10 @@ struct AttrCloser {
 };
 struct SearchCtxPutter {
     void operator()(ntfs_attr_search_ctx* ctx) const noexcept { ntfs_attr_put_search_ctx(ctx); }
+};
+/// What libntfs-3g hands over allocated with malloc (converted names, runlists).
+struct MallocFreer {
+    void operator()(void* p) const noexcept { std::free(p); }
 };
 using InodePtr = std::unique_ptr<ntfs_inode, InodeCloser>;
 using AttrPtr = std::unique_ptr<ntfs_attr, AttrCloser>;
