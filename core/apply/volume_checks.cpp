@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/endian/conversion.hpp>
+
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/impact/vss.hpp"
@@ -27,12 +29,9 @@ constexpr std::uint16_t kVolumeIsClean = 0x0002;  // RESTART_VOLUME_IS_CLEAN
 constexpr std::size_t kBlock = 512;             // restart pages start on a 512-byte multiple
 constexpr std::size_t kLogHead = 64 * 1024;
 
-std::uint64_t le(const std::string& bytes, std::size_t at, int width) {
-    std::uint64_t v = 0;
-    for (int i = width - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
-    return v;
+const unsigned char* at(const std::string& bytes, std::size_t offset) {
+    return reinterpret_cast<const unsigned char*>(bytes.data() + offset);
 }
-
 
 std::string read_prefix(ntfs_volume* vol, std::uint64_t record, std::size_t want, const char* what) {
     ntfs::InodePtr ni(ntfs_inode_open(vol, static_cast<MFT_REF>(record)));
@@ -63,10 +62,10 @@ std::optional<std::string> mirror_difference(ntfs_volume* vol) {
     return std::nullopt;
 }
 
-/// Whether hiberfil.sys begins with a signature of a hibernated (or Fast Startup) system:
-/// "hibr" or "HIBR" (libntfs-3g's ntfs_volume_check_hiberfile knows these two) or "wake"
-/// (an image being resumed). A missing or empty file is not hibernation.
-bool hibernated(ntfs_volume* vol) {
+/// Whether hiberfil.sys begins with "wake" (a hibernation image being resumed), which
+/// libntfs-3g's hiberfil check (Volume::check_clean) does not know: that one sees only
+/// "hibr" and "HIBR". A missing or empty file is not hibernation.
+bool resuming(ntfs_volume* vol) {
     ntfs::InodePtr ni(ntfs_pathname_to_inode(vol, nullptr, "hiberfil.sys"));
     if (!ni) return false;
     ntfs::AttrPtr na(ntfs_attr_open(ni.get(), AT_DATA, AT_UNNAMED, 0));
@@ -76,7 +75,7 @@ bool hibernated(ntfs_volume* vol) {
     if (ntfs_attr_pread(na.get(), 0, 4, magic) != 4)
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read hiberfil.sys");
     const std::string_view m(magic, 4);
-    return m == "hibr" || m == "HIBR" || m == "wake" || m == "WAKE";
+    return m == "wake" || m == "WAKE";
 }
 
 ntfs::Volume mount_read_only(const DiskImage& image, const VolumeWindow& window) {
@@ -104,12 +103,13 @@ std::optional<std::string> logfile_unclean_reason(const std::string& head) {
         empty = false;
         if (magic == "RCRD") break;
         if (magic != "RSTR" && magic != "CHKD") continue;
-        const std::size_t area = pos + le(head, pos + kRestartAreaOffset, 2);
+        const std::size_t area = pos + boost::endian::load_little_u16(at(head, pos + kRestartAreaOffset));
         // The fields we read must lie in the page's first sector, before its update
         // sequence number slot, so they need no fix-up.
         if (area < pos + 32 || area + 16 > pos + kBlock - 2) continue;
-        pages.push_back({le(head, area + kCurrentLsn, 8), static_cast<std::uint16_t>(le(head, area + kClientInUseList, 2)),
-                         static_cast<std::uint16_t>(le(head, area + kRestartFlags, 2))});
+        pages.push_back({boost::endian::load_little_u64(at(head, area + kCurrentLsn)),
+                         boost::endian::load_little_u16(at(head, area + kClientInUseList)),
+                         boost::endian::load_little_u16(at(head, area + kRestartFlags))});
     }
     if (empty) return std::nullopt;
     if (pages.empty()) return "$LogFile holds log records but no restart page";
@@ -126,10 +126,9 @@ std::optional<std::string> mft_mirror_difference(const DiskImage& image, const V
 
 void check_volume_state(const DiskImage& image, const VolumeWindow& window, const VolumeMap& map, bool allow_vss) {
     ntfs::Volume volume = mount_read_only(image, window);
+    volume.check_clean();
     ntfs_volume* vol = volume.get();
-    if (vol->flags & VOLUME_IS_DIRTY)
-        throw Error(ErrorKind::Unsafe, "the NTFS volume is marked dirty; run chkdsk in the guest before applying a plan");
-    if (hibernated(vol))
+    if (resuming(vol))
         throw Error(ErrorKind::Unsafe,
                     "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
     if (const auto reason = logfile_unclean_reason(read_prefix(vol, FILE_LogFile, kLogHead, "$LogFile")))

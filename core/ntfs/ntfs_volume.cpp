@@ -75,4 +75,18 @@ void Volume::unmount() {
         throw_library_error(ErrorKind::Io, "cannot unmount the NTFS volume");
 }
 
+void Volume::check_clean() const {
+    ntfs_volume* vol = volume_.get();
+    if (vol->flags & VOLUME_IS_DIRTY)
+        throw Error(ErrorKind::Unsafe,
+                    "NTFS volume is marked dirty (not cleanly shut down); run chkdsk in the guest first");
+    errno = 0;
+    if (ntfs_volume_check_hiberfile(vol, 0) != 0) {
+        if (errno == EPERM)
+            throw Error(ErrorKind::Unsafe,
+                        "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
+        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + library_reason(errno));
+    }
+}
+
 }  // namespace guestfrag::ntfs

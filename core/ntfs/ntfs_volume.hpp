@@ -30,6 +30,11 @@ public:
 
     [[nodiscard]] _ntfs_volume* get() const noexcept { return volume_.get(); }
 
+    /// Throws Error(Unsafe) when the volume is marked dirty or Windows is hibernated on it
+    /// (Fast Startup included, as libntfs-3g's hiberfil check sees it): its on-disk state
+    /// is then not what Windows will use. Error(Corrupt) when hiberfil.sys cannot be read.
+    void check_clean() const;
+
     /// Writes everything back and unmounts (the volume is gone afterwards, even on
     /// failure). Throws Error(Io) when libntfs-3g cannot write back.
     void unmount();

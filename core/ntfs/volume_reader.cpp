@@ -53,19 +53,6 @@ void check_geometry(const std::array<std::byte, 512>& sector, const Partition& p
                                             std::to_string(partition.length) + " bytes");
 }
 
-void check_clean(ntfs_volume* vol) {
-    if (vol->flags & VOLUME_IS_DIRTY)
-        throw Error(ErrorKind::Unsafe,
-                    "NTFS volume is marked dirty (not cleanly shut down); run chkdsk in the guest first");
-    errno = 0;
-    if (ntfs_volume_check_hiberfile(vol, 0) != 0) {
-        if (errno == EPERM)
-            throw Error(ErrorKind::Unsafe,
-                        "Windows is hibernated on this volume (or Fast Startup is on); shut it down fully first");
-        throw Error(ErrorKind::Corrupt, "cannot check hiberfil.sys: " + ntfs::library_reason(errno));
-    }
-}
-
 // Bytes an attribute's value really has on the volume: a resident value's length, or the
 // clusters its runlist maps (holes excluded). Sizes in the attribute header are claims;
 // this is what can be read, and so what may be allocated for.
@@ -358,7 +345,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
 
     const ntfs::Volume handle{ntfs::Device(image, partition.start, partition.length)};
     ntfs_volume* vol = handle.get();
-    check_clean(vol);
+    handle.check_clean();
 
     VolumeMap map;
     map.partition = partition.number;
