@@ -130,7 +130,6 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress);
     WritableRawFile file(disk.fd(), disk.path());
     result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move);
-    result.moved_bytes = result.moves.bytes_copied;
     disk.sync();
 
     if (options.verify) {

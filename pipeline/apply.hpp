@@ -44,7 +44,6 @@ struct ApplyResult {
     Plan plan;                  ///< the plan as adopted (summary recomputed)
     MoveOutcome moves;
     std::uint64_t disk_bytes_written = 0;  ///< bytes the sparse copy of the disk wrote
-    std::uint64_t moved_bytes = 0;         ///< cluster bytes the moves copied
     std::optional<ApplyVerification> verification;  ///< none with verify = false
     double seconds = 0;
 };

@@ -39,7 +39,7 @@ Json apply_json(const ApplyResult& r) {
     }
     doc["skipped"] = std::move(skipped);
     doc["skipped_by_reason"] = std::move(by_reason);
-    doc["bytes_written"] = {{"disk", r.disk_bytes_written}, {"moved", r.moved_bytes}};
+    doc["bytes_written"] = {{"disk", r.disk_bytes_written}, {"moved", r.moves.bytes_copied}};
     doc["seconds"] = r.seconds;
     if (r.verification) {
         const ApplyVerification& v = *r.verification;
@@ -59,7 +59,7 @@ Json apply_json(const ApplyResult& r) {
 
 void print_apply(std::ostream& out, const ApplyResult& r) {
     out << "applied " << r.moves.done.size() << " of " << r.plan.moves.size() << " moves to partition "
-        << r.partition << " into " << r.output << " (" << format_size(r.moved_bytes) << " moved, "
+        << r.partition << " into " << r.output << " (" << format_size(r.moves.bytes_copied) << " moved, "
         << format_size(r.disk_bytes_written) << " of disk written, " << fixed(r.seconds, 1) << " s)\n";
     std::map<std::string, std::size_t> reasons;
     for (const SkippedMove& s : r.moves.skipped) ++reasons[s.reason];
