@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +60,20 @@ void require_plan_refused(const fs::path& image, const std::string& reason) {
     CHECK(r.err == "guestfrag: error: " + image.string() + ": " + reason + "; run chkdsk before planning\n");
 }
 
+// The volume's one warning is `code` saying `text` about clusters `first`..`last` of
+// `inodes`, and `plan` refuses the volume for it. Returns the warning.
+Json require_one_conflict(const fs::path& image, const std::string& code, const std::string& text, std::int64_t first,
+                          std::int64_t last, const std::vector<std::uint64_t>& inodes) {
+    const Json volume = analyze_json(image)["volumes"][0];
+    REQUIRE(volume["warnings"].size() == 1);
+    const Json w = warning(volume, code);
+    CHECK(w["message"] == text);
+    CHECK(w["clusters"] == last - first + 1);
+    CHECK(w["conflicts"] == Json::array({Json{{"clusters", Json::array({first, last})}, {"inodes", inodes}}}));
+    require_plan_refused(image, "volume " + std::to_string(int{volume["partition"]}) + ": " + text);
+    return w;
+}
+
 }  // namespace
 
 TEST_CASE("cross-linked files: analyze lists the shared clusters, plan refuses", "[hostile][ntfs]") {
@@ -77,25 +93,16 @@ TEST_CASE("cross-linked files: analyze lists the shared clusters, plan refuses",
     REQUIRE(test::tsk_data_fragments(image, 0, b).at("") == test::Fragments{{lcn + 2, 4}});
     REQUIRE(test::tsk_data_fragments(image, 0, a).at("") == a_runs);
 
-    const Json volume = analyze_json(image)["volumes"][0];
-    REQUIRE(volume["warnings"].size() == 1);
-    const Json w = warning(volume, "CROSS_LINKED_CLUSTERS");
     const std::string text = "clusters " + std::to_string(lcn + 2) + "-" + std::to_string(lcn + 5) +
                              " belong to both inode " + std::to_string(a) + " and inode " + std::to_string(b) +
                              " (cross-linked)";
-    CHECK(w["message"] == text);
+    const Json w = require_one_conflict(image, "CROSS_LINKED_CLUSTERS", text, lcn + 2, lcn + 5, {a, b});
     CHECK(w["blocks_plan"] == true);
     CHECK(w["conflict_count"] == 1);
-    CHECK(w["clusters"] == 4);
-    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 2) + ", " + std::to_string(lcn + 5) +
-                                        "], \"inodes\": [" + std::to_string(a) + ", " + std::to_string(b) + "]}]"));
 
     const auto text_out = test::run_cli({"analyze", image.string()});
     CHECK(text_out.status == 0);
     CHECK(text_out.out.find("CROSS_LINKED_CLUSTERS") != std::string::npos);
-
-    const int partition = volume["partition"];
-    require_plan_refused(image, "volume " + std::to_string(partition) + ": " + text);
 }
 
 TEST_CASE("a file mapping its own clusters twice is cross-linked", "[hostile][ntfs]") {
@@ -111,16 +118,9 @@ TEST_CASE("a file mapping its own clusters twice is cross-linked", "[hostile][nt
     test::set_data_runs(image, b, {{lcn, 4}, {lcn + 2, 2}});
     REQUIRE(test::tsk_data_fragments(image, 0, b).at("") == test::Fragments{{lcn, 4}, {lcn + 2, 2}});
 
-    const Json volume = analyze_json(image)["volumes"][0];
-    REQUIRE(volume["warnings"].size() == 1);
-    const Json w = warning(volume, "CROSS_LINKED_CLUSTERS");
     const std::string text = "clusters " + std::to_string(lcn + 2) + "-" + std::to_string(lcn + 3) +
                              " are mapped twice by inode " + std::to_string(b) + " (cross-linked)";
-    CHECK(w["message"] == text);
-    CHECK(w["clusters"] == 2);
-    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 2) + ", " + std::to_string(lcn + 3) +
-                                        "], \"inodes\": [" + std::to_string(b) + "]}]"));
-    require_plan_refused(image, "volume " + std::to_string(int{volume["partition"]}) + ": " + text);
+    (void)require_one_conflict(image, "CROSS_LINKED_CLUSTERS", text, lcn + 2, lcn + 3, {b});
 }
 
 TEST_CASE("clusters in use but free in $Bitmap: analyze lists them, plan refuses", "[hostile][ntfs]") {
@@ -141,16 +141,9 @@ TEST_CASE("clusters in use but free in $Bitmap: analyze lists them, plan refuses
         CHECK(free == (c >= lcn + 1 && c < lcn + 4));
     }
 
-    const Json volume = analyze_json(image)["volumes"][0];
-    REQUIRE(volume["warnings"].size() == 1);
-    const Json w = warning(volume, "BITMAP_MISMATCH");
     const std::string text = "clusters " + std::to_string(lcn + 1) + "-" + std::to_string(lcn + 3) + " of inode " +
                              std::to_string(a) + " are marked free in $Bitmap";
-    CHECK(w["message"] == text);
-    CHECK(w["clusters"] == 3);
-    CHECK(w["conflicts"] == Json::parse("[{\"clusters\": [" + std::to_string(lcn + 1) + ", " + std::to_string(lcn + 3) +
-                                        "], \"inodes\": [" + std::to_string(a) + "]}]"));
-    require_plan_refused(image, "volume " + std::to_string(int{volume["partition"]}) + ": " + text);
+    (void)require_one_conflict(image, "BITMAP_MISMATCH", text, lcn + 1, lcn + 3, {a});
 }
 
 TEST_CASE("$MFT claiming 2^40 bytes: the record total follows its runlist", "[hostile][ntfs]") {
