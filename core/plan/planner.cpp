@@ -12,10 +12,11 @@ namespace guestfrag {
 
 namespace {
 
-constexpr std::array<std::pair<Strategy, std::string_view>, 4> kNames{{
+constexpr std::array<std::pair<Strategy, std::string_view>, 5> kNames{{
     {Strategy::Defrag, "defrag"},
     {Strategy::Consolidate, "consolidate"},
     {Strategy::ThinSafe, "thin-safe"},
+    {Strategy::Optimize, "optimize"},
     {Strategy::Shrink, "shrink"},
 }};
 
@@ -146,6 +147,9 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
             break;
         case Strategy::Consolidate:
             planner::plan_consolidate(builder, progress);
+            break;
+        case Strategy::Optimize:
+            planner::plan_optimize(builder, progress);
             break;
         case Strategy::Shrink:
             planner::plan_shrink(builder, progress);

@@ -16,17 +16,17 @@
 namespace guestfrag {
 
 /// The planning strategies of docs/design.md §5; each algorithm is spelled out in docs/planner.md.
-enum class Strategy { Defrag, Consolidate, ThinSafe, Shrink };
+enum class Strategy { Defrag, Consolidate, Optimize, ThinSafe, Shrink };
 
 /// Every strategy, in the order help texts and menus offer them.
-inline constexpr std::array<Strategy, 4> kStrategies{Strategy::Defrag, Strategy::Consolidate, Strategy::ThinSafe,
-                                                     Strategy::Shrink};
+inline constexpr std::array<Strategy, 5> kStrategies{Strategy::Defrag, Strategy::Consolidate, Strategy::Optimize,
+                                                     Strategy::ThinSafe, Strategy::Shrink};
 
-/// "defrag", "consolidate", "thin-safe", "shrink".
+/// "defrag", "consolidate", "optimize", "thin-safe", "shrink".
 [[nodiscard]] std::string_view strategy_name(Strategy strategy) noexcept;
 /// The strategy of that name, nullopt for anything else.
 [[nodiscard]] std::optional<Strategy> parse_strategy(std::string_view name) noexcept;
-/// "defrag, consolidate, thin-safe or shrink": every strategy's name in kStrategies order,
+/// "defrag, consolidate, optimize, thin-safe or shrink": every strategy's name in kStrategies order,
 /// for help texts and messages.
 [[nodiscard]] std::string strategy_choices();
 

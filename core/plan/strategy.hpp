@@ -92,6 +92,7 @@ private:
 /// The strategies (docs/planner.md §5–§8); each fills builder.plan().
 void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress);
 void plan_consolidate(Builder& builder, const Progress& progress);
+void plan_optimize(Builder& builder, const Progress& progress);
 void plan_shrink(Builder& builder, const Progress& progress);
 
 /// Defrag leaves a stream alone when every fragment is at least this big (docs/design.md §5).

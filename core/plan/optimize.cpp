@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Strategy "optimize": full optimization — one large free window, every other stream packed
+// whole into the gaps between the streams that stay (docs/planner.md §7).
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "core/model/free_space.hpp"
+#include "core/plan/intervals.hpp"
+#include "core/plan/strategy.hpp"
+
+namespace guestfrag::planner {
+
+namespace {
+
+constexpr std::int64_t kStays = -1;   ///< the stream keeps its place
+constexpr std::int64_t kNoRoom = -2;  ///< the stream should move but finds no place
+
+struct Item {
+    std::size_t stream = 0;
+    std::vector<Piece> pieces;  ///< where the stream is now, VCN order
+    std::int64_t first = 0;     ///< lowest cluster it occupies
+    std::int64_t end = 0;       ///< one past the highest
+    std::int64_t clusters = 0;
+    bool fragmented = false;
+};
+
+/// Where a candidate layout leaves free space, and what it costs.
+struct Layout {
+    std::int64_t anchor_min = 0;    ///< unfragmented streams of at least this many clusters stay
+    std::int64_t window_lo = 0;     ///< the window [window_lo, window_hi) ends up free
+    std::int64_t window_hi = 0;
+    std::vector<std::int64_t> dest;  ///< per item: destination LCN, kStays or kNoRoom
+    double fragmentation = 0;
+    std::int64_t largest = 0;
+    std::int64_t moved = 0;
+    std::int64_t no_room = 0;  ///< clusters of streams that must move but find no place
+
+    /// Every stream placed first, then lower free-space fragmentation, then a larger window,
+    /// then less data moved.
+    [[nodiscard]] bool better_than(const Layout& o) const {
+        const auto key = [](const Layout& l) {
+            return std::tuple{l.no_room, static_cast<std::int64_t>(l.fragmentation * 100 + 0.5), -l.largest, l.moved};
+        };
+        return key(*this) < key(o);
+    }
+};
+
+double fragmentation_of(const std::vector<std::pair<std::int64_t, std::int64_t>>& extents, std::uint32_t cluster_size,
+                        std::int64_t& largest) {
+    long double weighted = 0;
+    long double total = 0;
+    largest = 0;
+    for (const auto& [a, b] : extents) {
+        const auto bytes = static_cast<std::uint64_t>(b - a) * cluster_size;
+        weighted += static_cast<long double>(bytes) * zfs_free_extent_penalty(bytes);
+        total += static_cast<long double>(bytes);
+        largest = std::max(largest, b - a);
+    }
+    return total == 0 ? 0.0 : static_cast<double>(weighted / total);
+}
+
+class Optimizer {
+public:
+    explicit Optimizer(Builder& builder) : builder_(builder), volume_(builder.volume()) {
+        const auto& streams = volume_.streams;
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            const Stream& s = streams[i];
+            if (s.placement != Placement::Movable) continue;
+            std::vector<Piece> pieces = pieces_of(s);
+            if (pieces.empty()) continue;
+            if (const auto glob = builder.excluded_by(s)) {
+                builder.skip(s, "matches --exclude " + *glob);
+                continue;
+            }
+            Item item{i, std::move(pieces), 0, 0, 0, s.fragments() > 1};
+            item.first = item.pieces.front().lcn;
+            for (const Piece& p : item.pieces) {
+                item.first = std::min(item.first, p.lcn);
+                item.end = std::max(item.end, p.lcn + p.clusters);
+                item.clusters += p.clusters;
+            }
+            items_.push_back(std::move(item));
+        }
+        // Largest first, then by position: the order best-fit decreasing packs in.
+        by_size_.resize(items_.size());
+        for (std::size_t i = 0; i < items_.size(); ++i) by_size_[i] = i;
+        std::ranges::sort(by_size_, [this](std::size_t a, std::size_t b) {
+            return items_[a].clusters != items_[b].clusters ? items_[a].clusters > items_[b].clusters
+                                                            : items_[a].first < items_[b].first;
+        });
+        // What nothing in this plan moves: every cluster neither free nor a movable item's.
+        ClusterSet held(cluster_range(0, volume_.total_clusters));
+        held -= volume_.free;
+        for (const Item& item : items_)
+            for (const Piece& p : item.pieces) held.subtract(cluster_range(p.lcn, p.lcn + p.clusters));
+        pinned_ = held;
+        barriers_ = held;
+        barriers_ += volume_.mft_zone;
+        zone_room_ = largest_zone_room();
+        by_first_ = by_size_;
+        std::ranges::sort(by_first_, {}, [this](std::size_t i) { return items_[i].first; });
+    }
+
+    void plan(const Progress& progress) {
+        if (items_.empty()) return;
+        const Layout best = choose_layout(progress);
+        carry_out(best, progress);
+    }
+
+private:
+    /// The best layout over the anchor sizes and split points: 32 evenly spaced splits, then
+    /// 32 more around the best of them. O(64 · 4 · items · log items).
+    Layout choose_layout(const Progress& progress) {
+        std::optional<Layout> best;
+        const std::int64_t n = volume_.total_clusters;
+        constexpr std::int64_t kSteps = 32;
+        std::uint64_t done = 0;
+        const auto search = [&](std::int64_t from, std::int64_t step) {
+            for (std::int64_t k = 1; k <= kSteps; ++k) {
+                const std::int64_t split = std::clamp<std::int64_t>(from + k * step, 1, n);
+                for (const std::int64_t anchor_min : kAnchorSizes) {
+                    progress.update(done++, 2 * kSteps * kAnchorSizes.size());
+                    Layout l = evaluate(anchor_min, split);
+                    if (!best || l.better_than(*best)) best = std::move(l);
+                }
+            }
+        };
+        const std::int64_t coarse = std::max<std::int64_t>(1, n / kSteps);
+        search(0, coarse);
+        const std::int64_t fine = std::max<std::int64_t>(1, 2 * coarse / kSteps);
+        search(best->window_hi - coarse - fine, fine);
+        return std::move(*best);
+    }
+
+    /// The layout that keeps unfragmented streams of ≥ anchor_min clusters at or after
+    /// `split` in place, frees the window [w, split) below it (w: the end of the last
+    /// barrier below `split`), and packs every other stream best-fit decreasing into the
+    /// gaps after `split`; what does not fit goes to the top of the MFT zone (at most half
+    /// its free room) and then to the top of the window. The free space it predicts is
+    /// approximate (sources below the window are counted as separate extents); the plan's
+    /// summary is computed exactly afterwards.
+    [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split) const {
+        Layout l;
+        l.anchor_min = anchor_min;
+        l.window_hi = split;
+        if (boost::icl::contains(barriers_, split - 1)) {
+            l.window_lo = split;  // the split lies in a barrier: no window
+        } else if (const auto below = clip(barriers_, cluster_range(0, split)); !below.empty()) {
+            l.window_lo = end_cluster(*below.rbegin());
+        }
+        l.dest.assign(items_.size(), kStays);
+        std::vector<char> moving(items_.size(), 0);
+        for (std::size_t i = 0; i < items_.size(); ++i) {
+            const Item& it = items_[i];
+            const bool anchor = it.first >= split && !it.fragmented && it.clusters >= anchor_min;
+            const bool below_window = it.end <= l.window_lo && !it.fragmented;
+            moving[i] = anchor || below_window ? 0 : 1;
+        }
+        // Gaps after the split: what neither pinned clusters nor anchors hold, by (length, start).
+        std::set<std::pair<std::int64_t, std::int64_t>> gaps;
+        {
+            std::int64_t cursor = split;
+            auto pin = pinned_.lower_bound(cluster_range(split, split + 1));
+            std::size_t next = static_cast<std::size_t>(
+                std::ranges::lower_bound(by_first_, split, {}, [this](std::size_t i) { return items_[i].first; }) -
+                by_first_.begin());
+            for (;;) {
+                while (next < by_first_.size() && moving[by_first_[next]]) ++next;
+                const bool have_pin = pin != pinned_.end();
+                const bool have_anchor = next < by_first_.size();
+                if (!have_pin && !have_anchor) break;
+                std::int64_t lo = 0;
+                std::int64_t hi = 0;
+                if (have_anchor && (!have_pin || items_[by_first_[next]].first < first_cluster(*pin))) {
+                    lo = items_[by_first_[next]].first;
+                    hi = lo + items_[by_first_[next]].clusters;
+                    ++next;
+                } else {
+                    lo = first_cluster(*pin);
+                    hi = end_cluster(*pin);
+                    ++pin;
+                }
+                if (lo > cursor) gaps.emplace(lo - cursor, cursor);
+                cursor = std::max(cursor, hi);
+            }
+            if (cursor < volume_.total_clusters) gaps.emplace(volume_.total_clusters - cursor, cursor);
+        }
+
+        std::vector<std::size_t> unplaced;
+        for (const std::size_t i : by_size_) {
+            if (!moving[i]) continue;
+            const std::int64_t size = items_[i].clusters;
+            const auto g = gaps.lower_bound({size, std::numeric_limits<std::int64_t>::min()});
+            if (g == gaps.end()) {
+                unplaced.push_back(i);
+                continue;
+            }
+            const auto [len, start] = *g;
+            gaps.erase(g);
+            l.dest[i] = start;
+            l.moved += size;
+            if (len > size) gaps.emplace(len - size, start + size);
+        }
+
+        // The rest: the top of the MFT zone's free room (keeping half of it free for $MFT to
+        // grow into), then the top of the window.
+        std::int64_t zone_top = 0;
+        std::int64_t zone_floor = 0;
+        if (zone_room_ && zone_room_->second <= l.window_lo) {  // not when the gaps hold the zone
+            zone_top = zone_room_->second;
+            zone_floor = zone_room_->first + (zone_room_->second - zone_room_->first) / 2;
+        }
+        std::int64_t window_top = l.window_hi;
+        for (const std::size_t i : unplaced) {
+            const std::int64_t size = items_[i].clusters;
+            if (zone_top - size >= zone_floor) {
+                zone_top -= size;
+                l.dest[i] = zone_top;
+            } else if (window_top - size >= l.window_lo) {
+                window_top -= size;
+                l.dest[i] = window_top;
+            } else {
+                l.dest[i] = kNoRoom;
+                l.no_room += size;
+                continue;
+            }
+            l.moved += size;
+        }
+
+        // Predicted free space: the gaps left, the window below its stack, the zone room left,
+        // and below the window the free extents and the sources of streams that move.
+        std::vector<std::pair<std::int64_t, std::int64_t>> free_after;
+        for (const auto& [len, start] : gaps) free_after.emplace_back(start, start + len);
+        if (window_top > l.window_lo) free_after.emplace_back(l.window_lo, window_top);
+        const auto zone_left = zone_top > zone_floor ? std::optional{std::pair{zone_room_->first, zone_top}} : std::nullopt;
+        if (zone_left) free_after.push_back(*zone_left);
+        for (const auto& f : clip(volume_.free, cluster_range(0, l.window_lo)))
+            if (!zone_room_ || first_cluster(f) != zone_room_->first) free_after.emplace_back(first_cluster(f), end_cluster(f));
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            if (l.dest[i] >= 0 && items_[i].first < l.window_lo)
+                for (const Piece& p : items_[i].pieces)
+                    if (p.lcn < l.window_lo) free_after.emplace_back(p.lcn, std::min(p.lcn + p.clusters, l.window_lo));
+        l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
+        return l;
+    }
+
+    /// The largest free extent inside the MFT zone, nullopt when the zone has none.
+    [[nodiscard]] std::optional<std::pair<std::int64_t, std::int64_t>> largest_zone_room() const {
+        std::optional<std::pair<std::int64_t, std::int64_t>> best;
+        for (const auto& z : volume_.mft_zone)
+            for (const auto& f : clip(volume_.free, z))
+                if (!best || end_cluster(f) - first_cluster(f) > best->second - best->first)
+                    best = std::pair{first_cluster(f), end_cluster(f)};
+        return best;
+    }
+
+    /// Emits the moves of `layout` in an order in which every destination is free when its
+    /// move comes: a stream waits for the streams that still sit on its destination; when
+    /// every remaining stream waits (a cycle), one goes to free room in the window first.
+    void carry_out(const Layout& layout, const Progress& progress);
+
+    static constexpr std::array<std::int64_t, 4> kAnchorSizes{1, 8, 64, 512};
+
+    Builder& builder_;
+    const VolumeMap& volume_;
+    std::vector<Item> items_;
+    std::vector<std::size_t> by_size_;
+    std::vector<std::size_t> by_first_;
+    std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
+    ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
+    ClusterSet barriers_;  ///< pinned clusters and the MFT zone: a window never spans them
+};
+
+void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
+    const auto& streams = volume_.streams;
+    // Who sits where: the current pieces of every stream that moves, by start.
+    std::map<std::int64_t, std::pair<std::int64_t, std::size_t>> sitting;  // lcn → (end, item)
+    std::vector<std::size_t> movers;
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+        if (layout.dest[i] == kStays) continue;
+        // A stream without room stays, and holds its clusters against the others.
+        for (const Piece& p : items_[i].pieces) sitting[p.lcn] = {p.lcn + p.clusters, i};
+        if (layout.dest[i] == kNoRoom) {
+            builder_.skip(streams[items_[i].stream], "no room left outside the free window");
+            continue;
+        }
+        movers.push_back(i);
+    }
+    const auto occupants = [&sitting](std::int64_t lo, std::int64_t hi, auto&& visit) {
+        auto it = sitting.upper_bound(lo);
+        if (it != sitting.begin()) --it;
+        for (; it != sitting.end() && it->first < hi; ++it)
+            if (it->second.first > lo) visit(it->second.second);
+    };
+    std::vector<std::size_t> waiting(items_.size(), 0);               // streams on the destination
+    std::vector<std::vector<std::size_t>> waiters(items_.size());     // who waits for item i
+    std::vector<std::vector<std::size_t>> blockers(items_.size());    // whom item i waits for
+    std::deque<std::size_t> ready;
+    for (const std::size_t i : movers) {
+        std::vector<std::size_t> on;
+        occupants(layout.dest[i], layout.dest[i] + items_[i].clusters, [&](std::size_t j) { on.push_back(j); });
+        std::ranges::sort(on);
+        on.erase(std::unique(on.begin(), on.end()), on.end());
+        for (const std::size_t j : on) waiters[j].push_back(i);
+        waiting[i] = on.size();
+        if (on.empty()) ready.push_back(i);
+        blockers[i] = std::move(on);
+    }
+    // Room for a detour: free clusters of the window, kept up to date as streams leave it.
+    ClusterSet detour_room = clip(volume_.free, cluster_range(layout.window_lo, layout.window_hi));
+    for (const std::size_t i : movers)
+        if (layout.dest[i] >= layout.window_lo && layout.dest[i] < layout.window_hi)
+            detour_room.subtract(cluster_range(layout.dest[i], layout.dest[i] + items_[i].clusters));
+    FreeIndex detours(detour_room);
+    std::vector<char> left_home(items_.size(), 0);
+    // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
+    // place) the streams waiting for that place may be ready.
+    const auto leave = [&](std::size_t i, const std::vector<Piece>& pieces, bool first_time) {
+        for (const Piece& p : pieces) {
+            sitting.erase(p.lcn);
+            for (const auto& part : clip(ClusterSet(cluster_range(p.lcn, p.lcn + p.clusters)),
+                                         cluster_range(layout.window_lo, layout.window_hi))) {
+                const bool destined = std::ranges::any_of(waiters[i], [&](std::size_t w) {
+                    return layout.dest[w] < end_cluster(part) && first_cluster(part) < layout.dest[w] + items_[w].clusters;
+                });
+                if (!destined) detours.give(first_cluster(part), end_cluster(part));
+            }
+        }
+        if (!first_time) return;
+        left_home[i] = 1;
+        for (const std::size_t w : waiters[i])
+            if (--waiting[w] == 0) ready.push_back(w);
+    };
+    const auto emit = [&](std::size_t i, std::int64_t to) -> bool {
+        const Stream& s = streams[items_[i].stream];
+        if (builder_.over_moved_budget(items_[i].clusters)) return false;
+        if (auto reason = builder_.over_growth_budget(to, items_[i].clusters)) {
+            builder_.skip(s, std::move(*reason));
+            return false;
+        }
+        builder_.move_whole(s, items_[i].pieces, to);
+        std::int64_t at = to;
+        for (Piece& p : items_[i].pieces) {
+            p.lcn = at;
+            at += p.clusters;
+        }
+        return true;
+    };
+
+    std::size_t done = 0;
+    std::vector<char> finished(items_.size(), 0);
+    std::vector<char> detoured(items_.size(), 0);
+    std::vector<char> stuck(items_.size(), 0);  // waits, through others, for a stream that cannot move
+    std::vector<std::size_t> seen_in(items_.size(), 0);  // walk that last visited it, 0 none
+    std::size_t walk = 0;
+    std::size_t scan = 0;
+    const auto find_cycle = [&]() -> std::optional<std::size_t> {
+        for (; scan < movers.size(); ++scan) {
+            const std::size_t start = movers[scan];
+            if (finished[start] || detoured[start] || stuck[start]) continue;
+            ++walk;
+            std::vector<std::size_t> path;
+            std::size_t at = start;
+            for (;;) {
+                if (seen_in[at] == walk) {  // a cycle: from `at` to the end of the path
+                    const auto from = std::ranges::find(path, at);
+                    return *std::ranges::min_element(from, path.end(), {}, [&](std::size_t j) { return items_[j].clusters; });
+                }
+                seen_in[at] = walk;
+                path.push_back(at);
+                const auto next = std::ranges::find_if(blockers[at], [&](std::size_t j) { return !left_home[j]; });
+                if (next == blockers[at].end() || finished[*next] || layout.dest[*next] < 0 || stuck[*next]) {
+                    for (const std::size_t j : path) stuck[j] = 1;
+                    break;
+                }
+                at = *next;
+            }
+        }
+        return std::nullopt;
+    };
+    bool stopped = false;
+    while (done < movers.size() && !stopped) {
+        if (ready.empty()) {
+            // Every stream left waits for another: follow the waits until one repeats, and
+            // detour the smallest stream of that cycle through the window.
+            const auto pick = find_cycle();
+            const auto room = pick ? detours.best_fit(items_[*pick].clusters) : std::nullopt;
+            if (!room) break;
+            const std::size_t i = *pick;
+            const std::vector<Piece> old = items_[i].pieces;
+            if (!emit(i, *room)) break;
+            detoured[i] = 1;
+            detours.take(*room, *room + items_[i].clusters);
+            leave(i, old, true);
+            for (const Piece& p : items_[i].pieces) sitting[p.lcn] = {p.lcn + p.clusters, i};
+            continue;
+        }
+        const std::size_t i = ready.front();
+        ready.pop_front();
+        if (finished[i]) continue;
+        if (++done % kProgressEvery == 0) progress.update(done, movers.size());
+        const std::vector<Piece> old = items_[i].pieces;
+        if (!emit(i, layout.dest[i])) {
+            if (builder_.over_moved_budget(items_[i].clusters)) stopped = true;
+            finished[i] = 1;
+            continue;
+        }
+        finished[i] = 1;
+        leave(i, old, !detoured[i]);
+    }
+    for (const std::size_t i : movers) {
+        if (finished[i]) continue;
+        builder_.skip(streams[items_[i].stream], stopped ? builder_.moved_budget_reason()
+                                                         : "its destination is held by a stream that could not move");
+    }
+    progress.update(movers.size(), movers.size());
+}
+
+}  // namespace
+
+void plan_optimize(Builder& builder, const Progress& progress) { Optimizer(builder).plan(progress); }
+
+}  // namespace guestfrag::planner
