@@ -208,13 +208,16 @@ private:
             if (len > size) gaps.emplace(len - size, start + size);
         }
 
-        // The rest: the top of the MFT zone's free room (keeping half of it free for $MFT to
-        // grow into), then the top of the window.
+        // The rest: the top of the MFT zone's free room, then the top of the window. Half the
+        // room, and at least 16 MiB (an extent free-space fragmentation counts as whole), stays
+        // free for $MFT to grow into.
         std::int64_t zone_top = 0;
         std::int64_t zone_floor = 0;
         if (zone_room_ && zone_room_->second <= l.window_lo) {  // not when the gaps hold the zone
             zone_top = zone_room_->second;
-            zone_floor = zone_room_->first + (zone_room_->second - zone_room_->first) / 2;
+            const std::int64_t keep = std::max((zone_room_->second - zone_room_->first) / 2,
+                                               static_cast<std::int64_t>((16ull << 20) / volume_.cluster_size));
+            zone_floor = std::min(zone_top, zone_room_->first + keep);
         }
         std::int64_t window_top = l.window_hi;
         for (const std::size_t i : unplaced) {
@@ -312,11 +315,11 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         if (on.empty()) ready.push_back(i);
         blockers[i] = std::move(on);
     }
-    // Room for a detour: free clusters of the window, kept up to date as streams leave it.
-    ClusterSet detour_room = clip(volume_.free, cluster_range(layout.window_lo, layout.window_hi));
+    // Room for a detour: free clusters no move of the layout writes, kept up to date as
+    // streams leave their places.
+    ClusterSet detour_room = volume_.free;
     for (const std::size_t i : movers)
-        if (layout.dest[i] >= layout.window_lo && layout.dest[i] < layout.window_hi)
-            detour_room.subtract(cluster_range(layout.dest[i], layout.dest[i] + items_[i].clusters));
+        detour_room.subtract(cluster_range(layout.dest[i], layout.dest[i] + items_[i].clusters));
     FreeIndex detours(detour_room);
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
@@ -324,13 +327,11 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     const auto leave = [&](std::size_t i, const std::vector<Piece>& pieces, bool first_time) {
         for (const Piece& p : pieces) {
             sitting.erase(p.lcn);
-            for (const auto& part : clip(ClusterSet(cluster_range(p.lcn, p.lcn + p.clusters)),
-                                         cluster_range(layout.window_lo, layout.window_hi))) {
-                const bool destined = std::ranges::any_of(waiters[i], [&](std::size_t w) {
-                    return layout.dest[w] < end_cluster(part) && first_cluster(part) < layout.dest[w] + items_[w].clusters;
-                });
-                if (!destined) detours.give(first_cluster(part), end_cluster(part));
-            }
+            // The parts of the place no waiting stream is headed for are room for detours.
+            ClusterSet room(cluster_range(p.lcn, p.lcn + p.clusters));
+            for (const std::size_t w : waiters[i])
+                room.subtract(cluster_range(layout.dest[w], layout.dest[w] + items_[w].clusters));
+            for (const auto& part : room) detours.give(first_cluster(part), end_cluster(part));
         }
         if (!first_time) return;
         left_home[i] = 1;
