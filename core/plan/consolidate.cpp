@@ -149,14 +149,7 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
     // Keep the prefix that left the fewest free extents: never worse than doing nothing.
     Plan& plan = builder.plan();
     if (plan.moves.size() != best.moves) {
-        const std::size_t dropped_streams = [&] {
-            std::size_t count = 0;
-            for (std::size_t i = best.moves; i < plan.moves.size(); ++i)
-                if (i == best.moves || plan.moves[i].mft_record != plan.moves[i - 1].mft_record ||
-                    plan.moves[i].stream != plan.moves[i - 1].stream)
-                    ++count;
-            return count;
-        }();
+        const std::size_t dropped_streams = streams_in(plan.moves, best.moves);
         plan.moves.resize(best.moves);
         plan.skipped.resize(std::max(best.skipped, skipped_at_start));
         plan.notes.push_back("the last " + std::to_string(dropped_streams) +

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Strategies "defrag" and "thin-safe" (docs/planner.md §5 and §7).
 #include <algorithm>
+#include <deque>
 
 #include "core/plan/intervals.hpp"
 #include "core/plan/strategy.hpp"
@@ -19,6 +20,76 @@ bool all_fragments_large(const Stream& s, std::uint32_t cluster_size) {
     return std::ranges::all_of(sizes, [cluster_size](std::int64_t clusters) {
         return static_cast<std::uint64_t>(clusters) * cluster_size >= kLeaveAloneBytes;
     });
+}
+
+/// The crumbs of free space a defrag leaves behind (the pieces its streams came from) filled
+/// with whole one-fragment streams of exactly their size, smallest crumbs first, until free
+/// space is no worse than before. Only a stream with free space beside it is taken, so its
+/// old place joins an existing extent instead of becoming a new crumb.
+template <class Done>
+void fill_crumbs(Builder& builder, Pool& pool, FreeIndex& free_now, std::vector<char>& moved, const Done& done) {
+    const VolumeMap& volume = builder.volume();
+    const auto& streams = volume.streams;
+    constexpr std::int64_t kCrumbMax = 256;  // clusters: the crumbs a defrag's pieces leave
+    std::vector<std::deque<std::size_t>> fillers(kCrumbMax + 1);  // by size in clusters
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+        const Stream& s = streams[i];
+        if (moved[i] || s.placement != Placement::Movable || s.fragments() != 1) continue;
+        const std::int64_t clusters = s.allocated_clusters();
+        if (clusters > kCrumbMax || builder.excluded_by(s)) continue;
+        fillers[static_cast<std::size_t>(clusters)].push_back(i);
+    }
+    std::vector<FreeIndex::Range> crumbs;
+    (void)free_now.first_by_size(1, [&](FreeIndex::Range e) -> std::optional<bool> {
+        if (e.second - e.first > kCrumbMax) return true;
+        crumbs.push_back(e);
+        return std::nullopt;
+    });
+    const auto beside_free = [&free_now](std::int64_t lo, std::int64_t hi, FreeIndex::Range crumb) {
+        const auto before = free_now.extent_from(lo - 1);
+        const auto after = free_now.extent_from(hi);
+        const bool left = lo > 0 && before && before->second == lo && *before != crumb;
+        const bool right = after && after->first == hi && *after != crumb;
+        return left || right;
+    };
+    for (FreeIndex::Range crumb : crumbs) {
+        // Fill the crumb from its start with the largest fitting streams until nothing fits.
+        while (crumb.first < crumb.second) {
+            if (done()) return;
+            if (free_now.extent_from(crumb.first) != crumb || pool.all().extent_from(crumb.first) != crumb) break;
+            const std::int64_t room = crumb.second - crumb.first;
+            // The largest stream that fits and has free space beside it. A few tries per size,
+            // a candidate that fails going to the back: O(crumb size) per filled piece.
+            std::optional<std::size_t> pick;
+            std::int64_t size = room + 1;
+            while (--size >= 1 && !pick) {
+                auto& candidates = fillers[static_cast<std::size_t>(size)];
+                for (int tries = 0; tries < 4 && !candidates.empty() && !pick; ++tries) {
+                    const std::size_t i = candidates.front();
+                    candidates.pop_front();
+                    const std::int64_t lo = pieces_of(streams[i]).front().lcn;
+                    if (beside_free(lo, lo + size, crumb))
+                        pick = i;
+                    else
+                        candidates.push_back(i);
+                }
+                if (pick) break;
+            }
+            if (!pick) break;
+            const std::size_t i = *pick;
+            const std::vector<Piece> pieces = pieces_of(streams[i]);
+            const std::int64_t lo = pieces.front().lcn;
+            if (builder.over_moved_budget(size)) return;
+            if (builder.over_growth_budget(crumb.first, size)) continue;
+            builder.move_whole(streams[i], pieces, crumb.first);
+            moved[i] = 1;
+            pool.take(crumb.first, crumb.first + size);
+            free_now.take(crumb.first, crumb.first + size);
+            pool.give(lo, lo + size);
+            free_now.give(lo, lo + size);
+            crumb.first += size;
+        }
+    }
 }
 
 }  // namespace
@@ -52,7 +123,18 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
     ClusterSet allowed = thin_safe ? builder.growth().clusters_in_top_granules() & everything : everything;
     allowed -= volume.unmovable;
     Pool pool(volume.free, std::move(allowed), volume.mft_zone);
+    // The whole volume's free space, to keep the plan from leaving it worse than it was.
+    FreeIndex free_now(volume.free, volume.cluster_size);
+    const double fragmentation_before = free_now.fragmentation_percent();
+    const std::int64_t largest_before = free_now.largest();
+    const auto no_worse = [&] {
+        return free_now.fragmentation_percent() <= fragmentation_before && free_now.largest() >= largest_before;
+    };
+    // The longest prefix of whole streams after which free space is no worse than before.
+    std::size_t keep_moves = 0;
+    std::size_t in_zone_kept = 0;
 
+    std::vector<char> moved(streams.size(), 0);
     std::uint64_t in_zone = 0;
     bool budget_spent = false;
     for (std::size_t n = 0; n < candidates.size(); ++n) {
@@ -88,12 +170,53 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
             continue;
         }
         const std::vector<Piece> pieces = pieces_of(s);
+        free_now.take(fit->lcn, fit->lcn + needed);
+        for (const Piece& p : pieces) free_now.give(p.lcn, p.lcn + p.clusters);
+        if (free_now.largest() < largest_before) {
+            // Only the largest free extent had room: moving the stream would shrink it.
+            for (const Piece& p : pieces) free_now.take(p.lcn, p.lcn + p.clusters);
+            free_now.give(fit->lcn, fit->lcn + needed);
+            builder.skip(s, "only the largest free extent has room for its " + std::to_string(needed) +
+                                " clusters, and defrag does not make it smaller");
+            continue;
+        }
         builder.move_whole(s, pieces, fit->lcn);
+        moved[candidates[n].index] = 1;
         pool.take(fit->lcn, fit->lcn + needed);
         for (const Piece& p : pieces) pool.give(p.lcn, p.lcn + p.clusters);
         if (fit->avoided) ++in_zone;
+        if (no_worse()) {
+            keep_moves = builder.plan().moves.size();
+            in_zone_kept = in_zone;
+        }
     }
     progress.update(candidates.size(), candidates.size());
+    if (!budget_spent && !no_worse()) {
+        fill_crumbs(builder, pool, free_now, moved, no_worse);
+        if (no_worse()) {
+            keep_moves = builder.plan().moves.size();
+            in_zone_kept = in_zone;
+        }
+    }
+    Plan& plan = builder.plan();
+    if (keep_moves != plan.moves.size()) {
+        // Cut after the last stream at which free space was no worse than before; the streams
+        // cut off are listed with the reason.
+        std::vector<Plan::Skipped> dropped;
+        for (std::size_t i = keep_moves; i < plan.moves.size(); ++i) {
+            const Move& m = plan.moves[i];
+            if (i == keep_moves || m.mft_record != plan.moves[i - 1].mft_record || m.stream != plan.moves[i - 1].stream)
+                dropped.push_back({m.mft_record, m.stream,
+                                   "moving it would leave free space more fragmented than before the plan "
+                                   "(strategy optimize packs free space as well)"});
+        }
+        plan.moves.resize(keep_moves);
+        plan.skipped.insert(plan.skipped.end(), dropped.begin(), dropped.end());
+        in_zone = in_zone_kept;
+        plan.notes.push_back(std::to_string(dropped.size()) +
+                             " streams were left out: moving them would leave free space more fragmented than "
+                             "before the plan");
+    }
     if (in_zone != 0)
         builder.plan().notes.push_back(std::to_string(in_zone) +
                                        " streams were placed in the MFT zone: no free region outside it was large "

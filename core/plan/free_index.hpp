@@ -25,8 +25,9 @@ public:
     using Range = std::pair<std::int64_t, std::int64_t>;  ///< [first, second)
 
     FreeIndex() = default;
-    /// O(extents · log extents).
-    explicit FreeIndex(const ClusterSet& initial);
+    /// O(extents · log extents). With a cluster size, the index also keeps the volume's
+    /// free-space fragmentation up to date (fragmentation_percent).
+    explicit FreeIndex(const ClusterSet& initial, std::uint32_t cluster_size = 0);
 
     /// Removes [lo, hi), which must lie inside one free extent; throws Error(Internal)
     /// otherwise (a planner bug, never bad input). O(log extents).
@@ -56,16 +57,23 @@ public:
     [[nodiscard]] std::vector<Range> overlapping(std::int64_t lo, std::int64_t hi, bool clipped = true) const;
 
     [[nodiscard]] std::int64_t largest() const;
+    /// analyze_free_space's fragmentation_percent of these extents (docs/metrics.md §4), in
+    /// O(1); 0 when the index was made without a cluster size.
+    [[nodiscard]] double fragmentation_percent() const;
     [[nodiscard]] std::size_t extents() const { return extents_.size(); }
     /// The free clusters as a ClusterSet. O(extents).
     [[nodiscard]] ClusterSet clusters() const;
 
 private:
     void insert(std::int64_t lo, std::int64_t hi);
+    void count(std::int64_t clusters, bool add);  ///< keeps the fragmentation sums
     void erase(std::map<std::int64_t, std::int64_t>::iterator it);
 
     std::map<std::int64_t, std::int64_t> extents_;  ///< start → end
     std::set<Range> by_size_;                       ///< (length, start)
+    std::uint32_t cluster_size_ = 0;
+    std::uint64_t free_clusters_ = 0;
+    std::uint64_t weighted_clusters_ = 0;  ///< Σ clusters · penalty (exact: penalties are integers)
 };
 
 }  // namespace guestfrag

@@ -338,9 +338,9 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         for (const std::size_t w : waiters[i])
             if (--waiting[w] == 0) ready.push_back(w);
     };
+    // Moves stream i to `to`; false (and the stream skipped) when --max-growth objects.
     const auto emit = [&](std::size_t i, std::int64_t to) -> bool {
         const Stream& s = streams[items_[i].stream];
-        if (builder_.over_moved_budget(items_[i].clusters)) return false;
         if (auto reason = builder_.over_growth_budget(to, items_[i].clusters)) {
             builder_.skip(s, std::move(*reason));
             return false;
@@ -394,8 +394,15 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             const auto room = pick ? detours.best_fit(items_[*pick].clusters) : std::nullopt;
             if (!room) break;
             const std::size_t i = *pick;
+            if (builder_.over_moved_budget(items_[i].clusters)) {
+                stopped = true;
+                break;
+            }
             const std::vector<Piece> old = items_[i].pieces;
-            if (!emit(i, *room)) break;
+            if (!emit(i, *room)) {
+                finished[i] = 1;  // stays where it is; whoever waits for its place stays too
+                continue;
+            }
             detoured[i] = 1;
             detours.take(*room, *room + items_[i].clusters);
             leave(i, old, true);
@@ -406,9 +413,12 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         ready.pop_front();
         if (finished[i]) continue;
         if (++done % kProgressEvery == 0) progress.update(done, movers.size());
+        if (builder_.over_moved_budget(items_[i].clusters)) {
+            stopped = true;
+            break;
+        }
         const std::vector<Piece> old = items_[i].pieces;
         if (!emit(i, layout.dest[i])) {
-            if (builder_.over_moved_budget(items_[i].clusters)) stopped = true;
             finished[i] = 1;
             continue;
         }

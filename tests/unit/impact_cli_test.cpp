@@ -142,7 +142,7 @@ TEST_CASE("impact growth on linked clones and thin disks equals granule counts f
                 test::qemu_io(top, c.format, {"write -P 0x5a 8M 2M"});
             }
             const fs::path plan_path = dir / (c.format + (c.clone ? ".clone" : ".thin") + ".plan.json");
-            const Json plan = make_plan(top, plan_path);
+            const Json plan = make_plan(top, plan_path, "optimize");
             REQUIRE(!plan["moves"].empty());
             const std::uint64_t granule = plan["summary"]["granule_size"];
             CHECK(granule == 64 * 1024);
@@ -220,7 +220,7 @@ TEST_CASE("impact --deep counts the distinct chunks of the disk before and after
     const std::uint64_t start = analysis["partitions"][0]["start"];
     const std::uint64_t cluster = analysis["volumes"][0]["cluster_size"];
     const fs::path plan_path = dir / "plan.json";
-    const Json plan = make_plan(raw, plan_path);
+    const Json plan = make_plan(raw, plan_path, "optimize");
     REQUIRE(plan["moves"].size() > 10);
 
     const fs::path after = dir / "after.raw";
@@ -254,7 +254,7 @@ TEST_CASE("impact finds shadow copy stores and warns of copy-on-write under 16 K
             fs::copy_file(small_disk("impact-vss-" + std::to_string(cluster), 31, "none", cluster), disk);
             test::add_shadow_copy_store(disk, 3ull << 20);
             const fs::path plan_path = dir / "plan.json";
-            const Json plan = make_plan(disk, plan_path);
+            const Json plan = make_plan(disk, plan_path, "consolidate");
             REQUIRE(!plan["moves"].empty());
             const Json doc = impact(disk, plan_path);
             const Json& vss = doc["figures"]["vss"];

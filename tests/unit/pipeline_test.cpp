@@ -20,7 +20,7 @@ TEST_CASE("pipeline: plan, adopt, impact and estimate of one volume", "[pipeline
     const VolumeMap& before = opened.analysis->volumes.front().map;
 
     PlanOptions options;
-    options.strategy = Strategy::Defrag;
+    options.strategy = Strategy::Optimize;
     const PlannedVolume planned = plan_volume(opened, 0, options);
     CHECK(planned.volume == 0);
     REQUIRE(!planned.plan.moves.empty());

@@ -58,28 +58,37 @@ TEST_CASE("defrag: best fit outside the MFT zone, the zone only as a last resort
     v.streams.push_back(stream(67, {{0, 22, 1}}));
     v.streams.push_back(stream(68, {{0, 40, 60}}));
     const Plan p = plan(v, {}, {});
-    // A and C have 2 fragments each; A is larger, so it goes first: 8 clusters into 25-39
-    // (outside the zone). Then C: 4 clusters; free outside the zone is 33-39 and 10-14 +
-    // 17-19 (freed by A): best fit is 10-14 (5 clusters).
+    // A and C have 2 fragments each; A is larger, so it goes first: 8 clusters into 25-32
+    // (outside the zone). Its piece 10-14 joins the zone's 0-9, so the largest free extent
+    // stays 15 clusters. Then C: 4 clusters; the best fit outside the zone is 10-14, which
+    // would cut the 15-cluster extent 0-14 to 10: defrag never shrinks the largest free
+    // extent, so C stays. Free space is now 0-14, 17-19, 33-39: more fragmented than 0-9 and
+    // 25-39 were (free-space fragmentation 67 % against 60 %), so B (2 clusters, free space at
+    // 17 beside it) fills the crumb 17-19 from its start: 0-16, 19, 33-39 give 57.4 %.
     REQUIRE(p.moves == std::vector<Move>{{64, "$DATA", 0, 10, 25, 5},
                                          {64, "$DATA", 5, 17, 30, 3},
-                                         {66, "$DATA", 0, 20, 10, 2},
-                                         {66, "$DATA", 2, 23, 12, 2}});
+                                         {65, "$DATA", 0, 15, 17, 2}});
     CHECK(p.notes.empty());
-    CHECK(p.summary.fragmented_streams_after == 0);
-    CHECK(p.summary.moved_bytes == 12 * 4096);
+    REQUIRE(p.skipped.size() == 1);
+    CHECK(p.skipped[0].mft_record == 66);
+    CHECK(p.skipped[0].reason == "only the largest free extent has room for its 4 clusters, and defrag does not make "
+                                 "it smaller");
+    CHECK(p.summary.fragmented_streams_after == 1);
+    CHECK(p.summary.moved_bytes == 10 * 4096);
+    CHECK(*p.summary.free_space_fragmentation_percent_after <= *p.summary.free_space_fragmentation_percent_before);
 
-    // With nothing outside the zone large enough, the zone is used and the plan says so.
+    // With nothing outside the zone, the zone is used and the plan says so. Zone 0-39: A goes
+    // to the smaller zone extent 0-9 (0-7), and the largest free extent, 25-39, stays. Then C
+    // goes to 8-11 (best fit 8-14, A's old piece joined to 8-9).
     VolumeMap tight = v;
-    tight.free.clear();
-    tight.free.add(r(0, 10));
-    tight.free.add(r(25, 28));
-    tight.streams[4].extents = {{0, 28, 72}};
+    tight.mft_zone.add(r(0, 40));
     const Plan z = plan(tight, {}, {});
-    REQUIRE_FALSE(z.moves.empty());
-    CHECK(z.moves[0] == Move{64, "$DATA", 0, 10, 0, 5});
+    CHECK(z.moves == std::vector<Move>{{64, "$DATA", 0, 10, 0, 5},
+                                       {64, "$DATA", 5, 17, 5, 3},
+                                       {66, "$DATA", 0, 20, 8, 2},
+                                       {66, "$DATA", 2, 23, 10, 2}});
     REQUIRE(z.notes.size() == 1);
-    CHECK(z.notes[0].starts_with("1 streams were placed in the MFT zone"));
+    CHECK(z.notes[0].starts_with("2 streams were placed in the MFT zone"));
 }
 
 TEST_CASE("defrag: reasons for streams it leaves", "[plan][defrag]") {
