@@ -8,6 +8,7 @@
 #include "analyzers/analysis.hpp"
 #include "core/image/open_image.hpp"
 #include "core/plan/apply.hpp"
+#include "core/plan/free_index.hpp"
 #include "core/plan/planner.hpp"
 #include "support/fixtures.hpp"
 
@@ -287,4 +288,57 @@ TEST_CASE("path globs: case-insensitive, either separator, * crosses directories
     CHECK(path_matches("*", "\\"));
     CHECK_FALSE(path_matches("\\a", "\\ab"));
     CHECK(path_matches("[ab", "[ab"));  // an unclosed bracket is literal
+}
+
+TEST_CASE("defrag and thin-safe never leave free space worse, on many volumes", "[plan][defrag][no-worse]") {
+    const auto seed = GENERATE(range(1u, 13u));
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.files = 300;
+    o.seed = seed;
+    o.interleave = 4 + seed % 12;
+    o.delete_fraction = 0.1 + 0.05 * (seed % 6);
+    const std::string path = test::generated_image("no-worse-" + std::to_string(seed), o).string();
+    const auto image = open_image(path);
+    const ImageAnalysis a = analyze_image(*image);
+    const VolumeMap& map = a.volumes.at(0).map;
+    const FreeSpaceFragmentation before = analyze_free_space(map);
+    for (const Strategy strategy : {Strategy::Defrag, Strategy::ThinSafe}) {
+        PlanOptions options;
+        options.strategy = strategy;
+        const Plan plan = make_plan(map, a.layers, identify(map, path, a.virtual_size), options);
+        const FreeSpaceFragmentation after = analyze_free_space(apply_plan(map, plan));
+        INFO("seed " << seed << ", " << strategy_name(strategy) << ": " << plan.moves.size() << " moves, "
+                     << before.fragmentation_percent << " % -> " << after.fragmentation_percent << " %");
+        CHECK(after.fragmentation_percent <= before.fragmentation_percent);
+        CHECK(after.largest_extent_clusters >= before.largest_extent_clusters);
+    }
+}
+
+TEST_CASE("the free-space index keeps analyze_free_space's fragmentation through takes and gives", "[plan][free-index]") {
+    VolumeMap v;
+    v.cluster_size = 4096;
+    v.total_clusters = 1 << 16;
+    v.free.add(ClusterSet::interval_type::right_open(0, 1 << 16));
+    FreeIndex index(v.free, v.cluster_size);
+    std::uint32_t x = 12345;
+    const auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    for (int step = 0; step < 2000; ++step) {
+        const auto lo = static_cast<std::int64_t>(next() % (1 << 16));
+        const auto len = static_cast<std::int64_t>(1 + next() % 300);
+        const auto hi = std::min<std::int64_t>(lo + len, 1 << 16);
+        const auto range = ClusterSet::interval_type::right_open(lo, hi);
+        if (boost::icl::contains(v.free, range) && index.extent_from(lo) && index.extent_from(lo)->second >= hi) {
+            index.take(lo, hi);
+            v.free.subtract(range);
+        } else if (!boost::icl::intersects(v.free, range)) {
+            index.give(lo, hi);
+            v.free.add(range);
+        }
+        if (step % 100 == 0) {
+            const FreeSpaceFragmentation want = analyze_free_space(v);
+            CHECK(index.fragmentation_percent() == Approx(want.fragmentation_percent).epsilon(1e-12));
+            CHECK(index.largest() == static_cast<std::int64_t>(want.largest_extent_clusters));
+        }
+    }
 }
