@@ -35,6 +35,7 @@ struct Options {
     ImageOptions image_options;
     std::string output;
     bool json = false;
+    bool frontier = false;
     std::string check;
 };
 
@@ -71,10 +72,10 @@ void run(const Options& opts) {
         const std::optional<std::uint64_t> granule = size_option(opts.granule);
 
         PlannedVolume planned;
+        PlanOptions options;
         if (checked) {
             on_behalf_of(opts.check, [&] { planned = adopt_plan(opened, volume, std::move(*checked), granule); });
         } else {
-            PlanOptions options;
             options.strategy = *parse_strategy(opts.strategy);
             options.max_growth = size_option(opts.max_growth);
             options.max_moved = size_option(opts.max_moved);
@@ -85,13 +86,17 @@ void run(const Options& opts) {
         }
         const Plan& plan = planned.plan;
 
+        const std::optional<Frontier> frontier =
+            opts.frontier && !checked ? std::optional{plan_frontier(map, opened.analysis->layers, plan, options)}
+                                      : std::nullopt;
         if (!opts.output.empty() || opts.json) {
-            const std::string json = plan_to_json(plan, map);
+            const std::string json = plan_to_json(plan, map, frontier ? &*frontier : nullptr);
             if (!opts.output.empty()) write_file(opts.output, json);
             if (opts.json) std::cout << json;
         }
         if (!opts.json) {
             print_plan_summary(std::cout, plan, map, opts.image);
+            if (frontier) print_frontier(std::cout, *frontier, map);
             // The same warnings `impact` gives (without its --deep census), so nobody runs a
             // plan without seeing what it costs the storage.
             ImpactOptions impact;
@@ -122,6 +127,8 @@ void add_plan_command(CLI::App& app) {
     add_image_options(*cmd, opts->image_options);
     cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
+    cmd->add_flag("--frontier", opts->frontier,
+                  "Also show what the plan's first streams reach within 10 budgets of moved data, and the knee");
     cmd->add_option("--check", opts->check,
                     "Validate this plan against IMAGE (identity and every move) and print its summary");
     cmd->callback([opts] { run(*opts); });

@@ -72,4 +72,37 @@ void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& vo
     for (const std::string& note : plan.notes) out << "  note: " << note << '\n';
 }
 
+std::string knee_text(const Frontier& frontier) {
+    if (!frontier.knee) return "";
+    const FrontierPoint& first = frontier.points.front();
+    const FrontierPoint& last = frontier.points.back();
+    const FrontierPoint& knee = frontier.points[*frontier.knee];
+    double gain = 0;
+    for (const FrontierPoint& p : frontier.points)
+        gain = std::max(gain, first.free_space_fragmentation_percent - p.free_space_fragmentation_percent);
+    const double share = (first.free_space_fragmentation_percent - knee.free_space_fragmentation_percent) / gain;
+    const double cost = last.moved_bytes == 0 ? 0 : static_cast<double>(knee.moved_bytes) / static_cast<double>(last.moved_bytes);
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(0) << "moving " << format_size(knee.moved_bytes) << " ("
+         << cost * 100 << " % of the plan's data, --max-moved " << format_size(knee.budget_bytes) << ") gives "
+         << share * 100 << " % of the free-space improvement the budgets reach";
+    return text.str();
+}
+
+void print_frontier(std::ostream& out, const Frontier& frontier, const VolumeMap& volume) {
+    out << "\nTrade-off: the same plan with --max-moved at each budget\n"
+        << "  " << std::setw(12) << "budget" << std::setw(12) << "moved" << std::setw(10) << "moves"
+        << std::setw(12) << "free frag." << std::setw(14) << "free extents" << std::setw(14) << "largest free"
+        << std::setw(12) << "fragmented" << '\n';
+    for (std::size_t k = 0; k < frontier.points.size(); ++k) {
+        const FrontierPoint& p = frontier.points[k];
+        out << (frontier.knee == k ? "* " : "  ") << std::setw(12) << format_size(p.budget_bytes) << std::setw(12)
+            << format_size(p.moved_bytes) << std::setw(10) << p.moves << std::setw(12)
+            << percent(p.free_space_fragmentation_percent) << std::setw(14) << p.free_extents << std::setw(14)
+            << format_size(p.largest_free_extent_clusters * volume.cluster_size) << std::setw(12)
+            << p.fragmented_streams << '\n';
+    }
+    if (const std::string knee = knee_text(frontier); !knee.empty()) out << "  knee (*): " << knee << '\n';
+}
+
 }  // namespace guestfrag::cli

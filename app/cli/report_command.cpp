@@ -74,6 +74,9 @@ void add_report_command(CLI::App& app) {
                     return plan_volume(opened, volume, options, meter.progress());
                 }();
                 print_plan_summary(std::cout, planned.plan, before, opts->image);
+                const Frontier frontier = plan_frontier(before, analysis.layers, planned.plan, options);
+                if (const std::string knee = knee_text(frontier); !knee.empty())
+                    std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";
                 print_impact(std::cout, plan_impact(opened, volume, planned.plan));
                 estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, planned.after.get()));

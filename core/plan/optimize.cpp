@@ -40,12 +40,15 @@ struct Layout {
     std::int64_t largest = 0;
     std::int64_t moved = 0;
     std::int64_t no_room = 0;  ///< clusters of streams that must move but find no place
+    bool over_budget = false;  ///< moves more than --max-moved allows
+    std::int64_t left_fragmented = 0;  ///< clusters of fragmented streams the layout leaves as they are
 
-    /// Every stream placed first, then lower free-space fragmentation, then a larger window,
-    /// then less data moved.
+    /// Within --max-moved first, then every stream placed, then fewer fragmented streams left,
+    /// then lower free-space fragmentation, then a larger window, then less data moved.
     [[nodiscard]] bool better_than(const Layout& o) const {
         const auto key = [](const Layout& l) {
-            return std::tuple{l.no_room, static_cast<std::int64_t>(l.fragmentation * 100 + 0.5), -l.largest, l.moved};
+            return std::tuple{l.over_budget, l.no_room, l.left_fragmented,
+                              static_cast<std::int64_t>(l.fragmentation * 100 + 0.5), -l.largest, l.moved};
         };
         return key(*this) < key(o);
     }
@@ -103,8 +106,6 @@ public:
         barriers_ = held;
         barriers_ += volume_.mft_zone;
         zone_room_ = largest_zone_room();
-        by_first_ = by_size_;
-        std::ranges::sort(by_first_, {}, [this](std::size_t i) { return items_[i].first; });
     }
 
     void plan(const Progress& progress) {
@@ -114,20 +115,23 @@ public:
     }
 
 private:
-    /// The best layout over the anchor sizes and split points: 32 evenly spaced splits, then
-    /// 32 more around the best of them. O(64 · 4 · items · log items).
+    /// The best layout over the anchor sizes, joining fragmented streams or not, and the split
+    /// points: 16 evenly spaced splits, then 16 more around the best of them.
+    /// O(32 · 4 · 2 · items · log items).
     Layout choose_layout(const Progress& progress) {
         std::optional<Layout> best;
         const std::int64_t n = volume_.total_clusters;
-        constexpr std::int64_t kSteps = 32;
+        constexpr std::int64_t kSteps = 16;
         std::uint64_t done = 0;
         const auto search = [&](std::int64_t from, std::int64_t step) {
             for (std::int64_t k = 1; k <= kSteps; ++k) {
                 const std::int64_t split = std::clamp<std::int64_t>(from + k * step, 1, n);
-                for (const std::int64_t anchor_min : kAnchorSizes) {
-                    progress.update(done++, 2 * kSteps * kAnchorSizes.size());
-                    Layout l = evaluate(anchor_min, split);
-                    if (!best || l.better_than(*best)) best = std::move(l);
+                for (const bool join : {true, false}) {
+                    for (const std::int64_t anchor_min : kAnchorSizes) {
+                        progress.update(done++, 4 * kSteps * kAnchorSizes.size());
+                        Layout l = evaluate(anchor_min, split, join);
+                        if (!best || l.better_than(*best)) best = std::move(l);
+                    }
                 }
             }
         };
@@ -145,7 +149,7 @@ private:
     /// its free room) and then to the top of the window. The free space it predicts is
     /// approximate (sources below the window are counted as separate extents); the plan's
     /// summary is computed exactly afterwards.
-    [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split) const {
+    [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split, bool join_fragmented) const {
         Layout l;
         l.anchor_min = anchor_min;
         l.window_hi = split;
@@ -155,42 +159,29 @@ private:
             l.window_lo = end_cluster(*below.rbegin());
         }
         l.dest.assign(items_.size(), kStays);
+        // Occupied after the split: pinned clusters and what stays there.
+        std::vector<std::pair<std::int64_t, std::int64_t>> occupied;
+        for (const auto& i : clip(pinned_, cluster_range(split, volume_.total_clusters)))
+            occupied.emplace_back(first_cluster(i), end_cluster(i));
         std::vector<char> moving(items_.size(), 0);
         for (std::size_t i = 0; i < items_.size(); ++i) {
             const Item& it = items_[i];
-            const bool anchor = it.first >= split && !it.fragmented && it.clusters >= anchor_min;
-            const bool below_window = it.end <= l.window_lo && !it.fragmented;
+            const bool keeps_shape = !it.fragmented || !join_fragmented;
+            const bool anchor = it.first >= split && keeps_shape && (it.fragmented || it.clusters >= anchor_min);
+            const bool below_window = it.end <= l.window_lo && keeps_shape;
             moving[i] = anchor || below_window ? 0 : 1;
+            if (anchor)
+                for (const Piece& p : it.pieces) occupied.emplace_back(p.lcn, p.lcn + p.clusters);
         }
-        // Gaps after the split: what neither pinned clusters nor anchors hold, by (length, start).
+        std::ranges::sort(occupied);
+        // Gaps after the split, by (length, start): what nothing occupied holds.
         std::set<std::pair<std::int64_t, std::int64_t>> gaps;
-        {
-            std::int64_t cursor = split;
-            auto pin = pinned_.lower_bound(cluster_range(split, split + 1));
-            std::size_t next = static_cast<std::size_t>(
-                std::ranges::lower_bound(by_first_, split, {}, [this](std::size_t i) { return items_[i].first; }) -
-                by_first_.begin());
-            for (;;) {
-                while (next < by_first_.size() && moving[by_first_[next]]) ++next;
-                const bool have_pin = pin != pinned_.end();
-                const bool have_anchor = next < by_first_.size();
-                if (!have_pin && !have_anchor) break;
-                std::int64_t lo = 0;
-                std::int64_t hi = 0;
-                if (have_anchor && (!have_pin || items_[by_first_[next]].first < first_cluster(*pin))) {
-                    lo = items_[by_first_[next]].first;
-                    hi = lo + items_[by_first_[next]].clusters;
-                    ++next;
-                } else {
-                    lo = first_cluster(*pin);
-                    hi = end_cluster(*pin);
-                    ++pin;
-                }
-                if (lo > cursor) gaps.emplace(lo - cursor, cursor);
-                cursor = std::max(cursor, hi);
-            }
-            if (cursor < volume_.total_clusters) gaps.emplace(volume_.total_clusters - cursor, cursor);
+        std::int64_t cursor = split;
+        for (const auto& [lo, hi] : occupied) {
+            if (lo > cursor) gaps.emplace(lo - cursor, cursor);
+            cursor = std::max(cursor, hi);
         }
+        if (cursor < volume_.total_clusters) gaps.emplace(volume_.total_clusters - cursor, cursor);
 
         std::vector<std::size_t> unplaced;
         for (const std::size_t i : by_size_) {
@@ -250,6 +241,10 @@ private:
                 for (const Piece& p : items_[i].pieces)
                     if (p.lcn < l.window_lo) free_after.emplace_back(p.lcn, std::min(p.lcn + p.clusters, l.window_lo));
         l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            if (items_[i].fragmented && l.dest[i] == kStays) l.left_fragmented += items_[i].clusters;
+        const auto& budget = builder_.options().max_moved;
+        l.over_budget = budget && static_cast<std::uint64_t>(l.moved) * volume_.cluster_size > *budget;
         return l;
     }
 
@@ -274,7 +269,6 @@ private:
     const VolumeMap& volume_;
     std::vector<Item> items_;
     std::vector<std::size_t> by_size_;
-    std::vector<std::size_t> by_first_;
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
     ClusterSet barriers_;  ///< pinned clusters and the MFT zone: a window never spans them

@@ -240,7 +240,7 @@ Plan read_plan(const std::string& path) {
     return plan;
 }
 
-std::string plan_to_json(const Plan& plan, const VolumeMap& before) {
+std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
     const OrderedJson image = {{"path", plan.identity.image_path}, {"virtual_size", plan.identity.virtual_size}};
     const OrderedJson identity = {
         {"volume_serial", hex16(plan.identity.volume_serial)},
@@ -269,7 +269,22 @@ std::string plan_to_json(const Plan& plan, const VolumeMap& before) {
                             {"reason", s.reason}};
         out << (i == 0 ? "\n    " : ",\n    ") << compact(entry);
     }
-    out << (plan.skipped.empty() ? "]" : "\n  ]") << ",\n  \"notes\": " << nested(OrderedJson(plan.notes), 2) << "\n}\n";
+    out << (plan.skipped.empty() ? "]" : "\n  ]") << ",\n  \"notes\": " << nested(OrderedJson(plan.notes), 2);
+    if (frontier) {
+        OrderedJson points = OrderedJson::array();
+        for (const FrontierPoint& p : frontier->points)
+            points.push_back({{"budget_bytes", p.budget_bytes},
+                              {"moves", p.moves},
+                              {"moved_bytes", p.moved_bytes},
+                              {"free_space_fragmentation_percent", p.free_space_fragmentation_percent},
+                              {"free_extents", p.free_extents},
+                              {"largest_free_extent_clusters", p.largest_free_extent_clusters},
+                              {"fragmented_streams", p.fragmented_streams}});
+        const OrderedJson doc = {{"points", points},
+                                 {"knee", frontier->knee ? OrderedJson(*frontier->knee) : OrderedJson(nullptr)}};
+        out << ",\n  \"frontier\": " << nested(doc, 2);
+    }
+    out << "\n}\n";
     return out.str();
 }
 

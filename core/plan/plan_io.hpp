@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "core/plan/frontier.hpp"
 #include "core/plan/plan.hpp"
 
 namespace guestfrag {
@@ -12,7 +13,8 @@ namespace guestfrag {
 /// absurd numbers), naming the first offending move ("move 17: ...").
 [[nodiscard]] Plan read_plan(const std::string& path);
 
-/// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures.
-[[nodiscard]] std::string plan_to_json(const Plan& plan, const VolumeMap& before);
+/// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures, and the
+/// trade-off curve under "frontier" when one is given (read_plan ignores it).
+[[nodiscard]] std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Frontier* frontier = nullptr);
 
 }  // namespace guestfrag

@@ -7,9 +7,12 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "analyzers/analysis.hpp"
 #include "core/image/open_image.hpp"
 #include "core/plan/apply.hpp"
+#include "core/plan/frontier.hpp"
 #include "core/plan/planner.hpp"
 #include "support/fixtures.hpp"
 
@@ -199,4 +202,69 @@ TEST_CASE("optimize: other volumes — sizes, fill, interleave and cluster sizes
     CHECK(o.free_after.extents <= o.free_before.extents / 10 + 1);
     CHECK(o.files_after.fragmented_streams <= o.files_before.fragmented_streams / 20);
     CHECK(newly_fragmented(v.map, o.after) == 0);
+}
+
+TEST_CASE("the knee of a trade-off curve, worked by hand", "[plan][frontier]") {
+    const auto point = [](std::uint64_t moved, double fragmentation) {
+        FrontierPoint p;
+        p.moved_bytes = moved;
+        p.free_space_fragmentation_percent = fragmentation;
+        return p;
+    };
+    // Gains of 0, 6, 8, 9, 10 (of 10) for 0, 25, 50, 75, 100 % of the data: leads of
+    // 0.6 − 0.25 = 0.35, 0.8 − 0.5 = 0.3, 0.9 − 0.75 = 0.15, 0: the knee is the second point.
+    const std::vector<FrontierPoint> curve{point(0, 20), point(25, 14), point(50, 12), point(75, 11), point(100, 10)};
+    CHECK(frontier_knee(curve) == 1);
+    // A plan that does not improve free space has no knee; nor does one that moves nothing.
+    CHECK_FALSE(frontier_knee({point(0, 10), point(50, 12), point(100, 10)}));
+    CHECK_FALSE(frontier_knee({point(0, 10), point(0, 5)}));
+    // The best point need not be the last (a budget may beat the whole plan).
+    CHECK(frontier_knee({point(0, 10), point(40, 2), point(100, 4)}) == 1);
+}
+
+TEST_CASE("plan --frontier: every point is the plan --max-moved of its budget makes", "[plan][frontier][cli]") {
+    MkImageOptions options;
+    options.disk_size = 256ull << 20;
+    options.files = 3000;
+    options.interleave = 8;
+    options.delete_fraction = 0.3;
+    options.seed = 7;
+    const auto image = test::generated_image("optimize-256-7", options).string();
+    const auto run_json = [](const std::vector<std::string>& args) {
+        const auto r = test::run_cli(args);
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        return nlohmann::json::parse(r.out);
+    };
+    const auto doc = run_json({"plan", image, "--strategy", "optimize", "--frontier", "--json"});
+    const auto& points = doc["frontier"]["points"];
+    REQUIRE(points.size() == 11);
+    CHECK(points[0]["moved_bytes"] == 0);
+    CHECK(points[0]["free_extents"] == doc["summary"]["free_extents_before"]);
+    CHECK(points[10]["moved_bytes"] == doc["summary"]["moved_bytes"]);
+    CHECK(points[10]["free_extents"] == doc["summary"]["free_extents_after"]);
+    for (const int k : {3, 7}) {
+        const auto budget = points[k]["budget_bytes"].get<std::uint64_t>();
+        CHECK(budget == doc["summary"]["moved_bytes"].get<std::uint64_t>() * k / 10);
+        const auto bounded =
+            run_json({"plan", image, "--strategy", "optimize", "--max-moved", std::to_string(budget), "--json"});
+        CHECK(points[k]["moved_bytes"] == bounded["summary"]["moved_bytes"]);
+        CHECK(points[k]["moved_bytes"].get<std::uint64_t>() <= budget);
+        CHECK(points[k]["free_space_fragmentation_percent"] ==
+              bounded["summary"]["free_space_fragmentation_percent_after"]);
+        CHECK(points[k]["fragmented_streams"] == bounded["summary"]["fragmented_streams_after"]);
+    }
+    // The knee is the point frontier_knee picks from these points.
+    std::vector<FrontierPoint> curve;
+    for (const auto& p : points) {
+        FrontierPoint f;
+        f.moved_bytes = p["moved_bytes"];
+        f.free_space_fragmentation_percent = p["free_space_fragmentation_percent"];
+        curve.push_back(f);
+    }
+    CHECK(doc["frontier"]["knee"] == *frontier_knee(curve));
+    // Text: the table and the knee in words.
+    const auto text = test::run_cli({"plan", image, "--strategy", "optimize", "--frontier"});
+    CHECK(text.out.find("Trade-off: the same plan with --max-moved at each budget") != std::string::npos);
+    CHECK(text.out.find("knee (*): moving ") != std::string::npos);
 }

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/planner.hpp"
+
+namespace guestfrag {
+
+/// The plan of one strategy under one budget of moved bytes, as `plan --max-moved` makes it.
+struct FrontierPoint {
+    std::uint64_t budget_bytes = 0;  ///< k/N of the plan's moved bytes
+    std::size_t moves = 0;
+    std::uint64_t moved_bytes = 0;
+    double free_space_fragmentation_percent = 0;
+    std::uint64_t free_extents = 0;
+    std::uint64_t largest_free_extent_clusters = 0;
+    std::uint64_t fragmented_streams = 0;
+
+    bool operator==(const FrontierPoint&) const = default;
+};
+
+/// What moving less than the whole plan reaches (docs/planner.md §13): points[0] is the volume
+/// before the plan, points[k] the plan of the same strategy and options with --max-moved set
+/// to k/steps of the full plan's moved bytes (points[steps] is the full plan). `knee` indexes
+/// the point where the share of the free-space fragmentation improvement gained exceeds the
+/// share of the data moved by the most; nullopt when the plan does not improve free space.
+struct Frontier {
+    std::vector<FrontierPoint> points;
+    std::optional<std::size_t> knee;
+};
+
+/// The knee of `points` (points[0] before any move, the last the whole plan): the k ≥ 1 with
+/// the largest lead of gain share over cost share,
+///   (f0 − f_k) / max_j (f0 − f_j)  −  moved_k / moved_last,
+/// f being free-space fragmentation (the first such k on ties); nullopt when no point
+/// improves on f0 or nothing moves.
+[[nodiscard]] std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points);
+
+/// Cost: `steps` more make_plan runs. `full` is make_plan's result for these options.
+[[nodiscard]] Frontier plan_frontier(const VolumeMap& volume, const std::vector<Layer>& layers, const Plan& full,
+                                     const PlanOptions& options, std::size_t steps = 10);
+
+}  // namespace guestfrag
