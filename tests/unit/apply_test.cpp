@@ -689,3 +689,29 @@ TEST_CASE("apply --rate: parsed as a rate, refused otherwise, and every copied b
     CHECK(overlay_limiter.requested() >= overlay.moves.bytes_copied + overlay.disk_bytes_written);
     CHECK(overlay_limiter.requested() < stored);
 }
+
+TEST_CASE("apply --output-format qcow2 over a qcow2 input records the backing format qcow2", "[apply][qcow2]") {
+    test::require_tools({"qemu-img"});
+    const test::WorkDir dir("apply-qcow2-on-qcow2");
+    const fs::path input = dir / "in.qcow2";
+    test::run_ok({"qemu-img", "convert", "-f", "raw", "-O", "qcow2", bare_image().string(), input.string()});
+    const fs::path plan_path = make_plan(input, dir / "p.json");
+    const std::uint64_t fingerprint = test::file_fingerprint(input);
+    const fs::path overlay = dir / "out.qcow2";
+    const auto r = test::run_cli({"apply", input.string(), "--plan", plan_path.string(), "-o", overlay.string(),
+                                  "--output-format", "qcow2"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(test::file_fingerprint(input) == fingerprint);
+    const auto info = test::run({"qemu-img", "info", "--output=json", overlay.string()});
+    REQUIRE(info.status == 0);
+    const Json header = Json::parse(info.out);
+    CHECK(header["backing-filename"] == input.string());  // given absolute: recorded as given
+    CHECK(header["backing-filename-format"] == "qcow2");
+    CHECK(test::run({"qemu-img", "check", overlay.string()}).status == 0);
+    const fs::path raw = dir / "raw.img";
+    REQUIRE(test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", raw.string()}).status == 0);
+    const auto compare = test::run({"qemu-img", "compare", "-f", "qcow2", "-F", "raw", overlay.string(), raw.string()});
+    INFO(compare.out << compare.err);
+    CHECK(compare.status == 0);
+}
