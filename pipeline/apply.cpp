@@ -173,6 +173,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.output = options.output;
     result.partition = before.partition;
     result.format = options.format;
+    result.warnings = layer_warnings(*input.image);
     TemporaryDisk disk(options.output);
     if (overlay) {
         const UniqueFd scratch = scratch_beside(options.output);

@@ -61,6 +61,7 @@ struct ApplyResult {
     std::uint64_t disk_bytes_written = 0;
     std::uint64_t output_file_bytes = 0;  ///< the output file's size (a raw file's is the disk's)
     std::optional<ApplyVerification> verification;  ///< none with verify = false
+    std::vector<std::string> warnings;  ///< the input's layer_warnings, for the front end to show
     double seconds = 0;
 };
 

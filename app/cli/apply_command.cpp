@@ -136,6 +136,8 @@ void add_apply_command(CLI::App& app) {
                 throw;
             }
         }
+        // As analyze shows them: what is wrong with the input's files although they could be read.
+        for (const std::string& warning : result.warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
         if (opts->json)
             std::cout << apply_json(result).dump(2) << '\n';
         else

@@ -31,6 +31,7 @@
 #include "support/ntfs_edit.hpp"
 #include "support/qemu_tools.hpp"
 #include "support/tsk_oracle.hpp"
+#include "support/vhd_writer.hpp"
 
 using namespace guestfrag;
 using Json = nlohmann::json;
@@ -714,4 +715,31 @@ TEST_CASE("apply --output-format qcow2 over a qcow2 input records the backing fo
     const auto compare = test::run({"qemu-img", "compare", "-f", "qcow2", "-F", "raw", overlay.string(), raw.string()});
     INFO(compare.out << compare.err);
     CHECK(compare.status == 0);
+}
+
+TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qcow2]") {
+    test::require_tools({"qemu-img"});
+    const test::WorkDir dir("apply-warnings");
+    // A fixed VHD whose footer claims 16 MiB more than the file holds, all past the volume.
+    const fs::path vhd = dir / "cut.vhd";
+    fs::copy_file(msdos_image(), vhd);
+    const std::uint64_t present = fs::file_size(vhd);
+    test::append_fixed_vhd_footer(vhd, present + (16ull << 20));
+    const fs::path plan_path = make_plan(vhd, dir / "p.json");
+    const auto analysed = test::run_cli({"analyze", vhd.string()});
+    REQUIRE(analysed.status == 0);
+    REQUIRE(analysed.err.rfind("guestfrag: warning: " + vhd.string() + ": fixed vhd is truncated", 0) == 0);
+
+    // The overlay needs only the bytes the moves touch; its backing file is a VHD ("vpc").
+    const fs::path overlay = dir / "out.qcow2";
+    const auto r = test::run_cli({"apply", vhd.string(), "--plan", plan_path.string(), "-o", overlay.string(),
+                                  "--output-format", "qcow2", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err == analysed.err);
+    CHECK(Json::parse(r.out)["verification"]["passed"] == true);
+    const auto info = test::run({"qemu-img", "info", "--output=json", overlay.string()});
+    REQUIRE(info.status == 0);
+    CHECK(Json::parse(info.out)["backing-filename-format"] == "vpc");
+    CHECK(Json::parse(info.out)["virtual-size"] == present + (16ull << 20));
 }
