@@ -19,6 +19,7 @@ constexpr std::uint64_t kCopied = std::uint64_t{1} << 63;   // refcount exactly 
 constexpr std::uint32_t kHeaderLength = 104;                // version 3 without optional fields
 constexpr std::uint32_t kBackingFormatExtension = 0xe2792aca;
 constexpr std::size_t kMaxBackingName = 1023;               // qemu refuses longer names
+constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 std::uint64_t clusters_for(std::uint64_t bytes) { return (bytes + kCluster - 1) / kCluster; }
 
@@ -35,6 +36,7 @@ Qcow2OverlayWriter::Qcow2OverlayWriter(int fd, std::string path, std::uint64_t v
     if (virtual_size_ > kQcow2MaxVirtualSize)
         throw Error(ErrorKind::Unsupported, "a qcow2 overlay of " + std::to_string(virtual_size_) +
                                                 " bytes is larger than guestfrag reads back");
+    pending_.reserve(kFlushBytes);
     if (backing_ && (backing_->file.empty() || backing_->file.size() > kMaxBackingName))
         throw Error(ErrorKind::Unsupported, "the backing file name \"" + backing_->file +
                                                 "\" cannot be recorded in a qcow2 header (1 to 1023 bytes)");
@@ -44,13 +46,22 @@ void Qcow2OverlayWriter::write_cluster(std::uint64_t index, std::span<const std:
     if (finished_ || data.size() != kCluster || index >= clusters_for(virtual_size_) ||
         (!guest_clusters_.empty() && index <= guest_clusters_.back()))
         throw Error(ErrorKind::Internal, "qcow2 overlay cluster " + std::to_string(index) + " written out of order");
-    file_.write((1 + guest_clusters_.size()) * kCluster, data);
+    pending_.insert(pending_.end(), data.begin(), data.end());
     guest_clusters_.push_back(index);
+    if (pending_.size() >= kFlushBytes) flush();
+}
+
+void Qcow2OverlayWriter::flush() {
+    // The pending clusters are the last ones stored, in host order.
+    const std::uint64_t first = 1 + guest_clusters_.size() - pending_.size() / kCluster;
+    file_.write(first * kCluster, pending_);
+    pending_.clear();
 }
 
 std::uint64_t Qcow2OverlayWriter::finish() {
     if (finished_) throw Error(ErrorKind::Internal, "qcow2 overlay finished twice");
     finished_ = true;
+    flush();
     const std::uint64_t l1_entries = (clusters_for(virtual_size_) + kL2Entries - 1) / kL2Entries;
     std::vector<std::uint64_t> l2_tables;  // L1 index of each L2 table, ascending
     for (const std::uint64_t g : guest_clusters_)

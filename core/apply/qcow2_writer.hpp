@@ -27,8 +27,9 @@ struct Qcow2Backing {
 /// then appends the L2 tables, the L1 table, the refcount blocks and the refcount table
 /// (every cluster of the file referenced once, so L1 and L2 entries carry the COPIED flag)
 /// and writes the header last: until then the file is not an image. Borrows `fd`, an empty
-/// file open for writing that must outlive the writer. Memory: 8 bytes per cluster stored,
-/// one cluster while finishing.
+/// file open for writing that must outlive the writer. Data clusters are written 1 MiB at a
+/// time (a write per cluster costs the file system several times more). Memory: 8 bytes per
+/// cluster stored, 1 MiB of buffer, one cluster while finishing.
 class Qcow2OverlayWriter {
 public:
     static constexpr std::uint32_t kClusterBits = 16;
@@ -49,10 +50,13 @@ public:
     [[nodiscard]] std::uint64_t clusters_stored() const noexcept { return guest_clusters_.size(); }
 
 private:
+    void flush();
+
     WritableRawFile file_;
     std::uint64_t virtual_size_;
     std::optional<Qcow2Backing> backing_;
     std::vector<std::uint64_t> guest_clusters_;  ///< guest cluster of host cluster 1 + i
+    std::vector<std::byte> pending_;             ///< the data clusters not written yet, the last ones
     bool finished_ = false;
 };
 

@@ -124,6 +124,22 @@ void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t recor
     if (ntfs_attr_update_mapping_pairs(data.get(), 0) != 0) throw std::runtime_error("cannot write the mapping pairs");
 }
 
+void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record) {
+    auto vol = mount_rw(bare_volume);
+    Inode file(ntfs_inode_open(vol.get(), record));
+    if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
+    {
+        ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(file.get(), nullptr));
+        if (!ctx || ntfs_attr_lookup(AT_DATA, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
+            throw std::runtime_error("record " + std::to_string(record) + " has no $DATA");
+        ctx->attr->flags = static_cast<ATTR_FLAGS>(ctx->attr->flags | ATTR_IS_ENCRYPTED);
+        ntfs_inode_mark_dirty(ctx->ntfs_ino);
+    }
+    file->flags = static_cast<FILE_ATTR_FLAGS>(file->flags | FILE_ATTR_ENCRYPTED);
+    NInoSetDirty(file.get());
+    if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
+}
+
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count) {
     auto vol = mount_rw(bare_volume);
     if (ntfs_bitmap_clear_run(vol->lcnbmp_na, lcn, count) != 0) throw std::runtime_error("cannot clear $Bitmap bits");

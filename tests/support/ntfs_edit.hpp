@@ -36,6 +36,13 @@ std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::stri
 void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t record,
                    const std::vector<std::pair<std::int64_t, std::int64_t>>& runs);
 
+/// Marks record `record`'s unnamed $DATA encrypted as an EFS file carries it: the attribute
+/// flag ATTR_IS_ENCRYPTED (0x4000) and the file attribute FILE_ATTR_ENCRYPTED in
+/// $STANDARD_INFORMATION (libntfs-3g refuses to open an attribute whose flag the file's
+/// attributes do not match), written through libntfs-3g. No $EFS stream is added: the flag is
+/// what a mover looks at, and the data stays readable as it was.
+void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record);
+
 /// Clears the $Bitmap bits of clusters [lcn, lcn + count): free as far as NTFS knows.
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count);
 

@@ -743,3 +743,96 @@ TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qc
     CHECK(Json::parse(info.out)["backing-filename-format"] == "vpc");
     CHECK(Json::parse(info.out)["virtual-size"] == present + (16ull << 20));
 }
+
+TEST_CASE("apply skips every move of an encrypted (EFS) stream, and the rest still replays and verifies",
+          "[apply][skip]") {
+    const test::WorkDir dir("apply-efs");
+    // A record one of whose moves is done on the volume as generated.
+    const Plan original = read_plan(make_plan(bare_image(), dir / "original.json").string());
+    ApplyOptions options;
+    options.output = (dir / "probe.img").string();
+    options.verify = false;
+    const ApplyResult probe = apply_to_copy(bare_image().string(), {}, original, options);
+    REQUIRE(!probe.moves.done.empty());
+    const std::uint64_t record = original.moves[probe.moves.done.front()].mft_record;
+    fs::remove(dir / "probe.img");
+
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    test::mark_data_encrypted(copy, record);
+    const fs::path plan_path = make_plan(copy, dir / "p.json");
+    const Plan plan = read_plan(plan_path.string());
+    const std::uint64_t fingerprint = test::file_fingerprint(copy);
+    const auto r = test::run_cli({"apply", copy.string(), "--plan", plan_path.string(), "-o", (dir / "out.img").string(),
+                                  "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(test::file_fingerprint(copy) == fingerprint);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc["verification"]["passed"] == true);
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+    std::size_t of_record = 0;
+    for (const Move& m : plan.moves) of_record += m.mft_record == record && m.stream == "$DATA" ? 1 : 0;
+    REQUIRE(of_record > 0);
+    std::size_t encrypted = 0;
+    std::string reasons;
+    for (const auto& s : doc["skipped"])
+        if (s["mft_record"] == record) reasons += s["reason"].get<std::string>() + "; ";
+    INFO("record " << record << ": " << reasons);
+    for (const auto& s : doc["skipped"]) {
+        if (s["reason"] != "encrypted stream") continue;
+        CHECK(s["mft_record"] == record);
+        CHECK(s["stream"] == "$DATA");
+        ++encrypted;
+    }
+    CHECK(encrypted == of_record);
+    CHECK(doc["skipped_by_reason"]["encrypted stream"] == of_record);
+}
+
+TEST_CASE("apply moves a sparse stream only in whole compression units", "[apply][skip]") {
+    const OpenedImage opened = open_and_analyze(bare_image().string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    // mkimage's sparse file: data, a hole, data, in runs of whole compression units.
+    const auto sparse = std::find_if(map.streams.begin(), map.streams.end(), [](const Stream& s) {
+        return (s.flags & Stream::kSparse) != 0 && s.label() == "$DATA";
+    });
+    REQUIRE(sparse != map.streams.end());
+    const Extent& first = sparse->extents.front();
+    REQUIRE(first.lcn >= 0);
+    REQUIRE(first.clusters == 16);
+    // A free run for the destination, far from the source.
+    std::optional<std::int64_t> to;
+    for (const auto& run : map.free)
+        if (!to && run.upper() - run.lower() >= 16) to = run.lower();
+    REQUIRE(to);
+
+    const test::WorkDir dir("apply-sparse-unit");
+    Plan plan = read_plan(make_plan(bare_image(), dir / "p.json").string());
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    SECTION("half a compression unit is skipped") {
+        plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 8}};
+        const ApplyResult r = apply_to_copy(bare_image().string(), {}, plan, options);
+        CHECK(r.moves.done.empty());
+        REQUIRE(r.moves.skipped.size() == 1);
+        CHECK(r.moves.skipped[0].reason ==
+              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
+        REQUIRE(r.verification);
+        CHECK(r.verification->fragments_after == r.verification->fragments_before);
+    }
+    SECTION("a whole unit is moved and verified") {
+        plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 16}};
+        const ApplyResult r = apply_to_copy(bare_image().string(), {}, plan, options);
+        CHECK(r.moves.skipped.empty());
+        CHECK(r.moves.done.size() == 1);
+        CHECK(r.moves.bytes_copied == 16ull * map.cluster_size);
+        REQUIRE(r.verification);
+        const OpenedImage out = open_and_analyze(options.output);
+        const auto& streams = out.analysis->volumes.front().map.streams;
+        const auto moved = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) {
+            return s.mft_record == sparse->mft_record && s.label() == "$DATA";
+        });
+        REQUIRE(moved != streams.end());
+        CHECK(moved->extents.front() == Extent{0, *to, 16});
+    }
+}
