@@ -168,6 +168,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     const bool overlay = options.format == ApplyOutputFormat::Qcow2;
     const std::optional<Qcow2Backing> backing =
         overlay ? std::optional(backing_for(path, *input.image, options.output)) : std::nullopt;
+    if (overlay) Qcow2OverlayWriter::check_possible(input.image->size(), backing);
 
     ApplyResult result;
     result.output = options.output;

@@ -33,12 +33,16 @@ void put_be(std::vector<std::byte>& buffer, std::size_t at, std::uint64_t value,
 Qcow2OverlayWriter::Qcow2OverlayWriter(int fd, std::string path, std::uint64_t virtual_size,
                                        std::optional<Qcow2Backing> backing)
     : file_(fd, std::move(path)), virtual_size_(virtual_size), backing_(std::move(backing)) {
-    if (virtual_size_ > kQcow2MaxVirtualSize)
-        throw Error(ErrorKind::Unsupported, "a qcow2 overlay of " + std::to_string(virtual_size_) +
-                                                " bytes is larger than guestfrag reads back");
+    check_possible(virtual_size_, backing_);
     pending_.reserve(kFlushBytes);
-    if (backing_ && (backing_->file.empty() || backing_->file.size() > kMaxBackingName))
-        throw Error(ErrorKind::Unsupported, "the backing file name \"" + backing_->file +
+}
+
+void Qcow2OverlayWriter::check_possible(std::uint64_t virtual_size, const std::optional<Qcow2Backing>& backing) {
+    if (virtual_size > kQcow2MaxVirtualSize)
+        throw Error(ErrorKind::Unsupported, "a qcow2 overlay of " + std::to_string(virtual_size) +
+                                                " bytes is larger than guestfrag reads back");
+    if (backing && (backing->file.empty() || backing->file.size() > kMaxBackingName))
+        throw Error(ErrorKind::Unsupported, "the backing file name \"" + backing->file +
                                                 "\" cannot be recorded in a qcow2 header (1 to 1023 bytes)");
 }
 

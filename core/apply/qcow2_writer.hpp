@@ -36,8 +36,12 @@ public:
     static constexpr std::uint64_t kClusterSize = std::uint64_t{1} << kClusterBits;
 
     /// Throws Error(Unsupported) for a backing name longer than qemu's 1023 bytes or a
-    /// virtual size beyond what the qcow2 reader accepts.
+    /// virtual size beyond what the qcow2 reader accepts (check_possible).
     Qcow2OverlayWriter(int fd, std::string path, std::uint64_t virtual_size, std::optional<Qcow2Backing> backing);
+
+    /// Throws what the constructor throws for these arguments, so that a caller can refuse
+    /// before it does any other work.
+    static void check_possible(std::uint64_t virtual_size, const std::optional<Qcow2Backing>& backing);
 
     /// Stores `data` (kClusterSize bytes) as the guest cluster `index` (the disk bytes at
     /// index · kClusterSize). Indices must rise from call to call and lie inside the disk

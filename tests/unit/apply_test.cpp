@@ -27,6 +27,7 @@
 #include "core/plan/plan_io.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/pipeline.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
 #include "support/qemu_tools.hpp"
@@ -612,6 +613,19 @@ TEST_CASE("apply --output-format qcow2 refuses another format and leaves no outp
     options.output = (dir / "out.qcow2").string();
     options.format = ApplyOutputFormat::Qcow2;
     const Plan plan = read_plan(plan_path.string());
+    {
+        // A backing file name qemu cannot record (over 1023 bytes) is refused before anything is written.
+        fs::path deep = dir.path();
+        for (int i = 0; i < 5; ++i) deep /= std::string(220, static_cast<char>('a' + i));
+        fs::create_directories(deep);
+        fs::create_symlink(bare_image(), deep / "in.img");
+        std::string message;
+        CHECK(test::kind_of([&] { (void)apply_to_copy((deep / "in.img").string(), {}, plan, options); }, &message) ==
+              ErrorKind::Unsupported);
+        CHECK_THAT(message, Catch::Contains("cannot be recorded in a qcow2 header"));
+        CHECK(!fs::exists(dir / "out.qcow2"));
+        fs::remove_all(dir / std::string(220, 'a'));
+    }
     const std::uint32_t cs = open_and_analyze(bare_image().string()).analysis->volumes.front().map.cluster_size;
     std::optional<Move> moved;
     options.after_move = [&](std::size_t i) {
