@@ -402,6 +402,18 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
         }
         CHECK(moves == 1);
     }
+    SECTION("interrupted after the first move, into a qcow2 overlay") {
+        // The scratch file of the copy-on-write disk is unlinked from the start; the
+        // overlay's temporary file goes with the error.
+        std::stop_source stop;
+        Progress progress;
+        progress.stop = stop.get_token();
+        options.output = (dir / "out.qcow2").string();
+        options.format = ApplyOutputFormat::Qcow2;
+        options.after_move = [&](std::size_t) { stop.request_stop(); };
+        CHECK(test::kind_of([&] { (void)apply_to_copy(bare_image().string(), {}, plan, options, progress); }) ==
+              ErrorKind::Cancelled);
+    }
     CHECK(leftovers(dir, {"p.json"}).empty());
 }
 
