@@ -30,6 +30,13 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume);
 /// when larger than a record). Returns its MFT record number.
 std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::string& name, std::uint64_t bytes);
 
+/// Creates `dir`\`name` in the root, `dir` marked compressed, so that libntfs-3g (with
+/// compression allowed, as ntfs-3g's `compression` mount option does) writes the file's
+/// `bytes` bytes of pseudo-random (incompressible) data as a compressed $DATA stored in
+/// whole 16-cluster compression units. Returns the file's MFT record number.
+std::uint64_t add_compressed_file(const std::filesystem::path& bare_volume, const std::string& dir,
+                                  const std::string& name, std::uint64_t bytes);
+
 /// Rewrites the mapping pairs of record `record`'s unnamed $DATA to `runs` ((lcn, clusters),
 /// VCN 0 upwards), which must map as many clusters as the attribute has. $Bitmap and every
 /// other file are left alone: pointing the runs at another file's clusters cross-links them.

@@ -862,3 +862,46 @@ TEST_CASE("apply moves a sparse stream only in whole compression units", "[apply
         CHECK(moved->extents.front() == Extent{0, *to, 16});
     }
 }
+
+TEST_CASE("apply moves a compressed stream only in whole compression units", "[apply][skip]") {
+    const test::WorkDir dir("apply-compressed-unit");
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const std::uint64_t record = test::add_compressed_file(copy, "Packed", "random.bin", 48 * 4096);
+    const OpenedImage opened = open_and_analyze(copy.string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    const auto stream = std::find_if(map.streams.begin(), map.streams.end(), [&](const Stream& s) {
+        return s.mft_record == record && s.label() == "$DATA";
+    });
+    REQUIRE(stream != map.streams.end());
+    REQUIRE((stream->flags & Stream::kCompressed) != 0);
+    const Extent& first = stream->extents.front();
+    INFO("first run: LCN " << first.lcn << ", " << first.clusters << " clusters");
+    REQUIRE(first.lcn >= 0);
+    REQUIRE(first.clusters >= 16);
+    std::optional<std::int64_t> to;
+    for (const auto& run : map.free)
+        if (!to && run.upper() - run.lower() >= 16) to = run.lower();
+    REQUIRE(to);
+
+    Plan plan = read_plan(make_plan(copy, dir / "p.json").string());
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    SECTION("a piece not aligned to the unit is skipped") {
+        plan.moves = {Move{record, "$DATA", 8, first.lcn + 8, *to, 8}};
+        const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
+        CHECK(r.moves.done.empty());
+        REQUIRE(r.moves.skipped.size() == 1);
+        CHECK(r.moves.skipped[0].reason ==
+              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
+    }
+    SECTION("a whole unit is moved, and TSK reads the file as before") {
+        test::require_tools({"icat"});
+        plan.moves = {Move{record, "$DATA", 0, first.lcn, *to, 16}};
+        const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
+        CHECK(r.moves.done.size() == 1);
+        REQUIRE(r.verification);
+        CHECK(icat(options.output, 0, std::to_string(record)) == icat(copy, 0, std::to_string(record)));
+        CHECK(icat(copy, 0, std::to_string(record)).size() == 48 * 4096);
+    }
+}
