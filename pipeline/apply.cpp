@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <utility>
 
+#include "core/apply/cow_disk.hpp"
 #include "core/apply/disk_copy.hpp"
 #include "core/apply/verify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
+#include "core/image/unique_fd.hpp"
 #include "core/image/writable_raw_file.hpp"
 #include "core/plan/apply.hpp"
 #include "pipeline/pipeline.hpp"
@@ -24,16 +26,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// `output`'s directory, "." for a bare name.
+fs::path directory_of(const fs::path& output) { return output.has_parent_path() ? output.parent_path() : fs::path("."); }
+
+/// A new file beside `output` named after it ("." + name + ".XXXXXX"); the path is returned in `path`.
+int create_beside(const fs::path& output, std::string& path) {
+    std::string pattern = (directory_of(output) / ("." + output.filename().string() + ".XXXXXX")).string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw Error(ErrorKind::Io, "cannot create a file beside " + output.string() + ": " + std::strerror(errno));
+    path = pattern;
+    return fd;
+}
+
 /// The output under its temporary name: removed on destruction unless commit() renamed it.
 class TemporaryDisk {
 public:
-    explicit TemporaryDisk(const fs::path& output) : output_(output) {
-        const fs::path dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
-        std::string pattern = (dir / ("." + output.filename().string() + ".XXXXXX")).string();
-        fd_ = ::mkstemp(pattern.data());
-        if (fd_ < 0) throw Error(ErrorKind::Io, "cannot create a file beside " + output.string() + ": " + std::strerror(errno));
-        path_ = pattern;
-    }
+    explicit TemporaryDisk(const fs::path& output) : output_(output) { fd_ = create_beside(output, path_); }
     ~TemporaryDisk() {
         if (fd_ >= 0) ::close(fd_);
         if (!committed_) ::unlink(path_.c_str());
@@ -82,9 +90,43 @@ void check_output(const std::string& output, const DiskImage& image) {
             throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
 }
 
+/// The scratch file of a copy-on-write disk: beside the output (the same file system, which
+/// has room for it), unlinked at once so that nothing is left whatever happens.
+UniqueFd scratch_beside(const fs::path& output) {
+    std::string path;
+    UniqueFd fd(create_beside(output, path));
+    ::unlink(path.c_str());
+    return fd;
+}
+
+/// The backing file an overlay at `output` records for the input at `input`: absolute as
+/// given, or relative to the overlay's directory (qemu resolves relative names from there),
+/// with the input's format as qemu names it.
+Qcow2Backing backing_for(const std::string& input, const DiskImage& image, const fs::path& output) {
+    const std::string_view format = image_formats[static_cast<std::size_t>(image.format())].qemu_name;
+    if (format.empty())
+        throw Error(ErrorKind::Unsupported, "a qcow2 overlay cannot name a backing file of format " +
+                                                std::string(format_name(image.format())));
+    fs::path name = input;
+    if (name.is_relative())
+        name = fs::absolute(input).lexically_normal().lexically_relative(fs::absolute(directory_of(output)).lexically_normal());
+    return {name.string(), std::string(format)};
+}
+
+/// How to open the overlay: the input's given parents are one layer deeper under it.
+OpenOptions overlay_open_options(const OpenOptions& input) {
+    OpenOptions out;
+    for (ParentOverride p : input.parents) {
+        if (p.depth != 0) ++p.depth;
+        out.parents.push_back(std::move(p));
+    }
+    return out;
+}
+
 ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
-                              const std::string& copy, const VolumeWindow& window, const Progress& progress) {
-    const OpenedImage output = analyze_opened(open_image(copy), before.partition, progress);
+                              const std::string& copy, const OpenOptions& open, const VolumeWindow& window,
+                              const Progress& progress) {
+    const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
     if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
     const VolumeMap& after = output.analysis->volumes.front().map;
     if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
@@ -123,13 +165,30 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     check_volume_state(*input.image, window, before, options.allow_vss);
     PlannedVolume adopted = adopt_plan(input, 0, std::move(plan));
 
+    const bool overlay = options.format == ApplyOutputFormat::Qcow2;
+    const std::optional<Qcow2Backing> backing =
+        overlay ? std::optional(backing_for(path, *input.image, options.output)) : std::nullopt;
+    if (overlay) Qcow2OverlayWriter::check_possible(input.image->size(), backing);
+
     ApplyResult result;
     result.output = options.output;
     result.partition = before.partition;
+    result.format = options.format;
+    result.warnings = layer_warnings(*input.image);
     TemporaryDisk disk(options.output);
-    result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress);
-    WritableRawFile file(disk.fd(), disk.path());
-    result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move);
+    if (overlay) {
+        const UniqueFd scratch = scratch_beside(options.output);
+        CopyOnWriteDisk cow(*input.image, scratch.get(), disk.path());
+        result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter);
+        const OverlayWritten written = write_qcow2_overlay(cow, disk.fd(), disk.path(), *backing, progress, options.limiter);
+        result.disk_bytes_written = written.clusters * Qcow2OverlayWriter::kClusterSize;
+        result.output_file_bytes = written.file_bytes;
+    } else {
+        result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
+        result.output_file_bytes = input.image->size();
+        WritableRawFile file(disk.fd(), disk.path());
+        result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter);
+    }
     disk.sync();
 
     if (options.verify) {
@@ -147,7 +206,8 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
             }
         }
         if (options.before_verify) options.before_verify(disk.path());
-        result.verification = verify_copy(input, before, *predicted, disk.path(), window, progress);
+        const OpenOptions reopen = overlay ? overlay_open_options(open) : OpenOptions{};
+        result.verification = verify_copy(input, before, *predicted, disk.path(), reopen, window, progress);
     }
     disk.commit();
     result.plan = std::move(adopted.plan);

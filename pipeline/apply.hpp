@@ -18,11 +18,24 @@
 
 namespace guestfrag {
 
+class RateLimiter;
+
+/// What apply writes (`--output-format`).
+enum class ApplyOutputFormat {
+    Raw,    ///< a sparse raw file holding the whole virtual disk
+    Qcow2,  ///< a qcow2 overlay holding only the clusters the moves changed; backing file: the input
+};
+
 /// How to apply.
 struct ApplyOptions {
-    std::string output;       ///< the new raw disk; replaced only when everything passed
+    std::string output;       ///< the new disk; replaced only when everything passed
+    ApplyOutputFormat format = ApplyOutputFormat::Raw;
     bool verify = true;       ///< false: skip the proofs after the moves (--no-verify)
     bool allow_vss = false;   ///< apply even when shadow copy stores exist
+    /// Borrowed, may be shared with other work (one budget): every byte apply copies (the
+    /// raw copy's reads, each block a move copies, each cluster the overlay compares) first
+    /// takes its tokens from it. None: unlimited.
+    RateLimiter* limiter = nullptr;
     /// Test seams: run after move i is done, and on the temporary disk's path just before
     /// verification (a test may corrupt it there). Either may throw.
     std::function<void(std::size_t)> after_move;
@@ -43,8 +56,12 @@ struct ApplyResult {
     int partition = 0;
     Plan plan;                  ///< the plan as adopted (summary recomputed)
     MoveOutcome moves;
-    std::uint64_t disk_bytes_written = 0;  ///< bytes the sparse copy of the disk wrote
+    ApplyOutputFormat format = ApplyOutputFormat::Raw;
+    /// Data bytes the output holds: the raw copy's non-zero blocks, or the overlay's clusters
+    std::uint64_t disk_bytes_written = 0;
+    std::uint64_t output_file_bytes = 0;  ///< the output file's size (a raw file's is the disk's)
     std::optional<ApplyVerification> verification;  ///< none with verify = false
+    std::vector<std::string> warnings;  ///< the input's layer_warnings, for the front end to show
     double seconds = 0;
 };
 
@@ -52,16 +69,22 @@ struct ApplyResult {
 /// analyses the plan's partition; refuses (Error(Unsafe)) a volume that is dirty,
 /// hibernated, has an unclean $LogFile, a $MFTMirr that differs from $MFT, or shadow copy
 /// stores unless `options.allow_vss`; refuses (Error(Corrupt)) a plan whose identity is not
-/// this volume's, all before anything is written. Then writes the whole virtual disk into a
-/// new sparse raw file beside `options.output` under a temporary name, runs the moves on it
-/// (carry_out_moves: moves that cannot be done safely are skipped with their reason) and,
-/// unless told not to, proves it: every stream's contents hash the same as the input's;
+/// this volume's, all before anything is written. Then, for a raw output, writes the whole
+/// virtual disk into a new sparse raw file beside `options.output` under a temporary name
+/// and runs the moves on it; for a qcow2 output, runs the moves on a CopyOnWriteDisk over
+/// the input (writes go to an unlinked scratch file beside the output) and writes the
+/// clusters they changed as a qcow2 overlay whose backing file is the input (its name
+/// relative to the output's directory when `path` is relative, as qemu resolves it). Moves
+/// that cannot be done safely are skipped with their reason (carry_out_moves). Unless told
+/// not to, the result (the overlay read through its backing chain, with `open`'s parents one
+/// layer deeper) is proved: every stream's contents hash the same as the input's;
 /// the output's analysis has exactly the allocation apply_plan predicts for the moves done;
 /// $Bitmap equals the union of all runlists; $MFTMirr mirrors $MFT. Only then is the file
 /// renamed to `options.output`. Any failure (Error(Corrupt) "verification failed: ..." for a
 /// proof) or Error(Cancelled) from `progress` removes the temporary file: no output is left.
-/// The input is never written. Cost: reads the input's allocated bytes once for the copy,
-/// every moved cluster twice, and every stream of both disks once to verify.
+/// The input is never written. Cost: reads the input's allocated bytes once for a raw copy
+/// (a qcow2 overlay reads only the written clusters, twice), every moved cluster twice, and
+/// every stream of both disks once to verify.
 [[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                                         const ApplyOptions& options, const Progress& progress = {});
 

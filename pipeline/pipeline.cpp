@@ -21,6 +21,13 @@ OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options
     return analyze_opened(open_image(path, options), partition, progress);
 }
 
+std::vector<std::string> layer_warnings(const DiskImage& image) {
+    std::vector<std::string> out;
+    for (const Layer& layer : image.layers())
+        for (const std::string& warning : layer.warnings) out.push_back(layer.path + ": " + warning);
+    return out;
+}
+
 OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition,
                            const Progress& progress) {
     auto analysis = std::make_shared<const ImageAnalysis>(analyze_image(*image, partition, progress));

@@ -38,6 +38,10 @@ struct OpenedImage {
 [[nodiscard]] OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options = {},
                                            std::optional<int> partition = {}, const Progress& progress = {});
 
+/// What is wrong with the image's layer files although they can be read (Layer::warnings),
+/// as "LAYER PATH: text", top layer first: what front ends show beside a result.
+[[nodiscard]] std::vector<std::string> layer_warnings(const DiskImage& image);
+
 /// analyze_image over an image the caller opened itself (e.g. behind a ThrottledImage);
 /// the result shares ownership of `image`. Throws as analyze_image does.
 [[nodiscard]] OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition = {},

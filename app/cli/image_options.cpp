@@ -54,9 +54,7 @@ OpenOptions open_options(const ImageOptions& options) {
 OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
                                    std::optional<int> partition) {
     std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
-    std::vector<std::string> warnings;
-    for (const Layer& layer : disk->layers())
-        for (const std::string& warning : layer.warnings) warnings.push_back(layer.path + ": " + warning);
+    const std::vector<std::string> warnings = layer_warnings(*disk);
     OpenedImage opened;
     try {
         ProgressMeter meter("reading MFT");

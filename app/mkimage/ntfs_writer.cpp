@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "core/image/writable_raw_file.hpp"
+
 namespace guestfrag::mkimage {
 
 namespace {

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/io/rate_limiter.hpp"
 
 namespace guestfrag {
 namespace {
@@ -23,7 +24,7 @@ constexpr std::uint64_t kBlock = 1 << 20;
 
 }  // namespace
 
-std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress) {
+std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress, RateLimiter* limiter) {
     if (::ftruncate(fd, static_cast<off_t>(image.size())) != 0) host_failure("cannot size the new disk");
     // Elsewhere the disk reads as zero already, as the new sparse file does.
     ByteSet stored = image.stored();
@@ -34,6 +35,10 @@ std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& p
         for (std::uint64_t at = range.lower(); at < range.upper();) {
             progress.update(at, image.size());
             const std::uint64_t n = std::min(kBlock, range.upper() - at);
+            if (limiter != nullptr) {
+                limiter->acquire(n, progress.stop);
+                progress.update(at, image.size());  // a stop ends the wait: cancel now
+            }
             const std::span<std::byte> chunk(block.data(), n);
             image.read(at, chunk);
             const bool zero = std::all_of(chunk.begin(), chunk.end(), [](std::byte b) { return b == std::byte{0}; });

@@ -7,10 +7,12 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/image/writable_raw_file.hpp"
+#include "core/image/writable_disk.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "core/ntfs/ntfs3g.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
 
@@ -131,12 +133,20 @@ bool mapping_pairs_fit(ntfs_attr* na, int size) {
     return needed <= length + spare;
 }
 
-void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::int64_t count, std::uint64_t& copied) {
+/// Where a move's copy takes its bytes from the rate limit, and its running total.
+struct Copying {
+    RateLimiter* limiter = nullptr;
+    std::stop_token stop;
+    std::uint64_t bytes = 0;
+};
+
+void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::int64_t count, Copying& copying) {
     const std::int64_t cs = vol->cluster_size;
     std::vector<char> data(static_cast<std::size_t>(std::min(count * cs, kCopyBlock)));
     std::vector<char> back(data.size());
     for (std::int64_t done = 0; done < count * cs;) {
         const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(data.size()), count * cs - done);
+        if (copying.limiter != nullptr) copying.limiter->acquire(static_cast<std::uint64_t>(n), copying.stop);
         errno = 0;
         if (ntfs_pread(vol->dev, from * cs + done, n, data.data()) != n)
             ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(from));
@@ -147,11 +157,11 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
         if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0)
             throw Error(ErrorKind::Io, "clusters written at LCN " + std::to_string(to) + " do not read back the same");
         done += n;
-        copied += static_cast<std::uint64_t>(n);
+        copying.bytes += static_cast<std::uint64_t>(n);
     }
 }
 
-void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::uint64_t& copied) {
+void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, Copying& copying) {
     const Stream* stream = find_stream(before, move);
     if (stream == nullptr) throw Skip{"no such non-resident stream"};
     if (stream->placement != Placement::Movable) throw Skip{"system file left in place: " + stream->reason};
@@ -198,7 +208,7 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
     // is an error, not a skip.
     if (ntfs_bitmap_set_run(vol->lcnbmp_na, move.to_lcn, move.clusters) != 0)
         ntfs::throw_library_error(ErrorKind::Io, "cannot allocate the destination in $Bitmap");
-    copy_clusters(vol, move.from_lcn, move.to_lcn, move.clusters, copied);
+    copy_clusters(vol, move.from_lcn, move.to_lcn, move.clusters, copying);
     std::free(na->rl);
     na->rl = rl.release();
     if (ntfs_attr_update_mapping_pairs(na.get(), 0) != 0)
@@ -216,15 +226,16 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, std::
 
 }  // namespace
 
-MoveOutcome carry_out_moves(WritableRawFile& disk, const VolumeWindow& window, const VolumeMap& before,
+MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress,
-                            const std::function<void(std::size_t)>& after_move) {
+                            const std::function<void(std::size_t)>& after_move, RateLimiter* limiter) {
     ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
     MoveOutcome outcome;
+    Copying copying{limiter, progress.stop};
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         progress.update(i, plan.moves.size());
         try {
-            move_one(volume.get(), before, plan.moves[i], outcome.bytes_copied);
+            move_one(volume.get(), before, plan.moves[i], copying);
         } catch (const Skip& skip) {
             outcome.skipped.push_back({i, skip.reason});
             continue;
@@ -234,6 +245,7 @@ MoveOutcome carry_out_moves(WritableRawFile& disk, const VolumeWindow& window, c
     }
     progress.update(plan.moves.size(), plan.moves.size());
     volume.unmount();
+    outcome.bytes_copied = copying.bytes;
     return outcome;
 }
 

@@ -15,7 +15,8 @@
 
 namespace guestfrag {
 
-class WritableRawFile;
+class RateLimiter;
+class WritableDisk;
 
 /// A move of the plan left undone, and why.
 struct SkippedMove {
@@ -43,14 +44,16 @@ struct MoveOutcome {
 /// resident, encrypted or missing stream, a compressed or sparse stream moved in pieces not
 /// aligned to its compression unit, a system file the planner does not move, mapping pairs
 /// that would not fit, and a move whose source or destination an earlier skip left
-/// different. `after_move(i)` runs after move i is done (a test seam; may throw).
+/// different. `after_move(i)` runs after move i is done (a test seam; may throw). Each block
+/// of clusters a move copies first takes its bytes from `limiter` when there is one.
 /// Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when a copy does not
 /// read back the same or libntfs-3g fails half way (the disk is then unusable and the
 /// caller discards it), Error(Cancelled) from `progress` (between moves; moves done).
 /// Cost: reads and writes each moved cluster once, reads it back once; memory 1 MiB plus
 /// the largest runlist.
-MoveOutcome carry_out_moves(WritableRawFile& disk, const VolumeWindow& window, const VolumeMap& before,
+MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress = {},
-                            const std::function<void(std::size_t)>& after_move = {});
+                            const std::function<void(std::size_t)>& after_move = {},
+                            RateLimiter* limiter = nullptr);
 
 }  // namespace guestfrag

@@ -7,27 +7,27 @@
 #include <string>
 #include <utility>
 
+#include "core/image/writable_disk.hpp"
+
 namespace guestfrag {
 
-/// The writable counterpart of DiskImage, for the programs that build images: a raw disk
-/// file open for reading and writing. DiskImage stays read-only (analysis never writes), so
-/// whoever writes asks for this type by name. Reads and writes go straight to the file, so a
-/// read sees every earlier write (unlike RawImage, nothing is mapped at open). Not safe for
-/// concurrent writes to overlapping ranges.
-class WritableRawFile {
+/// A WritableDisk that is a raw disk file open for reading and writing. Reads and writes go
+/// straight to the file, so a read sees every earlier write (unlike RawImage, nothing is
+/// mapped at open). Not safe for concurrent writes to overlapping ranges.
+class WritableRawFile final : public WritableDisk {
 public:
     /// Borrows `fd`, a file open O_RDWR that must outlive this object; `path` names it for
     /// libntfs-3g's messages.
     WritableRawFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
 
-    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+    [[nodiscard]] const std::string& path() const noexcept override { return path_; }
 
     /// Fills `out` with the file's bytes at `offset`. Throws Error(Io) on an OS failure and
     /// Error(Corrupt) when the range runs past the end of the file.
-    void read(std::uint64_t offset, std::span<std::byte> out) const;
+    void read(std::uint64_t offset, std::span<std::byte> out) const override;
 
     /// Writes all of `bytes` at `offset`, growing the file when needed. Throws Error(Io).
-    void write(std::uint64_t offset, std::span<const std::byte> bytes);
+    void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
 
 private:
     int fd_;

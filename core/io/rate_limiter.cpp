@@ -13,6 +13,7 @@ RateLimiter::RateLimiter(std::uint64_t bytes_per_second)
       last_(Clock::now()) {}
 
 void RateLimiter::acquire(std::uint64_t bytes, std::stop_token stop) {
+    requested_ += bytes;
     if (rate_ == 0 || bytes == 0) return;
     std::unique_lock lock(mutex_);
     const auto refill = [this] {

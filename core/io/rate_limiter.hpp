@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -26,6 +27,8 @@ public:
     void acquire(std::uint64_t bytes, std::stop_token stop = {});
 
     [[nodiscard]] std::uint64_t rate() const { return rate_; }
+    /// Bytes asked for through acquire() so far, limited or not: what the work reported.
+    [[nodiscard]] std::uint64_t requested() const { return requested_.load(); }
 
 private:
     std::uint64_t rate_;
@@ -33,6 +36,7 @@ private:
     std::mutex mutex_;
     double tokens_;
     Clock::time_point last_;
+    std::atomic<std::uint64_t> requested_{0};
 };
 
 }  // namespace guestfrag

@@ -14,7 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
-#include "core/image/writable_raw_file.hpp"
+#include "core/image/writable_disk.hpp"
 #include "core/ntfs/ntfs3g.hpp"
 
 namespace guestfrag::ntfs {
@@ -22,7 +22,7 @@ namespace guestfrag::ntfs {
 /// What a device's operations work on (its d_private): exactly one of image and file.
 struct Device::Window {
     const DiskImage* image = nullptr;  ///< read-only devices
-    WritableRawFile* file = nullptr;   ///< writable devices
+    WritableDisk* file = nullptr;      ///< writable devices
     std::uint64_t offset = 0;          ///< bytes
     std::uint64_t length = 0;          ///< bytes
     std::int64_t position = 0;         ///< for the seek/read/write calls
@@ -183,7 +183,7 @@ Device::Device(std::unique_ptr<Window> window) : window_(std::move(window)) {
 Device::Device(const DiskImage& image, std::uint64_t offset, std::uint64_t length)
     : Device(std::make_unique<Window>(Window{&image, nullptr, offset, length})) {}
 
-Device::Device(WritableRawFile& file, std::uint64_t offset, std::uint64_t length)
+Device::Device(WritableDisk& file, std::uint64_t offset, std::uint64_t length)
     : Device(std::make_unique<Window>(Window{nullptr, &file, offset, length})) {}
 
 Device::~Device() = default;

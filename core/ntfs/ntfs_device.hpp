@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The one libntfs-3g device: ntfs_device_operations over a window of a disk, the adapter of
-// the image seam (DiskImage for reading, WritableRawFile for the programs that write).
+// the image seam (DiskImage for reading, WritableDisk for the programs that write).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@ struct ntfs_device;
 namespace guestfrag {
 
 class DiskImage;
-class WritableRawFile;
+class WritableDisk;
 
 namespace ntfs {
 
@@ -19,7 +19,7 @@ struct DeviceOperations;
 
 /// A libntfs-3g device that serves disk bytes [offset, offset + length) as the whole
 /// volume. Made over a DiskImage it is read-only: libntfs-3g's writes fail with EROFS, so
-/// analysis can never write an image. Only a device made over a WritableRawFile writes.
+/// analysis can never write an image. Only a device made over a WritableDisk writes.
 /// The disk must outlive the device. The device owns its ntfs_device until a mount takes it
 /// over (release()); the window the operations work on stays here, so the Device must
 /// outlive the mounted volume (Volume keeps both). Move-only.
@@ -28,7 +28,7 @@ public:
     /// Read-only device. Throws Error(Internal) when libntfs-3g cannot allocate it.
     Device(const DiskImage& image, std::uint64_t offset, std::uint64_t length);
     /// Writable device. Throws Error(Internal) when libntfs-3g cannot allocate it.
-    Device(WritableRawFile& file, std::uint64_t offset, std::uint64_t length);
+    Device(WritableDisk& file, std::uint64_t offset, std::uint64_t length);
     ~Device();
     Device(Device&&) noexcept;
     Device& operator=(Device&&) noexcept;

@@ -97,6 +97,28 @@ std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::stri
     return file->mft_no;
 }
 
+std::uint64_t add_compressed_file(const std::filesystem::path& bare_volume, const std::string& dir,
+                                  const std::string& name, std::uint64_t bytes) {
+    auto vol = mount_rw(bare_volume);
+    NVolSetCompression(vol.get());
+    Inode root(ntfs_inode_open(vol.get(), FILE_root));
+    if (!root) throw std::runtime_error("cannot open the root directory");
+    Inode folder = create(root.get(), dir.c_str(), S_IFDIR);
+    folder->flags = static_cast<FILE_ATTR_FLAGS>(folder->flags | FILE_ATTR_COMPRESSED);
+    NInoSetDirty(folder.get());
+    Inode file = create(folder.get(), name.c_str(), S_IFREG);
+    std::vector<char> data(bytes);
+    std::uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (char& c : data) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c = static_cast<char>(x);
+    }
+    write_data(file.get(), data);
+    return file->mft_no;
+}
+
 void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t record,
                    const std::vector<std::pair<std::int64_t, std::int64_t>>& runs) {
     auto vol = mount_rw(bare_volume);
@@ -122,6 +144,22 @@ void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t recor
     std::free(data->rl);
     data->rl = rl;
     if (ntfs_attr_update_mapping_pairs(data.get(), 0) != 0) throw std::runtime_error("cannot write the mapping pairs");
+}
+
+void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record) {
+    auto vol = mount_rw(bare_volume);
+    Inode file(ntfs_inode_open(vol.get(), record));
+    if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
+    {
+        ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(file.get(), nullptr));
+        if (!ctx || ntfs_attr_lookup(AT_DATA, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
+            throw std::runtime_error("record " + std::to_string(record) + " has no $DATA");
+        ctx->attr->flags = static_cast<ATTR_FLAGS>(ctx->attr->flags | ATTR_IS_ENCRYPTED);
+        ntfs_inode_mark_dirty(ctx->ntfs_ino);
+    }
+    file->flags = static_cast<FILE_ATTR_FLAGS>(file->flags | FILE_ATTR_ENCRYPTED);
+    NInoSetDirty(file.get());
+    if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
 }
 
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count) {

@@ -30,11 +30,25 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume);
 /// when larger than a record). Returns its MFT record number.
 std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::string& name, std::uint64_t bytes);
 
+/// Creates `dir`\`name` in the root, `dir` marked compressed, so that libntfs-3g (with
+/// compression allowed, as ntfs-3g's `compression` mount option does) writes the file's
+/// `bytes` bytes of pseudo-random (incompressible) data as a compressed $DATA stored in
+/// whole 16-cluster compression units. Returns the file's MFT record number.
+std::uint64_t add_compressed_file(const std::filesystem::path& bare_volume, const std::string& dir,
+                                  const std::string& name, std::uint64_t bytes);
+
 /// Rewrites the mapping pairs of record `record`'s unnamed $DATA to `runs` ((lcn, clusters),
 /// VCN 0 upwards), which must map as many clusters as the attribute has. $Bitmap and every
 /// other file are left alone: pointing the runs at another file's clusters cross-links them.
 void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t record,
                    const std::vector<std::pair<std::int64_t, std::int64_t>>& runs);
+
+/// Marks record `record`'s unnamed $DATA encrypted as an EFS file carries it: the attribute
+/// flag ATTR_IS_ENCRYPTED (0x4000) and the file attribute FILE_ATTR_ENCRYPTED in
+/// $STANDARD_INFORMATION (libntfs-3g refuses to open an attribute whose flag the file's
+/// attributes do not match), written through libntfs-3g. No $EFS stream is added: the flag is
+/// what a mover looks at, and the data stays readable as it was.
+void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record);
 
 /// Clears the $Bitmap bits of clusters [lcn, lcn + count): free as far as NTFS knows.
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count);

@@ -21,13 +21,18 @@
 
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
+#include "core/image/open_image.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/pipeline.hpp"
+#include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
+#include "support/qemu_tools.hpp"
 #include "support/tsk_oracle.hpp"
+#include "support/vhd_writer.hpp"
 
 using namespace guestfrag;
 using Json = nlohmann::json;
@@ -96,29 +101,45 @@ std::string icat(const fs::path& image, std::uint64_t sector, const std::string&
     return r.out;
 }
 
-/// Runs apply and checks everything the output must be; returns the JSON document.
-Json apply_and_prove(const fs::path& image, const std::string& name) {
+/// Runs apply (into a raw disk, or a qcow2 overlay of `image`) and checks everything the
+/// output must be; returns the JSON document.
+Json apply_and_prove(const fs::path& image, const std::string& name, const std::string& format = "raw") {
     test::require_tools({"icat", "fls", "istat"});
     const test::WorkDir dir(name);
     const fs::path plan_path = make_plan(image, dir / "p.json");
     const Json plan = Json::parse(read(plan_path));
     REQUIRE(!plan["moves"].empty());
     const std::uint64_t fingerprint = test::file_fingerprint(image);
-    const fs::path out = dir / "out.img";
+    const bool overlay = format == "qcow2";
+    const fs::path applied = dir / (overlay ? "out.qcow2" : "out.img");
 
-    const auto r = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string(), "--json"});
+    const auto r = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", applied.string(),
+                                  "--output-format", format, "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const Json doc = Json::parse(r.out);
 
-    // The input is only read; the output is the whole disk, sparse, and nothing else is left.
+    // The input is only read; the output is the whole disk, sparse (or the overlay of the
+    // changed clusters), and nothing else is left.
     CHECK(test::file_fingerprint(image) == fingerprint);
-    REQUIRE(fs::exists(out));
-    CHECK(fs::file_size(out) == fs::file_size(image));
-    struct stat st{};
-    REQUIRE(::stat(out.c_str(), &st) == 0);
-    CHECK(static_cast<std::uint64_t>(st.st_blocks) * 512 < fs::file_size(out));
-    CHECK(leftovers(dir, {"p.json", "out.img"}).empty());
+    REQUIRE(fs::exists(applied));
+    CHECK(leftovers(dir, {"p.json", applied.filename().string()}).empty());
+    CHECK(doc["output_format"] == format);
+    CHECK(doc["bytes_written"]["file"] == fs::file_size(applied));
+    fs::path out = applied;
+    if (overlay) {
+        // TSK reads raw disks: the overlay over its backing file, flattened by qemu.
+        test::require_tools({"qemu-img"});
+        out = dir / "flat.img";
+        test::run_ok({"qemu-img", "convert", "-f", "qcow2", "-O", "raw", applied.string(), out.string()});
+        CHECK(doc["bytes_written"]["disk"].get<std::uint64_t>() % (64 * 1024) == 0);
+        CHECK(fs::file_size(applied) < fs::file_size(image) / 2);
+    } else {
+        CHECK(fs::file_size(out) == fs::file_size(image));
+        struct stat st{};
+        REQUIRE(::stat(out.c_str(), &st) == 0);
+        CHECK(static_cast<std::uint64_t>(st.st_blocks) * 512 < fs::file_size(out));
+    }
 
     CHECK(doc["schema"] == "guestfrag.apply.v1");
     CHECK(doc["moves"]["planned"] == plan["moves"].size());
@@ -163,8 +184,9 @@ Json apply_and_prove(const fs::path& image, const std::string& name) {
         CHECK((icat(out, sector, address) == icat(image, sector, address)) != records_moves);
     }
 
-    // TSK's runlists of the output are guestfrag's analysis of it, and the plan's after-state.
-    const OpenedImage opened_out = open_and_analyze(out.string());
+    // TSK's runlists of the output are guestfrag's analysis of it (of the overlay itself,
+    // through guestfrag's qcow2 reader and its backing file), and the plan's after-state.
+    const OpenedImage opened_out = open_and_analyze(applied.string());
     const VolumeMap& map_out = opened_out.analysis->volumes.front().map;
     Plan adopted = read_plan(plan_path.string());
     std::vector<Move> done;
@@ -380,6 +402,18 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
         }
         CHECK(moves == 1);
     }
+    SECTION("interrupted after the first move, into a qcow2 overlay") {
+        // The scratch file of the copy-on-write disk is unlinked from the start; the
+        // overlay's temporary file goes with the error.
+        std::stop_source stop;
+        Progress progress;
+        progress.stop = stop.get_token();
+        options.output = (dir / "out.qcow2").string();
+        options.format = ApplyOutputFormat::Qcow2;
+        options.after_move = [&](std::size_t) { stop.request_stop(); };
+        CHECK(test::kind_of([&] { (void)apply_to_copy(bare_image().string(), {}, plan, options, progress); }) ==
+              ErrorKind::Cancelled);
+    }
     CHECK(leftovers(dir, {"p.json"}).empty());
 }
 
@@ -492,4 +526,382 @@ TEST_CASE("apply: a stream of a file with an attribute list is moved when its ru
         with_list += istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos ? 1 : 0;
     }
     CHECK(with_list >= 1);
+}
+
+TEST_CASE("apply --output-format qcow2: an overlay of the changed clusters that TSK, qemu-img and the plan accept",
+          "[apply][qcow2]") {
+    const Json doc = apply_and_prove(bare_image(), "apply-qcow2", "qcow2");
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+}
+
+namespace {
+
+/// The 64 KiB clusters in which two raw files of the same size differ, as byte ranges.
+ByteSet differing_clusters(const fs::path& a, const fs::path& b) {
+    const std::string x = read(a);
+    const std::string y = read(b);
+    REQUIRE(x.size() == y.size());
+    ByteSet out;
+    constexpr std::size_t kCluster = 64 * 1024;
+    for (std::size_t at = 0; at < x.size(); at += kCluster) {
+        const std::size_t n = std::min(kCluster, x.size() - at);
+        if (x.compare(at, n, y, at, n) != 0) out += boost::icl::interval<std::uint64_t>::right_open(at, at + n);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("apply --output-format qcow2: qemu-img checks the overlay, reads it as the raw result and maps only "
+          "the changed clusters into it",
+          "[apply][qcow2]") {
+    test::require_tools({"qemu-img"});
+    const test::WorkDir dir("apply-qcow2-qemu");
+    const fs::path input = dir / "in.img";
+    fs::copy_file(msdos_image(), input);
+    const fs::path plan_path = make_plan(input, dir / "p.json");
+    const std::uint64_t fingerprint = test::file_fingerprint(input);
+    fs::create_directory(dir / "sub");
+    // Relative names, from the input's directory: qemu records the backing file relative to
+    // the overlay's directory, and so does apply.
+    const auto r = test::run({"sh", "-c",
+                              "cd '" + dir.path().string() + "' && exec '" + GUESTFRAG_CLI +
+                                  "' apply in.img --plan p.json -o sub/out.qcow2 --output-format qcow2 --json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+    const fs::path overlay = dir / "sub" / "out.qcow2";
+    const fs::path raw = dir / "raw.img";
+    REQUIRE(test::run_cli({"apply", input.string(), "--plan", plan_path.string(), "-o", raw.string()}).status == 0);
+    CHECK(test::file_fingerprint(input) == fingerprint);
+    CHECK(leftovers(dir / "sub", {"out.qcow2"}).empty());
+
+    const auto info = test::run({"qemu-img", "info", "--output=json", overlay.string()});
+    REQUIRE(info.status == 0);
+    const Json header = Json::parse(info.out);
+    CHECK(header["format"] == "qcow2");
+    CHECK(header["format-specific"]["data"]["compat"] == "1.1");  // version 3
+    CHECK(header["cluster-size"] == 65536);
+    CHECK(header["virtual-size"] == fs::file_size(input));
+    CHECK(header["backing-filename"] == "../in.img");
+    CHECK(header["backing-filename-format"] == "raw");
+
+    const auto check = test::run({"qemu-img", "check", "--output=json", overlay.string()});
+    INFO(check.out << check.err);
+    CHECK(check.status == 0);
+    const Json checked = Json::parse(check.out);
+    CHECK(checked["check-errors"] == 0);
+    CHECK(!checked.contains("leaks"));
+    CHECK(!checked.contains("corruptions"));
+
+    const auto compare = test::run({"qemu-img", "compare", "-f", "qcow2", "-F", "raw", overlay.string(), raw.string()});
+    INFO(compare.out << compare.err);
+    CHECK(compare.status == 0);
+
+    // What the overlay itself stores (depth 0) is exactly the clusters the apply changed.
+    ByteSet in_overlay;
+    for (const test::QemuExtent& e : test::qemu_map(overlay, "qcow2"))
+        if (e.depth == 0 && e.data) in_overlay += boost::icl::interval<std::uint64_t>::right_open(e.start, e.start + e.length);
+    const ByteSet changed = differing_clusters(input, raw);
+    CHECK(!changed.empty());
+    CHECK(in_overlay == changed);
+    CHECK(doc["bytes_written"]["disk"] == boost::icl::length(changed));
+    // And guestfrag's own reader sees the same layers.
+    const auto image = open_image(overlay.string());
+    REQUIRE(image->layers().size() == 2);
+    CHECK(image->layers()[0].allocated == changed);
+}
+
+TEST_CASE("apply --output-format qcow2 refuses another format and leaves no output on a failed verification",
+          "[apply][qcow2]") {
+    const test::WorkDir dir("apply-qcow2-fail");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                  (dir / "out.vmdk").string(), "--output-format", "vmdk"});
+    CHECK(r.status == 1);
+    CHECK_THAT(r.err, Catch::Contains("vmdk"));
+
+    ApplyOptions options;
+    options.output = (dir / "out.qcow2").string();
+    options.format = ApplyOutputFormat::Qcow2;
+    const Plan plan = read_plan(plan_path.string());
+    {
+        // A backing file name qemu cannot record (over 1023 bytes) is refused before anything is written.
+        fs::path deep = dir.path();
+        for (int i = 0; i < 5; ++i) deep /= std::string(220, static_cast<char>('a' + i));
+        fs::create_directories(deep);
+        fs::create_symlink(bare_image(), deep / "in.img");
+        std::string message;
+        CHECK(test::kind_of([&] { (void)apply_to_copy((deep / "in.img").string(), {}, plan, options); }, &message) ==
+              ErrorKind::Unsupported);
+        CHECK_THAT(message, Catch::Contains("cannot be recorded in a qcow2 header"));
+        CHECK(!fs::exists(dir / "out.qcow2"));
+        fs::remove_all(dir / std::string(220, 'a'));
+    }
+    const std::uint32_t cs = open_and_analyze(bare_image().string()).analysis->volumes.front().map.cluster_size;
+    std::optional<Move> moved;
+    options.after_move = [&](std::size_t i) {
+        if (!moved) moved = plan.moves[i];
+    };
+    options.before_verify = [&](const std::string& temp) {
+        // The first byte of the first move's destination (a bare volume: disk offset = LCN ·
+        // cluster size), where the overlay file holds it: what the overlay holds is verified.
+        REQUIRE(moved);
+        const std::uint64_t at = static_cast<std::uint64_t>(moved->to_lcn) * cs;
+        const auto overlay = open_image(temp);
+        std::optional<std::uint64_t> in_file;
+        for (const HostExtent& e : overlay->layers().front().host_extents)
+            if (e.virtual_offset <= at && at < e.virtual_offset + e.length) in_file = e.file_offset + (at - e.virtual_offset);
+        REQUIRE(in_file);
+        std::fstream f(temp, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(*in_file));
+        const char c = static_cast<char>(f.get());
+        f.seekp(static_cast<std::streamoff>(*in_file));
+        f.put(static_cast<char>(~c));
+        REQUIRE(f.good());
+    };
+    try {
+        (void)apply_to_copy(bare_image().string(), {}, plan, options);
+        FAIL("verification passed on a corrupted overlay");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Corrupt);
+        CHECK(std::string(e.what()) == "verification failed: the contents of record " +
+                                           std::to_string(moved->mft_record) + " " + moved->stream +
+                                           " differ from the input's");
+    }
+    CHECK(leftovers(dir, {"p.json"}).empty());
+}
+
+TEST_CASE("apply --rate: parsed as a rate, refused otherwise, and every copied byte goes through the limiter",
+          "[apply][rate]") {
+    const test::WorkDir dir("apply-rate");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const auto apply_with = [&](const std::string& rate) {
+        return test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                              (dir / "out.img").string(), "--rate", rate});
+    };
+    for (const std::string bad : {"fast", "0", "10MiB/h"}) {
+        INFO(bad);
+        const auto r = apply_with(bad);
+        CHECK(r.status == 1);
+        CHECK_THAT(r.err, Catch::Contains("'" + bad + "' is not a rate"));
+        CHECK(leftovers(dir, {"p.json"}).empty());
+    }
+    const auto fast = apply_with("4GiB/s");
+    INFO(fast.err);
+    CHECK(fast.status == 0);
+    fs::remove(dir / "out.img");
+
+    // An unlimited limiter counts what it is asked for: the raw copy reads every byte some
+    // layer stores once, and each move's copy its clusters; the overlay its moves' clusters
+    // and each cluster it compares.
+    const OpenedImage opened = open_and_analyze(bare_image().string());
+    const std::uint64_t stored = boost::icl::length(opened.image->stored());
+    const Plan plan = read_plan(plan_path.string());
+    RateLimiter raw_limiter(0);
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    options.limiter = &raw_limiter;
+    const ApplyResult raw = apply_to_copy(bare_image().string(), {}, plan, options);
+    CHECK(raw.moves.bytes_copied > 0);
+    CHECK(raw_limiter.requested() == stored + raw.moves.bytes_copied);
+
+    RateLimiter overlay_limiter(0);
+    options.output = (dir / "out.qcow2").string();
+    options.format = ApplyOutputFormat::Qcow2;
+    options.limiter = &overlay_limiter;
+    const ApplyResult overlay = apply_to_copy(bare_image().string(), {}, plan, options);
+    CHECK(overlay.moves.bytes_copied == raw.moves.bytes_copied);
+    // Every changed cluster was compared; unchanged written ones too, so at least as many.
+    CHECK(overlay_limiter.requested() >= overlay.moves.bytes_copied + overlay.disk_bytes_written);
+    CHECK(overlay_limiter.requested() < stored);
+}
+
+TEST_CASE("apply --output-format qcow2 over a qcow2 input records the backing format qcow2", "[apply][qcow2]") {
+    test::require_tools({"qemu-img"});
+    const test::WorkDir dir("apply-qcow2-on-qcow2");
+    const fs::path input = dir / "in.qcow2";
+    test::run_ok({"qemu-img", "convert", "-f", "raw", "-O", "qcow2", bare_image().string(), input.string()});
+    const fs::path plan_path = make_plan(input, dir / "p.json");
+    const std::uint64_t fingerprint = test::file_fingerprint(input);
+    const fs::path overlay = dir / "out.qcow2";
+    const auto r = test::run_cli({"apply", input.string(), "--plan", plan_path.string(), "-o", overlay.string(),
+                                  "--output-format", "qcow2"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(test::file_fingerprint(input) == fingerprint);
+    const auto info = test::run({"qemu-img", "info", "--output=json", overlay.string()});
+    REQUIRE(info.status == 0);
+    const Json header = Json::parse(info.out);
+    CHECK(header["backing-filename"] == input.string());  // given absolute: recorded as given
+    CHECK(header["backing-filename-format"] == "qcow2");
+    CHECK(test::run({"qemu-img", "check", overlay.string()}).status == 0);
+    const fs::path raw = dir / "raw.img";
+    REQUIRE(test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", raw.string()}).status == 0);
+    const auto compare = test::run({"qemu-img", "compare", "-f", "qcow2", "-F", "raw", overlay.string(), raw.string()});
+    INFO(compare.out << compare.err);
+    CHECK(compare.status == 0);
+}
+
+TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qcow2]") {
+    test::require_tools({"qemu-img"});
+    const test::WorkDir dir("apply-warnings");
+    // A fixed VHD whose footer claims 16 MiB more than the file holds, all past the volume.
+    const fs::path vhd = dir / "cut.vhd";
+    fs::copy_file(msdos_image(), vhd);
+    const std::uint64_t present = fs::file_size(vhd);
+    test::append_fixed_vhd_footer(vhd, present + (16ull << 20));
+    const fs::path plan_path = make_plan(vhd, dir / "p.json");
+    const auto analysed = test::run_cli({"analyze", vhd.string()});
+    REQUIRE(analysed.status == 0);
+    REQUIRE(analysed.err.rfind("guestfrag: warning: " + vhd.string() + ": fixed vhd is truncated", 0) == 0);
+
+    // The overlay needs only the bytes the moves touch; its backing file is a VHD ("vpc").
+    const fs::path overlay = dir / "out.qcow2";
+    const auto r = test::run_cli({"apply", vhd.string(), "--plan", plan_path.string(), "-o", overlay.string(),
+                                  "--output-format", "qcow2", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err == analysed.err);
+    CHECK(Json::parse(r.out)["verification"]["passed"] == true);
+    const auto info = test::run({"qemu-img", "info", "--output=json", overlay.string()});
+    REQUIRE(info.status == 0);
+    CHECK(Json::parse(info.out)["backing-filename-format"] == "vpc");
+    CHECK(Json::parse(info.out)["virtual-size"] == present + (16ull << 20));
+}
+
+TEST_CASE("apply skips every move of an encrypted (EFS) stream, and the rest still replays and verifies",
+          "[apply][skip]") {
+    const test::WorkDir dir("apply-efs");
+    // A record one of whose moves is done on the volume as generated.
+    const Plan original = read_plan(make_plan(bare_image(), dir / "original.json").string());
+    ApplyOptions options;
+    options.output = (dir / "probe.img").string();
+    options.verify = false;
+    const ApplyResult probe = apply_to_copy(bare_image().string(), {}, original, options);
+    REQUIRE(!probe.moves.done.empty());
+    const std::uint64_t record = original.moves[probe.moves.done.front()].mft_record;
+    fs::remove(dir / "probe.img");
+
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    test::mark_data_encrypted(copy, record);
+    const fs::path plan_path = make_plan(copy, dir / "p.json");
+    const Plan plan = read_plan(plan_path.string());
+    const std::uint64_t fingerprint = test::file_fingerprint(copy);
+    const auto r = test::run_cli({"apply", copy.string(), "--plan", plan_path.string(), "-o", (dir / "out.img").string(),
+                                  "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(test::file_fingerprint(copy) == fingerprint);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc["verification"]["passed"] == true);
+    CHECK(doc["moves"]["done"].get<std::size_t>() > 0);
+    std::size_t of_record = 0;
+    for (const Move& m : plan.moves) of_record += m.mft_record == record && m.stream == "$DATA" ? 1 : 0;
+    REQUIRE(of_record > 0);
+    std::size_t encrypted = 0;
+    std::string reasons;
+    for (const auto& s : doc["skipped"])
+        if (s["mft_record"] == record) reasons += s["reason"].get<std::string>() + "; ";
+    INFO("record " << record << ": " << reasons);
+    for (const auto& s : doc["skipped"]) {
+        if (s["reason"] != "encrypted stream") continue;
+        CHECK(s["mft_record"] == record);
+        CHECK(s["stream"] == "$DATA");
+        ++encrypted;
+    }
+    CHECK(encrypted == of_record);
+    CHECK(doc["skipped_by_reason"]["encrypted stream"] == of_record);
+}
+
+TEST_CASE("apply moves a sparse stream only in whole compression units", "[apply][skip]") {
+    const OpenedImage opened = open_and_analyze(bare_image().string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    // mkimage's sparse file: data, a hole, data, in runs of whole compression units.
+    const auto sparse = std::find_if(map.streams.begin(), map.streams.end(), [](const Stream& s) {
+        return (s.flags & Stream::kSparse) != 0 && s.label() == "$DATA";
+    });
+    REQUIRE(sparse != map.streams.end());
+    const Extent& first = sparse->extents.front();
+    REQUIRE(first.lcn >= 0);
+    REQUIRE(first.clusters == 16);
+    // A free run for the destination, far from the source.
+    std::optional<std::int64_t> to;
+    for (const auto& run : map.free)
+        if (!to && run.upper() - run.lower() >= 16) to = run.lower();
+    REQUIRE(to);
+
+    const test::WorkDir dir("apply-sparse-unit");
+    Plan plan = read_plan(make_plan(bare_image(), dir / "p.json").string());
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    SECTION("half a compression unit is skipped") {
+        plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 8}};
+        const ApplyResult r = apply_to_copy(bare_image().string(), {}, plan, options);
+        CHECK(r.moves.done.empty());
+        REQUIRE(r.moves.skipped.size() == 1);
+        CHECK(r.moves.skipped[0].reason ==
+              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
+        REQUIRE(r.verification);
+        CHECK(r.verification->fragments_after == r.verification->fragments_before);
+    }
+    SECTION("a whole unit is moved and verified") {
+        plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 16}};
+        const ApplyResult r = apply_to_copy(bare_image().string(), {}, plan, options);
+        CHECK(r.moves.skipped.empty());
+        CHECK(r.moves.done.size() == 1);
+        CHECK(r.moves.bytes_copied == 16ull * map.cluster_size);
+        REQUIRE(r.verification);
+        const OpenedImage out = open_and_analyze(options.output);
+        const auto& streams = out.analysis->volumes.front().map.streams;
+        const auto moved = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) {
+            return s.mft_record == sparse->mft_record && s.label() == "$DATA";
+        });
+        REQUIRE(moved != streams.end());
+        CHECK(moved->extents.front() == Extent{0, *to, 16});
+    }
+}
+
+TEST_CASE("apply moves a compressed stream only in whole compression units", "[apply][skip]") {
+    const test::WorkDir dir("apply-compressed-unit");
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const std::uint64_t record = test::add_compressed_file(copy, "Packed", "random.bin", 48 * 4096);
+    const OpenedImage opened = open_and_analyze(copy.string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    const auto stream = std::find_if(map.streams.begin(), map.streams.end(), [&](const Stream& s) {
+        return s.mft_record == record && s.label() == "$DATA";
+    });
+    REQUIRE(stream != map.streams.end());
+    REQUIRE((stream->flags & Stream::kCompressed) != 0);
+    const Extent& first = stream->extents.front();
+    INFO("first run: LCN " << first.lcn << ", " << first.clusters << " clusters");
+    REQUIRE(first.lcn >= 0);
+    REQUIRE(first.clusters >= 16);
+    std::optional<std::int64_t> to;
+    for (const auto& run : map.free)
+        if (!to && run.upper() - run.lower() >= 16) to = run.lower();
+    REQUIRE(to);
+
+    Plan plan = read_plan(make_plan(copy, dir / "p.json").string());
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    SECTION("a piece not aligned to the unit is skipped") {
+        plan.moves = {Move{record, "$DATA", 8, first.lcn + 8, *to, 8}};
+        const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
+        CHECK(r.moves.done.empty());
+        REQUIRE(r.moves.skipped.size() == 1);
+        CHECK(r.moves.skipped[0].reason ==
+              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
+    }
+    SECTION("a whole unit is moved, and TSK reads the file as before") {
+        test::require_tools({"icat"});
+        plan.moves = {Move{record, "$DATA", 0, first.lcn, *to, 16}};
+        const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
+        CHECK(r.moves.done.size() == 1);
+        REQUIRE(r.verification);
+        CHECK(icat(options.output, 0, std::to_string(record)) == icat(copy, 0, std::to_string(record)));
+        CHECK(icat(copy, 0, std::to_string(record)).size() == 48 * 4096);
+    }
 }
