@@ -14,19 +14,31 @@ using Bytes = ByteSet::interval_type;
 
 std::uint64_t ceil_div(std::uint64_t value, std::uint64_t unit) { return value / unit + (value % unit != 0); }
 
-ByteSet placed_bytes(const std::vector<HostExtent>& runs) {
-    ByteSet placed;
-    for (const HostExtent& e : runs) placed.add(placed.end(), Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
-    return placed;
-}
-
-/// Each compressed cluster or grain is stored (and so copied) on its own: the granules
-/// the compressed ranges touch.
-std::uint64_t granules_touched(const ByteSet& set, std::uint64_t granule) {
+/// Adds to `out` the bytes of `stored` (disjoint ranges in guest order) that no run of
+/// `runs` (in guest order, each inside `stored`) places: the compressed data. Each
+/// compressed cluster or grain is stored (and so copied) on its own, so the transfers are
+/// the granules those bytes touch. One merged walk over both: O(ranges + runs).
+template <typename Ranges>
+void add_compressed(CopySource& out, const Ranges& stored, const std::vector<HostExtent>& runs,
+                    std::uint64_t granule) {
     const std::uint64_t g = std::max<std::uint64_t>(granule, 1);
-    std::uint64_t out = 0;
-    for (const auto& r : set) out += (r.upper() - 1) / g - r.lower() / g + 1;
-    return out;
+    const auto add = [&](std::uint64_t lo, std::uint64_t hi) {
+        if (lo >= hi) return;
+        out.compressed_bytes += hi - lo;
+        out.compressed_transfers += (hi - 1) / g - lo / g + 1;
+    };
+    auto run = runs.begin();
+    for (const auto& r : stored) {
+        std::uint64_t at = r.lower();
+        while (run != runs.end() && run->virtual_offset < r.upper()) {
+            if (run->virtual_offset + run->length > at) {
+                add(at, std::max(at, run->virtual_offset));
+                at = std::max(at, run->virtual_offset + run->length);
+            }
+            ++run;
+        }
+        add(at, r.upper());
+    }
 }
 
 /// Highest file index of `layer`'s runs, plus one: how many file numbers it takes.
@@ -69,10 +81,8 @@ void check_copy_options(const CopyOptions& options) {
 CopySource layer_copy_source(const Layer& layer) {
     CopySource out;
     out.runs = layer.host_extents;
-    out.copied = layer.allocated;
-    const ByteSet compressed = layer.allocated - placed_bytes(layer.host_extents);
-    out.compressed_bytes = boost::icl::length(compressed);
-    out.compressed_transfers = granules_touched(compressed, layer.granule_size);
+    out.copied.assign(layer.allocated.begin(), layer.allocated.end());
+    add_compressed(out, layer.allocated, layer.host_extents, layer.granule_size);
     return out;
 }
 
@@ -81,20 +91,21 @@ CopySource chain_copy_source(std::span<const Layer> layers) {
     ByteSet above;  // what the layers above store or declare zero: hidden below them
     std::uint32_t file_base = 0;
     std::vector<HostExtent> runs;
+    ByteSet copied;
     for (const Layer& layer : layers) {
         const ByteSet visible = layer.allocated - above;
+        std::vector<HostExtent> shown;  // the layer's runs clipped to what it shows
         for (const HostExtent& e : layer.host_extents) {
             const auto [first, last] = visible.equal_range(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
             for (auto it = first; it != last; ++it) {
                 const std::uint64_t lo = std::max(it->lower(), e.virtual_offset);
                 const std::uint64_t hi = std::min(it->upper(), e.virtual_offset + e.length);
-                if (lo < hi) runs.push_back({lo, e.file_offset + (lo - e.virtual_offset), hi - lo, file_base + e.file});
+                if (lo < hi) shown.push_back({lo, e.file_offset + (lo - e.virtual_offset), hi - lo, file_base + e.file});
             }
         }
-        const ByteSet compressed = visible - placed_bytes(layer.host_extents);
-        out.compressed_bytes += boost::icl::length(compressed);
-        out.compressed_transfers += granules_touched(compressed, layer.granule_size);
-        out.copied += visible;
+        add_compressed(out, visible, shown, layer.granule_size);
+        runs.insert(runs.end(), shown.begin(), shown.end());
+        copied += visible;
         above += layer.allocated;
         above += layer.zero;
         file_base += files_of(layer);
@@ -102,14 +113,15 @@ CopySource chain_copy_source(std::span<const Layer> layers) {
     std::sort(runs.begin(), runs.end(),
               [](const HostExtent& a, const HostExtent& b) { return a.virtual_offset < b.virtual_offset; });
     for (const HostExtent& e : runs) append_host_extent(out.runs, e);
+    out.copied.assign(copied.begin(), copied.end());
     return out;
 }
 
 CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
     CopyFigures out;
-    out.bytes = boost::icl::length(source.copied);
+    for (const auto& r : source.copied) out.bytes += r.upper() - r.lower();
     out.runs = source.runs.size();
-    out.relaid_runs = source.copied.iterative_size();
+    out.relaid_runs = source.copied.size();
     out.compressed_bytes = source.compressed_bytes;
     out.compressed_transfers = source.compressed_transfers;
     const double bytes = static_cast<double>(out.bytes);
@@ -144,6 +156,7 @@ CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
         next += ceil_div(end, kSectorBytes) * kSectorBytes;
     }
     std::vector<Io> ios;
+    ios.reserve(source.runs.size());
     for (const HostExtent& e : source.runs) add_reads(ios, base[e.file], e.file_offset, e.length, options.host_io_bytes);
     out.host_copy = summarize_ios(ios, options.devices);
     ios.clear();

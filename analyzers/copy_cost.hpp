@@ -57,7 +57,9 @@ struct CopySource {
     /// Maximal runs contiguous in guest order and in one file; `file` numbers the files of
     /// the layers read (for a chain: the layers' files one after another, top layer first).
     std::vector<HostExtent> runs;
-    ByteSet copied;                         ///< every byte the copy reads (placed or not)
+    /// Every byte the copy reads (placed or not): maximal ranges in guest order. A vector,
+    /// not a ByteSet: it is only walked, and a million ranges copy cheaper this way.
+    std::vector<ByteSet::interval_type> copied;
     std::uint64_t compressed_bytes = 0;     ///< of those, compressed: no contiguous host run
     std::uint64_t compressed_transfers = 0; ///< the compressed clusters/grains, one transfer each
 };

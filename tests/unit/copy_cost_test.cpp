@@ -60,7 +60,8 @@ std::uint64_t qemu_commands(const std::vector<test::QemuExtent>& map, std::uint6
                             const std::function<std::uint64_t(std::uint64_t)>& file_of) {
     std::vector<std::pair<std::uint64_t, HostExtent>> runs;  // (file, run)
     for (const auto& e : map) {
-        if (e.depth != 0 || !e.data || !e.offset) continue;
+        // Flat files' holes are "zero" data to qemu: nothing to copy.
+        if (e.depth != 0 || !e.data || e.zero || !e.offset) continue;
         const std::uint64_t file = file_of(e.start);
         if (!runs.empty() && runs.back().first == file &&
             runs.back().second.virtual_offset + runs.back().second.length == e.start &&
@@ -184,10 +185,7 @@ TEST_CASE("a full clone of a chain reads each byte from the topmost layer that h
                                               {7 * M, 0, 64 * K, 1},
                                               {7 * M + 64 * K, 7 * M + 64 * K, 1 * M - 64 * K, 2}};
     CHECK(source.runs == expected);
-    ByteSet copied;
-    copied.add(bytes(0, 5 * M));
-    copied.add(bytes(6 * M, 8 * M));
-    CHECK(source.copied == copied);
+    CHECK(source.copied == std::vector{bytes(0, 5 * M), bytes(6 * M, 8 * M)});
     const CopyFigures f = copy_figures(source, {});
     CHECK(at(f, 4 * M).commands == 6);
     CHECK(at(f, 4 * M).relaid_commands == 3);  // ⌈5/4⌉ + ⌈2/4⌉
@@ -274,6 +272,42 @@ TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[an
     CHECK(cost.chain.relaid_runs == 3);
     CHECK(at(cost.chain, 16 * M).commands == 4);
     CHECK(at(cost.chain, 16 * M).relaid_commands == 3);
+}
+
+TEST_CASE("a twoGbMaxExtentFlat VMDK: runs across its flat files, each file's physical extents",
+          "[analyzers][copy][qemu]") {
+    test::require_tools({"qemu-img", "qemu-io"});
+    const test::WorkDir dir("copy-flat");
+    const fs::path image = dir / "flat.vmdk";
+    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentFlat", image.string(),
+                  "5G"});
+    test::qemu_io(image, "vmdk", {"write -P 1 3G 1M", "write -P 2 2047M 2M", "write -P 3 0 1M"});
+    const auto map = test::qemu_map(image, "vmdk");
+    const auto file_of = [](std::uint64_t offset) { return offset / (2048 * M); };
+    const auto disk = open_image(image.string());
+    const ImageCopyCost cost = analyze_copy_cost(*disk);
+    for (const std::uint64_t t : {1 * M, 4 * M, 16 * M}) {
+        INFO("transfer " << t);
+        CHECK(at(cost.chain, t).commands == qemu_commands(map, t, file_of));
+    }
+    // A flat file holds the disk in place, so the runs are qemu's (one command each at the
+    // largest size; qemu also stores the first block of each file it creates). The write
+    // straddling the first two files is two runs, one range re-laid.
+    CHECK(cost.chain.runs == qemu_commands(map, std::uint64_t{1} << 62, file_of));
+    CHECK(cost.chain.relaid_runs == cost.chain.runs - 1);
+    // Three flat files, each with its own physical extents on the scratch file system.
+    REQUIRE(cost.physical.at(0).size() == 3);
+    std::uint64_t mapped = 0;
+    for (std::uint32_t i = 0; i < 3; ++i) {
+        const PhysicalFigures& p = cost.physical[0][i];
+        INFO(p.file.note);
+        CHECK(p.file.file == i);
+        REQUIRE(p.file.known());
+        CHECK(p.extents >= 1);
+        CHECK(p.file.path.find("flat-f00" + std::to_string(i + 1) + ".vmdk") != std::string::npos);
+        mapped += p.mapped_bytes;
+    }
+    CHECK(mapped >= 4 * M);  // at least the data written; the file system may map more
 }
 
 TEST_CASE("streamOptimized grains and compressed qcow2 clusters are transfers of their own",
