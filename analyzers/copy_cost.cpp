@@ -189,8 +189,11 @@ std::vector<CopyWarning> copy_warnings(const CopyFigures& figures) {
 
 PhysicalFigures physical_figures(const PhysicalFile& file) {
     PhysicalFigures out;
-    out.file = file;
-    out.file.extents.clear();
+    // Everything but the extents, which can be many and are summed up here.
+    out.file.file = file.file;
+    out.file.path = file.path;
+    out.file.note = file.note;
+    out.file.unplaced_extents = file.unplaced_extents;
     const PhysicalExtent* previous = nullptr;
     for (const PhysicalExtent& e : file.extents) {
         out.mapped_bytes += e.length;

@@ -53,16 +53,17 @@ const OffloadFigures& at(const CopyFigures& f, std::uint64_t transfer) {
     throw std::logic_error("unreachable");
 }
 
-/// Offload commands counted straight from qemu's map of depth-0 data: runs joined where
-/// both the disk offset and the file offset continue in the same file, each cut at
-/// `transfer`. `file_of` names the file a disk offset lies in (the descriptor's extents).
+/// Offload commands counted straight from qemu's map of depth-0 data (of every depth with
+/// `chain`: what qemu reads each range from): runs joined where both the disk offset and
+/// the file offset continue in the same file, each cut at `transfer`. `file_of` names the
+/// file of a layer a disk offset lies in (the descriptor's extents).
 std::uint64_t qemu_commands(const std::vector<test::QemuExtent>& map, std::uint64_t transfer,
-                            const std::function<std::uint64_t(std::uint64_t)>& file_of) {
+                            const std::function<std::uint64_t(std::uint64_t)>& file_of, bool chain = false) {
     std::vector<std::pair<std::uint64_t, HostExtent>> runs;  // (file, run)
     for (const auto& e : map) {
-        // Flat files' holes are "zero" data to qemu: nothing to copy.
-        if (e.depth != 0 || !e.data || e.zero || !e.offset) continue;
-        const std::uint64_t file = file_of(e.start);
+        // Flat files' holes and zero clusters are "zero" to qemu: nothing to copy.
+        if ((e.depth != 0 && !chain) || !e.data || e.zero || !e.offset) continue;
+        const std::uint64_t file = e.depth * 1000 + file_of(e.start);
         if (!runs.empty() && runs.back().first == file &&
             runs.back().second.virtual_offset + runs.back().second.length == e.start &&
             runs.back().second.file_offset + runs.back().second.length == *e.offset)
@@ -76,6 +77,21 @@ std::uint64_t qemu_commands(const std::vector<test::QemuExtent>& map, std::uint6
 }
 
 std::uint64_t one_file(std::uint64_t) { return 0; }
+
+/// Offload commands of the data qemu maps in any layer, laid out contiguously.
+std::uint64_t qemu_relaid_commands(const std::vector<test::QemuExtent>& map, std::uint64_t transfer) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (const auto& e : map) {
+        if (!e.data || e.zero) continue;
+        if (!ranges.empty() && ranges.back().second == e.start)
+            ranges.back().second += e.length;
+        else
+            ranges.push_back({e.start, e.start + e.length});
+    }
+    std::uint64_t commands = 0;
+    for (const auto& [lo, hi] : ranges) commands += (hi - lo + transfer - 1) / transfer;
+    return commands;
+}
 
 /// 48 writes of 512 KiB at shuffled 512 KiB slots of a 64 MiB disk: qemu allocates in
 /// write order, so neighbours on the disk lie apart in the file.
@@ -274,6 +290,32 @@ TEST_CASE("offload commands of qcow2, VMDK and VHD written out of order equal qe
         }
         CHECK(relaid.warnings.empty());
     }
+}
+
+TEST_CASE("a qcow2 chain is counted as a full clone reads it, each range from its layer's file",
+          "[analyzers][copy][qemu]") {
+    test::require_tools({"qemu-img", "qemu-io"});
+    const test::WorkDir dir("copy-chain");
+    const fs::path base = dir / "base.qcow2", top = dir / "top.qcow2";
+    test::run_ok({"qemu-img", "create", "-q", "-f", "qcow2", base.string(), "64M"});
+    test::qemu_io(base, "qcow2", shuffled_writes());
+    test::run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", base.string(), "-F", "qcow2", top.string()});
+    // The top layer hides part of the base with data and part with declared zeros.
+    test::qemu_io(top, "qcow2", {"write -P 9 40M 3M", "write -P 8 1M 1M", "write -z 20M 2M"});
+    const auto map = test::qemu_map(top, "qcow2");
+    REQUIRE(std::ranges::any_of(map, [](const test::QemuExtent& e) { return e.depth == 1 && e.data; }));
+    const auto disk = open_image(top.string());
+    REQUIRE(disk->layers().size() == 2);
+    const ImageCopyCost cost = analyze_copy_cost(*disk);
+    for (const std::uint64_t t : {1 * M, 4 * M, 16 * M}) {
+        INFO("transfer " << t);
+        CHECK(at(cost.chain, t).commands == qemu_commands(map, t, one_file, true));
+        CHECK(at(cost.chain, t).relaid_commands == qemu_relaid_commands(map, t));
+    }
+    // Each layer on its own: the top holds 4 MiB in two runs; the base all its writes.
+    CHECK(cost.layers[0].bytes == 4 * M);
+    CHECK(cost.layers[1].bytes == 48 * 512 * K);
+    CHECK(cost.chain.bytes < cost.layers[0].bytes + cost.layers[1].bytes);
 }
 
 TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[analyzers][copy][qemu]") {
