@@ -25,6 +25,7 @@
 #include "core/image/unique_fd.hpp"
 #include "support/fixtures.hpp"
 #include "support/qemu_tools.hpp"
+#include "support/vhdx_writer.hpp"
 
 using namespace guestfrag;
 namespace fs = std::filesystem;
@@ -316,6 +317,46 @@ TEST_CASE("a qcow2 chain is counted as a full clone reads it, each range from it
     CHECK(cost.layers[0].bytes == 4 * M);
     CHECK(cost.layers[1].bytes == 48 * 512 * K);
     CHECK(cost.chain.bytes < cost.layers[0].bytes + cost.layers[1].bytes);
+}
+
+TEST_CASE("VHDX blocks the BAT lists in reverse are one command each, two re-laid", "[analyzers][copy][vhdx]") {
+    // qemu-img map gives no VHDX offsets: the writer's own block placement is the oracle.
+    const test::WorkDir dir("copy-vhdx");
+    const fs::path image = dir / "reversed.vhdx";
+    test::VhdxSpec spec;
+    spec.virtual_size = 16 * M;
+    test::VhdxWriter writer(spec);
+    const std::vector<std::byte> data(2 * M, std::byte{0x5a});
+    for (std::uint64_t block = 0; block < 3; ++block) writer.write(block * 2 * M, data);
+    const test::VhdxLayout layout = writer.save(image);
+    REQUIRE(layout.block_offsets.size() == 3);
+    // Swap the BAT entries of blocks 0 and 2 (the BAT carries no checksum).
+    const auto entry_at = [&](std::uint64_t block) {
+        return static_cast<std::streamoff>(layout.bat_offset + 8 * writer.payload_index(block));
+    };
+    {
+        std::fstream f(image, std::ios::in | std::ios::out | std::ios::binary);
+        char first[8], last[8];
+        f.seekg(entry_at(0)).read(first, 8);
+        f.seekg(entry_at(2)).read(last, 8);
+        f.seekp(entry_at(0)).write(last, 8);
+        f.seekp(entry_at(2)).write(first, 8);
+        REQUIRE(f.good());
+    }
+    const ImageCopyCost cost = analyze_copy_cost(*open_image(image.string()));
+    CHECK(cost.chain.bytes == 6 * M);
+    // Block 1 stays between 0 and 2 in the file, so no two neighbours continue each other.
+    CHECK(cost.chain.runs == 3);
+    CHECK(at(cost.chain, 4 * M).commands == 3);
+    CHECK(at(cost.chain, 4 * M).relaid_commands == 2);
+    CHECK(at(cost.chain, 1 * M).commands == 6);
+    CHECK(at(cost.chain, 1 * M).relaid_commands == 6);
+    CHECK(at(cost.chain, 16 * M).relaid_commands == 1);
+    // 2 MiB reads: block 0 at the file's last block, block 1 behind it, block 2 behind that.
+    CHECK(cost.chain.host_copy.ios == 3);
+    CHECK(cost.chain.host_copy.sequential == 0);
+    CHECK(cost.chain.host_copy_relaid.sequential == 2);
+    CHECK(cost.warnings.size() == 1);  // 3 against 1 at 16 MiB
 }
 
 TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[analyzers][copy][qemu]") {
