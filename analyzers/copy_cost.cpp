@@ -72,8 +72,9 @@ void check_copy_options(const CopyOptions& options) {
     if (options.transfer_sizes.empty()) throw Error(ErrorKind::Unsupported, "no transfer size given");
     for (const std::uint64_t t : options.transfer_sizes)
         if (t == 0 || t % kSectorBytes != 0 || t > 16 * kCopyMiB)
-            throw Error(ErrorKind::Unsupported, "transfer size " + std::to_string(t) +
-                                                    " bytes: give a multiple of 512 bytes up to 16 MiB (ESXi's largest)");
+            throw Error(ErrorKind::Unsupported,
+                        "transfer size " + std::to_string(t) +
+                            " bytes: give a multiple of 512 bytes up to 16 MiB (ESXi's largest)");
     if (options.host_io_bytes == 0 || options.host_io_bytes % kSectorBytes != 0)
         throw Error(ErrorKind::Unsupported, "host copy IO size must be a positive multiple of 512 bytes");
 }
@@ -96,11 +97,14 @@ CopySource chain_copy_source(std::span<const Layer> layers) {
         const ByteSet visible = layer.allocated - above;
         std::vector<HostExtent> shown;  // the layer's runs clipped to what it shows
         for (const HostExtent& e : layer.host_extents) {
-            const auto [first, last] = visible.equal_range(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
+            const auto [first, last] =
+                visible.equal_range(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
             for (auto it = first; it != last; ++it) {
                 const std::uint64_t lo = std::max(it->lower(), e.virtual_offset);
                 const std::uint64_t hi = std::min(it->upper(), e.virtual_offset + e.length);
-                if (lo < hi) shown.push_back({lo, e.file_offset + (lo - e.virtual_offset), hi - lo, file_base + e.file});
+                if (lo < hi)
+                    shown.push_back(
+                        {lo, e.file_offset + (lo - e.virtual_offset), hi - lo, file_base + e.file});
             }
         }
         add_compressed(out, visible, shown, layer.granule_size);
@@ -126,7 +130,8 @@ CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
     out.compressed_transfers = source.compressed_transfers;
     const double bytes = static_cast<double>(out.bytes);
     const auto seconds = [&](std::uint64_t commands) {
-        return static_cast<double>(commands) * options.preset.command_seconds + bytes * options.preset.byte_seconds;
+        return static_cast<double>(commands) * options.preset.command_seconds +
+               bytes * options.preset.byte_seconds;
     };
     for (const std::uint64_t t : options.transfer_sizes) {
         OffloadFigures f;
@@ -135,7 +140,8 @@ CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
         for (const HostExtent& e : source.runs) f.commands += ceil_div(e.length, f.command_limit);
         f.compressed_commands = source.compressed_transfers;
         f.commands += f.compressed_commands;
-        for (const auto& r : source.copied) f.relaid_commands += ceil_div(r.upper() - r.lower(), f.command_limit);
+        for (const auto& r : source.copied)
+            f.relaid_commands += ceil_div(r.upper() - r.lower(), f.command_limit);
         if (f.commands > 0) f.average_bytes = bytes / static_cast<double>(f.commands);
         if (f.relaid_commands > 0) f.relaid_average_bytes = bytes / static_cast<double>(f.relaid_commands);
         f.seconds = seconds(f.commands);
@@ -157,7 +163,8 @@ CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
     }
     std::vector<Io> ios;
     ios.reserve(source.runs.size());
-    for (const HostExtent& e : source.runs) add_reads(ios, base[e.file], e.file_offset, e.length, options.host_io_bytes);
+    for (const HostExtent& e : source.runs)
+        add_reads(ios, base[e.file], e.file_offset, e.length, options.host_io_bytes);
     out.host_copy = summarize_ios(ios, options.devices);
     ios.clear();
     std::uint64_t at = 0;
@@ -174,16 +181,19 @@ std::vector<CopyWarning> copy_warnings(const CopyFigures& figures) {
     for (const OffloadFigures& f : figures.offload) {
         if (f.relaid_commands == 0 || f.commands < 2 * f.relaid_commands) continue;
         // The largest ratio, compared without division: a/b > c/d ⇔ a·d > c·b.
-        if (worst == nullptr || static_cast<double>(f.commands) * static_cast<double>(worst->relaid_commands) >
-                                    static_cast<double>(worst->commands) * static_cast<double>(f.relaid_commands))
+        if (worst == nullptr ||
+            static_cast<double>(f.commands) * static_cast<double>(worst->relaid_commands) >
+                static_cast<double>(worst->commands) * static_cast<double>(f.relaid_commands))
             worst = &f;
     }
     if (worst == nullptr) return {};
     char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.1f", static_cast<double>(worst->commands) / static_cast<double>(worst->relaid_commands));
+    std::snprintf(ratio, sizeof ratio, "%.1f",
+                  static_cast<double>(worst->commands) / static_cast<double>(worst->relaid_commands));
     return {{"COPY_LAYOUT_SCATTERED",
-             "at " + size_text(worst->transfer_size) + " transfers a full copy issues " + std::to_string(worst->commands) +
-                 " offload commands, " + ratio + "x the " + std::to_string(worst->relaid_commands) +
+             "at " + size_text(worst->transfer_size) + " transfers a full copy issues " +
+                 std::to_string(worst->commands) + " offload commands, " + ratio + "x the " +
+                 std::to_string(worst->relaid_commands) +
                  " of the same data laid out contiguously: cloning or converting the image re-lays it"}};
 }
 

@@ -60,8 +60,8 @@ struct CopySource {
     /// Every byte the copy reads (placed or not): maximal ranges in guest order. A vector,
     /// not a ByteSet: it is only walked, and a million ranges copy cheaper this way.
     std::vector<ByteSet::interval_type> copied;
-    std::uint64_t compressed_bytes = 0;     ///< of those, compressed: no contiguous host run
-    std::uint64_t compressed_transfers = 0; ///< the compressed clusters/grains, one transfer each
+    std::uint64_t compressed_bytes = 0;      ///< of those, compressed: no contiguous host run
+    std::uint64_t compressed_transfers = 0;  ///< the compressed clusters/grains, one transfer each
 };
 
 /// Layer `layer` copied on its own (a delta, a template): its allocated data.
@@ -78,18 +78,18 @@ struct OffloadFigures {
     std::uint64_t command_limit = 0;  ///< the largest command: transfer_size, or the VMFS5 cap
     std::uint64_t commands = 0;       ///< now: every run cut at command_limit, plus compressed transfers
     std::uint64_t compressed_commands = 0;  ///< of those, one per compressed cluster/grain
-    double average_bytes = 0;         ///< copied bytes / commands (0 without commands)
-    double seconds = 0;               ///< preset: commands · command_seconds + bytes · byte_seconds
-    std::uint64_t relaid_commands = 0;  ///< the same data contiguous in guest order
+    double average_bytes = 0;               ///< copied bytes / commands (0 without commands)
+    double seconds = 0;                     ///< preset: commands · command_seconds + bytes · byte_seconds
+    std::uint64_t relaid_commands = 0;      ///< the same data contiguous in guest order
     double relaid_average_bytes = 0;
     double relaid_seconds = 0;
 };
 
 /// The copy model's answer for one CopySource.
 struct CopyFigures {
-    std::uint64_t bytes = 0;          ///< bytes copied
-    std::uint64_t runs = 0;           ///< host runs now
-    std::uint64_t relaid_runs = 0;    ///< guest-contiguous ranges: the runs of a re-laid copy
+    std::uint64_t bytes = 0;        ///< bytes copied
+    std::uint64_t runs = 0;         ///< host runs now
+    std::uint64_t relaid_runs = 0;  ///< guest-contiguous ranges: the runs of a re-laid copy
     std::uint64_t compressed_bytes = 0;
     std::uint64_t compressed_transfers = 0;
     std::vector<OffloadFigures> offload;  ///< one per transfer size, in the order asked

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     layer.granule_size = 64 << 10;
     for (std::uint64_t i = 0; i < runs; ++i) {
         layer.host_extents.push_back({i * kSlot, place[i] * kRun, kRun, 0});
-        layer.allocated.add(layer.allocated.end(), ByteSet::interval_type::right_open(i * kSlot, i * kSlot + kRun));
+        layer.allocated.add(layer.allocated.end(),
+                            ByteSet::interval_type::right_open(i * kSlot, i * kSlot + kRun));
     }
     const long baseline_kib = peak_rss_kib();
     double best = 1e300;
@@ -48,11 +49,12 @@ int main(int argc, char** argv) {
         const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
         best = std::min(best, elapsed.count());
     }
-    std::printf("{\"runs\": %llu, \"virtual_bytes\": %llu, \"commands_4MiB\": %llu, \"host_reads\": %llu, "
-                "\"best_seconds\": %.3f, \"peak_rss_bytes\": %ld, \"rss_over_layer_bytes\": %ld}\n",
-                static_cast<unsigned long long>(figures.runs), static_cast<unsigned long long>(runs * kSlot),
-                static_cast<unsigned long long>(figures.offload.at(1).commands),
-                static_cast<unsigned long long>(figures.host_copy.ios), best, peak_rss_kib() * 1024,
-                (peak_rss_kib() - baseline_kib) * 1024);
+    std::printf(
+        "{\"runs\": %llu, \"virtual_bytes\": %llu, \"commands_4MiB\": %llu, \"host_reads\": %llu, "
+        "\"best_seconds\": %.3f, \"peak_rss_bytes\": %ld, \"rss_over_layer_bytes\": %ld}\n",
+        static_cast<unsigned long long>(figures.runs), static_cast<unsigned long long>(runs * kSlot),
+        static_cast<unsigned long long>(figures.offload.at(1).commands),
+        static_cast<unsigned long long>(figures.host_copy.ios), best, peak_rss_kib() * 1024,
+        (peak_rss_kib() - baseline_kib) * 1024);
     return 0;
 }

@@ -128,7 +128,12 @@ void print_copy(std::ostream& out, const ImageAnalysis& a) {
     for (std::size_t i = 0; i < c.physical.size(); ++i)
         for (const PhysicalFigures& p : c.physical[i])
             row(out, "Layer " + std::to_string(a.layers[i].depth) + " physical extents",
-                (p.file.known() ? std::to_string(p.extents) + " on the host device (FIEMAP)" : "unknown: " + p.file.note) +
+                (p.file.known() ? std::to_string(p.extents) + " on the host device (FIEMAP" +
+                                      (p.file.unplaced_extents != 0
+                                           ? "; " + std::to_string(p.file.unplaced_extents) + " not placed yet"
+                                           : std::string()) +
+                                      ")"
+                                : "unknown: " + p.file.note) +
                     ": " + p.file.path);
     for (const CopyWarning& w : c.warnings) out << "  " << pad(w.code, 26) << w.message << '\n';
 }

@@ -18,7 +18,8 @@ Json io_stats_json(const IoStats& s) {
     r["sequential_percent"] = s.sequential_percent;
     r["device_seconds"] = {
         {"hdd", s.device_seconds.hdd}, {"ssd", s.device_seconds.ssd}, {"array", s.device_seconds.array}};
-    r["histograms"] = {{"ioLength", histogram_json(s.io_length)}, {"seekDistance", histogram_json(s.seek_distance)}};
+    r["histograms"] = {{"ioLength", histogram_json(s.io_length)},
+                       {"seekDistance", histogram_json(s.seek_distance)}};
     return r;
 }
 

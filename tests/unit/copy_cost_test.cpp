@@ -35,14 +35,17 @@ namespace {
 
 constexpr std::uint64_t K = 1024, M = K * K;
 
-ByteSet::interval_type bytes(std::uint64_t lo, std::uint64_t hi) { return ByteSet::interval_type::right_open(lo, hi); }
+ByteSet::interval_type bytes(std::uint64_t lo, std::uint64_t hi) {
+    return ByteSet::interval_type::right_open(lo, hi);
+}
 
 /// A layer of 64 KiB granules with `runs` placed and `compressed` stored without a place.
 Layer layer_of(const std::vector<HostExtent>& runs, const ByteSet& compressed = {}) {
     Layer layer;
     layer.granule_size = 64 * K;
     layer.host_extents = runs;
-    for (const HostExtent& e : runs) layer.allocated.add(bytes(e.virtual_offset, e.virtual_offset + e.length));
+    for (const HostExtent& e : runs)
+        layer.allocated.add(bytes(e.virtual_offset, e.virtual_offset + e.length));
     layer.allocated += compressed;
     return layer;
 }
@@ -104,7 +107,8 @@ std::vector<std::string> shuffled_writes() {
     slots.resize(48);
     std::vector<std::string> writes;
     for (const std::uint64_t s : slots)
-        writes.push_back("write -P " + std::to_string(1 + s % 250) + " " + std::to_string(s * 512 * K) + " 512K");
+        writes.push_back("write -P " + std::to_string(1 + s % 250) + " " + std::to_string(s * 512 * K) +
+                         " 512K");
     return writes;
 }
 
@@ -140,8 +144,10 @@ TEST_CASE("offload commands, averages and times of a hand-built layer", "[analyz
     CHECK(at(f, 4 * M).average_bytes == Approx(static_cast<double>(copied) / 10));
     CHECK(at(f, 4 * M).relaid_average_bytes == Approx(static_cast<double>(copied) / 4));
     const OffloadPreset p = kAllFlashVsphere6;
-    CHECK(at(f, 4 * M).seconds == Approx(10 * p.command_seconds + static_cast<double>(copied) * p.byte_seconds));
-    CHECK(at(f, 4 * M).relaid_seconds == Approx(4 * p.command_seconds + static_cast<double>(copied) * p.byte_seconds));
+    CHECK(at(f, 4 * M).seconds ==
+          Approx(10 * p.command_seconds + static_cast<double>(copied) * p.byte_seconds));
+    CHECK(at(f, 4 * M).relaid_seconds ==
+          Approx(4 * p.command_seconds + static_cast<double>(copied) * p.byte_seconds));
     CHECK(at(f, 8 * M).commands == 9);
     CHECK(at(f, 8 * M).relaid_commands == 3);
     CHECK(at(f, 16 * M).commands == 9);
@@ -164,8 +170,8 @@ TEST_CASE("offload commands, averages and times of a hand-built layer", "[analyz
 }
 
 TEST_CASE("a host-side copy reads the runs in guest order, files one after another", "[analyzers][copy]") {
-    const Layer layer = layer_of({{0, 1 * M, 5 * M, 0}, {5 * M, 10 * M, 2 * M, 0}, {8 * M, 12 * M, 1 * M, 0},
-                                  {9 * M, 0, 512 * K, 1}});
+    const Layer layer = layer_of(
+        {{0, 1 * M, 5 * M, 0}, {5 * M, 10 * M, 2 * M, 0}, {8 * M, 12 * M, 1 * M, 0}, {9 * M, 0, 512 * K, 1}});
     const CopyFigures f = copy_figures(layer_copy_source(layer), {});
     // File 0 ends at 13 MiB, so file 1 starts there. Reads of at most 2 MiB:
     // 1M+2M, 3M+2M, 5M+1M | 10M+2M | 12M+1M | 13M+512K; only 5M → 10M is not sequential.
@@ -188,19 +194,18 @@ TEST_CASE("a host-side copy reads the runs in guest order, files one after anoth
     CHECK(now.device_seconds.hdd > relaid.device_seconds.hdd);  // one seek more, same bytes
 }
 
-TEST_CASE("a full clone of a chain reads each byte from the topmost layer that holds it", "[analyzers][copy]") {
+TEST_CASE("a full clone of a chain reads each byte from the topmost layer that holds it",
+          "[analyzers][copy]") {
     Layer base = layer_of({{0, 0, 8 * M, 0}});
     Layer top = layer_of({{2 * M, 64 * K, 1 * M, 0}, {7 * M, 0, 64 * K, 1}});
     top.zero.add(bytes(5 * M, 6 * M));  // declared zero: nothing is copied, the base is hidden
     const std::vector<Layer> chain = {top, base};
     const CopySource source = chain_copy_source(chain);
     // The top layer takes files 0 and 1, so the base's only file is 2.
-    const std::vector<HostExtent> expected = {{0, 0, 2 * M, 2},
-                                              {2 * M, 64 * K, 1 * M, 0},
-                                              {3 * M, 3 * M, 2 * M, 2},
-                                              {6 * M, 6 * M, 1 * M, 2},
-                                              {7 * M, 0, 64 * K, 1},
-                                              {7 * M + 64 * K, 7 * M + 64 * K, 1 * M - 64 * K, 2}};
+    const std::vector<HostExtent> expected = {
+        {0, 0, 2 * M, 2},         {2 * M, 64 * K, 1 * M, 0},
+        {3 * M, 3 * M, 2 * M, 2}, {6 * M, 6 * M, 1 * M, 2},
+        {7 * M, 0, 64 * K, 1},    {7 * M + 64 * K, 7 * M + 64 * K, 1 * M - 64 * K, 2}};
     CHECK(source.runs == expected);
     CHECK(source.copied == std::vector{bytes(0, 5 * M), bytes(6 * M, 8 * M)});
     const CopyFigures f = copy_figures(source, {});
@@ -300,7 +305,8 @@ TEST_CASE("a qcow2 chain is counted as a full clone reads it, each range from it
     const fs::path base = dir / "base.qcow2", top = dir / "top.qcow2";
     test::run_ok({"qemu-img", "create", "-q", "-f", "qcow2", base.string(), "64M"});
     test::qemu_io(base, "qcow2", shuffled_writes());
-    test::run_ok({"qemu-img", "create", "-q", "-f", "qcow2", "-b", base.string(), "-F", "qcow2", top.string()});
+    test::run_ok(
+        {"qemu-img", "create", "-q", "-f", "qcow2", "-b", base.string(), "-F", "qcow2", top.string()});
     // The top layer hides part of the base with data and part with declared zeros.
     test::qemu_io(top, "qcow2", {"write -P 9 40M 3M", "write -P 8 1M 1M", "write -z 20M 2M"});
     const auto map = test::qemu_map(top, "qcow2");
@@ -319,7 +325,8 @@ TEST_CASE("a qcow2 chain is counted as a full clone reads it, each range from it
     CHECK(cost.chain.bytes < cost.layers[0].bytes + cost.layers[1].bytes);
 }
 
-TEST_CASE("VHDX blocks the BAT lists in reverse are one command each, two re-laid", "[analyzers][copy][vhdx]") {
+TEST_CASE("VHDX blocks the BAT lists in reverse are one command each, two re-laid",
+          "[analyzers][copy][vhdx]") {
     // qemu-img map gives no VHDX offsets: the writer's own block placement is the oracle.
     const test::WorkDir dir("copy-vhdx");
     const fs::path image = dir / "reversed.vhdx";
@@ -363,8 +370,8 @@ TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[an
     test::require_tools({"qemu-img", "qemu-io"});
     const test::WorkDir dir("copy-split");
     const fs::path image = dir / "split.vmdk";
-    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentSparse", image.string(),
-                  "5G"});
+    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentSparse",
+                  image.string(), "5G"});
     // The second write straddles the first two extent files (2 GiB each in the descriptor).
     test::qemu_io(image, "vmdk", {"write -P 1 3G 1M", "write -P 2 2047M 2M", "write -P 3 0 1M"});
     const auto map = test::qemu_map(image, "vmdk");
@@ -387,8 +394,8 @@ TEST_CASE("a twoGbMaxExtentFlat VMDK: runs across its flat files, each file's ph
     test::require_tools({"qemu-img", "qemu-io"});
     const test::WorkDir dir("copy-flat");
     const fs::path image = dir / "flat.vmdk";
-    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentFlat", image.string(),
-                  "5G"});
+    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentFlat",
+                  image.string(), "5G"});
     test::qemu_io(image, "vmdk", {"write -P 1 3G 1M", "write -P 2 2047M 2M", "write -P 3 0 1M"});
     const auto map = test::qemu_map(image, "vmdk");
     const auto file_of = [](std::uint64_t offset) { return offset / (2048 * M); };
@@ -430,8 +437,8 @@ TEST_CASE("streamOptimized grains and compressed qcow2 clusters are transfers of
         std::vector<std::string> options;
         std::uint64_t granule;
     };
-    for (const Case& c : {Case{"qcow2", {"-c"}, 64 * K},
-                          Case{"vmdk", {"-o", "subformat=streamOptimized"}, 64 * K}}) {
+    for (const Case& c :
+         {Case{"qcow2", {"-c"}, 64 * K}, Case{"vmdk", {"-o", "subformat=streamOptimized"}, 64 * K}}) {
         INFO(c.format);
         const fs::path image = dir / ("packed." + c.format);
         std::vector<std::string> argv{"qemu-img", "convert", "-f", "raw", "-O", c.format};
@@ -487,7 +494,8 @@ TEST_CASE("FIEMAP extents of a raw file fragmented on purpose equal filefrag -v"
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);)
         if (std::regex_search(line, m, row))
-            expected.push_back({std::stoull(m[1]) * block, std::stoull(m[3]) * block, std::stoull(m[5]) * block});
+            expected.push_back(
+                {std::stoull(m[1]) * block, std::stoull(m[3]) * block, std::stoull(m[5]) * block});
     REQUIRE(!expected.empty());
     CHECK(got.extents == expected);
 
@@ -535,8 +543,8 @@ TEST_CASE("analyze reports the copy figures and warns when the layout scatters a
     const test::WorkDir dir("copy-cli");
     const fs::path image = dir / "disk.qcow2";
     // Out-of-order writes from 8 coroutines scatter 4 KiB clusters in the file.
-    test::run_ok({"qemu-img", "convert", "-W", "-m", "8", "-f", "raw", "-O", "qcow2", "-o", "cluster_size=4096",
-                  raw.string(), image.string()});
+    test::run_ok({"qemu-img", "convert", "-W", "-m", "8", "-f", "raw", "-O", "qcow2", "-o",
+                  "cluster_size=4096", raw.string(), image.string()});
     const auto map = test::qemu_map(image, "qcow2");
 
     const auto r = test::run_cli({"analyze", image.string(), "--json", "--transfer-size", "2M,16M"});
