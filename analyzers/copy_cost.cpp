@@ -83,7 +83,7 @@ CopySource layer_copy_source(const Layer& layer) {
     CopySource out;
     out.runs = layer.host_extents;
     out.copied.assign(layer.allocated.begin(), layer.allocated.end());
-    add_compressed(out, layer.allocated, layer.host_extents, layer.granule_size);
+    add_compressed(out, layer.allocated, layer.host_extents, layer.growth_granule());
     return out;
 }
 
@@ -107,7 +107,7 @@ CopySource chain_copy_source(std::span<const Layer> layers) {
                         {lo, e.file_offset + (lo - e.virtual_offset), hi - lo, file_base + e.file});
             }
         }
-        add_compressed(out, visible, shown, layer.granule_size);
+        add_compressed(out, visible, shown, layer.growth_granule());
         runs.insert(runs.end(), shown.begin(), shown.end());
         copied += visible;
         above += layer.allocated;
