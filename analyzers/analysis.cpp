@@ -6,13 +6,15 @@
 
 namespace guestfrag {
 
-ImageAnalysis analyze_image(const DiskImage& image, std::optional<int> only_partition, const Progress& progress) {
+ImageAnalysis analyze_image(const DiskImage& image, std::optional<int> only_partition, const Progress& progress,
+                            const CopyOptions& copy) {
     ImageAnalysis result;
     result.path = image.path();
     result.format = image.format();
     result.virtual_size = image.size();
     result.layers = image.layers();
     for (const Layer& layer : result.layers) result.host.push_back(analyze_host_layout(layer, 0, result.virtual_size));
+    result.copy = analyze_copy_cost(image, copy);
     result.table = read_partitions(image);
 
     bool found_requested = false;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzers/copy_cost.hpp"
 #include "analyzers/fragmentation.hpp"
 #include "analyzers/layer_usage.hpp"
 #include "core/image/disk_image.hpp"
@@ -31,6 +32,7 @@ struct ImageAnalysis {
     std::uint64_t virtual_size = 0;
     std::vector<Layer> layers;
     std::vector<HostLayout> host;  ///< per layer, over the whole disk
+    ImageCopyCost copy;            ///< what the file's layout costs a full copy (docs/copy.md)
     PartitionTable table;
     std::vector<VolumeAnalysis> volumes;  ///< NTFS partitions, in partition order
 };
@@ -38,8 +40,9 @@ struct ImageAnalysis {
 /// Reads the partition table and every NTFS volume of `image` (or only partition
 /// `only_partition`) and computes their metrics. Throws Error: Unsupported when no NTFS
 /// volume is found or the requested partition does not exist or is not NTFS, and whatever
-/// read_partitions / read_ntfs_volume throw. Progress is reported per volume in MFT records.
+/// read_partitions / read_ntfs_volume throw, and check_copy_options for bad `copy`.
+/// Progress is reported per volume in MFT records.
 [[nodiscard]] ImageAnalysis analyze_image(const DiskImage& image, std::optional<int> only_partition = {},
-                                          const Progress& progress = {});
+                                          const Progress& progress = {}, const CopyOptions& copy = {});
 
 }  // namespace guestfrag

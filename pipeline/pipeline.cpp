@@ -29,8 +29,8 @@ std::vector<std::string> layer_warnings(const DiskImage& image) {
 }
 
 OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition,
-                           const Progress& progress) {
-    auto analysis = std::make_shared<const ImageAnalysis>(analyze_image(*image, partition, progress));
+                           const Progress& progress, const CopyOptions& copy) {
+    auto analysis = std::make_shared<const ImageAnalysis>(analyze_image(*image, partition, progress, copy));
     return {std::move(image), std::move(analysis)};
 }
 

@@ -43,9 +43,10 @@ struct OpenedImage {
 [[nodiscard]] std::vector<std::string> layer_warnings(const DiskImage& image);
 
 /// analyze_image over an image the caller opened itself (e.g. behind a ThrottledImage);
-/// the result shares ownership of `image`. Throws as analyze_image does.
+/// the result shares ownership of `image`; `copy` sets the copy model (ImageAnalysis::copy).
+/// Throws as analyze_image does.
 [[nodiscard]] OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition = {},
-                                         const Progress& progress = {});
+                                         const Progress& progress = {}, const CopyOptions& copy = {});
 
 /// A plan for one volume and the volume as the plan leaves it. The plan's summary is
 /// complete (free-space figures included) and the plan has passed the validator.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/analysis_json.hpp"
 
+#include "app/cli/io_stats_json.hpp"
+
 namespace guestfrag::cli {
 namespace {
 
@@ -15,6 +17,56 @@ Json layer_json(const Layer& layer, const HostLayout& host) {
             {"allocated_bytes", layer.allocated_bytes()},
             {"warnings", layer.warnings},
             {"host", host_layout_json(host)}};
+}
+
+Json copy_figures_json(const CopyFigures& c) {
+    Json offload = Json::array();
+    for (const OffloadFigures& f : c.offload)
+        offload.push_back({{"transfer_size", f.transfer_size},
+                           {"command_limit", f.command_limit},
+                           {"now",
+                            {{"commands", f.commands},
+                             {"compressed_commands", f.compressed_commands},
+                             {"average_bytes", f.average_bytes},
+                             {"seconds", f.seconds}}},
+                           {"relaid",
+                            {{"commands", f.relaid_commands},
+                             {"average_bytes", f.relaid_average_bytes},
+                             {"seconds", f.relaid_seconds}}}});
+    return {{"bytes", c.bytes},
+            {"runs", c.runs},
+            {"relaid_runs", c.relaid_runs},
+            {"compressed_bytes", c.compressed_bytes},
+            {"compressed_transfers", c.compressed_transfers},
+            {"offload", std::move(offload)},
+            {"host_copy", {{"now", io_stats_json(c.host_copy)}, {"relaid", io_stats_json(c.host_copy_relaid)}}}};
+}
+
+Json physical_json(const std::vector<PhysicalFigures>& files) {
+    Json out = Json::array();
+    for (const PhysicalFigures& p : files) {
+        Json j = {{"file", p.file.file}, {"path", p.file.path}, {"known", p.file.known()}};
+        if (p.file.known())
+            j.update({{"extents", p.extents}, {"mapped_bytes", p.mapped_bytes}, {"unplaced_extents", p.file.unplaced_extents}});
+        else
+            j["note"] = p.file.note;
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+Json copy_json(const ImageAnalysis& a) {
+    const ImageCopyCost& c = a.copy;
+    Json layers = Json::array();
+    for (std::size_t i = 0; i < c.layers.size(); ++i) {
+        Json j = {{"depth", a.layers[i].depth}};
+        j.update(copy_figures_json(c.layers[i]));
+        j["physical_files"] = physical_json(c.physical[i]);
+        layers.push_back(std::move(j));
+    }
+    Json warnings = Json::array();
+    for (const CopyWarning& w : c.warnings) warnings.push_back({{"code", w.code}, {"message", w.message}});
+    return {{"chain", copy_figures_json(c.chain)}, {"layers", std::move(layers)}, {"warnings", std::move(warnings)}};
 }
 
 Json stream_json(const VolumeMap& map, const Stream& s) {
@@ -143,7 +195,8 @@ Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
              {{"path", a.path},
               {"format", format_name(a.format)},
               {"virtual_size", a.virtual_size},
-              {"layers", layers}}},
+              {"layers", layers},
+              {"copy", copy_json(a)}}},
             {"partition_table", a.table.label},
             {"partitions", std::move(partitions)},
             {"volumes", std::move(volumes)}};

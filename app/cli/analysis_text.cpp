@@ -90,6 +90,54 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
     }
 }
 
+std::string seconds_text(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
+
+void print_copy(std::ostream& out, const ImageAnalysis& a) {
+    const ImageCopyCost& c = a.copy;
+    const CopyFigures& f = c.chain;
+    out << "\nCopy cost (a full clone of " << (a.layers.size() > 1 ? "the chain" : "the image") << ": "
+        << format_size(f.bytes) << " in " << f.runs << " host run(s), " << f.relaid_runs << " if re-laid";
+    if (f.compressed_bytes != 0)
+        out << "; " << format_size(f.compressed_bytes) << " compressed, one transfer per cluster/grain";
+    out << ")\n";
+    out << "  " << pad("transfer", 10) << pad("commands", 12, true) << pad("re-laid", 12, true)
+        << pad("avg now", 12, true) << pad("avg re-laid", 13, true) << pad("offload now", 13, true)
+        << pad("re-laid", 10, true) << '\n';
+    for (const OffloadFigures& o : f.offload)
+        out << "  " << pad(format_size(o.transfer_size), 10) << pad(std::to_string(o.commands), 12, true)
+            << pad(std::to_string(o.relaid_commands), 12, true)
+            << pad(format_size(static_cast<std::uint64_t>(o.average_bytes)), 12, true)
+            << pad(format_size(static_cast<std::uint64_t>(o.relaid_average_bytes)), 13, true)
+            << pad(seconds_text(o.seconds), 13, true) << pad(seconds_text(o.relaid_seconds), 10, true) << '\n';
+    const auto host = [](const IoStats& s) {
+        return std::to_string(s.ios) + " reads, " + fixed(s.sequential_percent, 1) + "% sequential; hdd " +
+               seconds_text(s.device_seconds.hdd) + ", ssd " + seconds_text(s.device_seconds.ssd) + ", array " +
+               seconds_text(s.device_seconds.array);
+    };
+    row(out, "Host-side copy now", host(f.host_copy));
+    row(out, "Host-side copy re-laid", host(f.host_copy_relaid));
+    for (std::size_t i = 0; i < c.layers.size() && a.layers.size() > 1; ++i) {
+        const CopyFigures& l = c.layers[i];
+        std::string text = format_size(l.bytes) + " in " + std::to_string(l.runs) + " run(s)";
+        if (!l.offload.empty())
+            text += "; " + std::to_string(l.offload.front().commands) + " commands at " +
+                    format_size(l.offload.front().transfer_size) + " (" +
+                    std::to_string(l.offload.front().relaid_commands) + " re-laid)";
+        row(out, "Layer " + std::to_string(a.layers[i].depth) + " on its own", text);
+    }
+    for (std::size_t i = 0; i < c.physical.size(); ++i)
+        for (const PhysicalFigures& p : c.physical[i])
+            row(out, "Layer " + std::to_string(a.layers[i].depth) + " physical extents",
+                (p.file.known() ? std::to_string(p.extents) + " on the host device (FIEMAP" +
+                                      (p.file.unplaced_extents != 0
+                                           ? "; " + std::to_string(p.file.unplaced_extents) + " not placed yet"
+                                           : std::string()) +
+                                      ")"
+                                : "unknown: " + p.file.note) +
+                    ": " + p.file.path);
+    for (const CopyWarning& w : c.warnings) out << "  " << pad(w.code, 26) << w.message << '\n';
+}
+
 }  // namespace
 
 std::string host_layout_text(const HostLayout& h) {
@@ -111,6 +159,7 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
                 l.path);
         row(out, "  file layout", host_layout_text(a.host[i]));
     }
+    print_copy(out, a);
     out << "\nPartitions (" << a.table.label << ")\n";
     out << "  " << pad("#", 4) << pad("start", 14, true) << pad("length", 14, true) << "  " << pad("type", 11)
         << "file system\n";

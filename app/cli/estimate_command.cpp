@@ -16,6 +16,7 @@
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
+#include "app/cli/io_stats_json.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
 #include "core/plan/plan_io.hpp"
@@ -30,19 +31,8 @@ using Json = nlohmann::ordered_json;
 
 // ---- JSON (guestfrag.estimate.v1, docs/design.md §4 contract) ----
 
-Json histogram_json(const Histogram& h) { return Json{{"limits", h.limits()}, {"counts", h.counts()}}; }
-
 Json stats_json(const WorkloadEstimate& e) {
-    const IoStats& s = e.stats;
-    Json r;
-    r["ios"] = s.ios;
-    r["bytes"] = s.bytes;
-    r["mean_io_bytes"] = s.mean_io_bytes;
-    r["sequential_percent"] = s.sequential_percent;
-    r["device_seconds"] = {
-        {"hdd", s.device_seconds.hdd}, {"ssd", s.device_seconds.ssd}, {"array", s.device_seconds.array}};
-    r["histograms"] = {{"ioLength", histogram_json(s.io_length)},
-                       {"seekDistance", histogram_json(s.seek_distance)}};
+    Json r = io_stats_json(e.stats);
     if (e.write)
         r["write"] = {{"files", e.write->files},
                       {"files_written", e.write->files_written},

@@ -52,13 +52,13 @@ OpenOptions open_options(const ImageOptions& options) {
 }
 
 OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
-                                   std::optional<int> partition) {
+                                   std::optional<int> partition, const CopyOptions& copy) {
     std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
     const std::vector<std::string> warnings = layer_warnings(*disk);
     OpenedImage opened;
     try {
         ProgressMeter meter("reading MFT");
-        opened = analyze_opened(std::move(disk), partition, meter.progress());
+        opened = analyze_opened(std::move(disk), partition, meter.progress(), copy);
     } catch (const Error& e) {
         // What the warnings say is the likely cause (libntfs-3g reports a read past a
         // truncated file's data as a bare I/O error): it goes into the one line of the

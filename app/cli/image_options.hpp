@@ -31,6 +31,6 @@ void add_image_options(CLI::App& cmd, ImageOptions& options);
 /// LAYER: text"). Throws as open_and_analyze does; a failed analysis of an image with
 /// warnings has them appended to its message instead (one line on exit 2).
 [[nodiscard]] OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
-                                                 std::optional<int> partition);
+                                                 std::optional<int> partition, const CopyOptions& copy = {});
 
 }  // namespace guestfrag::cli

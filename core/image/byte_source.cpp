@@ -2,6 +2,7 @@
 #include "core/image/byte_source.hpp"
 
 #include <fcntl.h>
+#include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -45,6 +46,13 @@ std::string errno_text(int error) {
 }
 
 ByteSet ByteSource::stored_ranges(std::uint64_t) const { return everything(size()); }
+
+PhysicalFile ByteSource::physical_layout() const {
+    PhysicalFile out;
+    out.path = name();
+    out.note = "not a host file";
+    return out;
+}
 
 Error read_error(std::uint64_t offset, int error) {
     return Error(ErrorKind::Io, "read failed at offset " + std::to_string(offset) + ": " + std::strerror(error));
@@ -128,6 +136,56 @@ std::optional<std::uint64_t> FileSource::allocation_unit() const {
 ByteSet FileSource::stored_ranges(std::uint64_t granule) const {
     if (block_device_) return everything(size_);
     return host_allocation(fd_.get(), size_, granule);
+}
+
+PhysicalFile FileSource::physical_layout() const {
+    PhysicalFile out;
+    out.path = path_;
+    if (block_device_) {
+        out.note = "a block device: its bytes are the device's own";
+        return out;
+    }
+    // A batch of extents per ioctl; the kernel fills at most fm_extent_count of them.
+    constexpr std::uint32_t kBatch = 256;
+    // struct fiemap ends in a flexible array: one 8-byte-aligned buffer holds it and its extents.
+    constexpr std::size_t kBytes = sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent);
+    std::vector<std::uint64_t> buffer((kBytes + 7) / 8);
+    auto* map = reinterpret_cast<struct fiemap*>(buffer.data());
+    std::uint64_t start = 0;
+    while (start < size_) {
+        std::fill(buffer.begin(), buffer.end(), 0);
+        map->fm_start = start;
+        map->fm_length = size_ - start;
+        map->fm_extent_count = kBatch;
+        if (::ioctl(fd_.get(), FS_IOC_FIEMAP, map) < 0) {
+            const int err = errno;
+            // tmpfs, overlay on some kernels, network file systems: they cannot tell.
+            if (err == EOPNOTSUPP || err == ENOTTY || err == EINVAL) {
+                out.extents.clear();
+                out.unplaced_extents = 0;
+                out.note = "the host file system cannot report physical extents (FIEMAP: " + errno_text(err) + ")";
+                return out;
+            }
+            throw Error(ErrorKind::Io, "cannot map physical extents: " + errno_text(err));
+        }
+        const std::uint32_t n = std::min(map->fm_mapped_extents, kBatch);
+        if (n == 0) break;
+        bool last = false;
+        std::uint64_t next = start;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const struct fiemap_extent& e = map->fm_extents[i];
+            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST) != 0;
+            next = std::max<std::uint64_t>(next, e.fe_logical + e.fe_length);
+            if (e.fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DELALLOC))
+                ++out.unplaced_extents;
+            else
+                out.extents.push_back({e.fe_logical, e.fe_physical, e.fe_length});
+        }
+        // Never loop on an answer that makes no progress.
+        if (last || next <= start) break;
+        start = next;
+    }
+    return out;
 }
 
 ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule) {

@@ -58,6 +58,9 @@ public:
     /// for anything else. Bounds how much a reader may build from the file (design.md
     /// "Limits on hostile sizes").
     [[nodiscard]] virtual std::uint64_t held_bytes() const noexcept { return size(); }
+    /// Where the source's bytes lie on the host's device (FIEMAP), with `file` and `path`
+    /// left for the caller; the default knows nothing and says so in `note`. Throws Error(Io).
+    [[nodiscard]] virtual PhysicalFile physical_layout() const;
 };
 
 /// Reads exactly out.size() bytes at `offset`, looping over short reads. Throws
@@ -102,6 +105,9 @@ public:
     [[nodiscard]] ByteSet stored_ranges(std::uint64_t granule) const override;
     [[nodiscard]] bool is_block_device() const noexcept override { return block_device_; }
     [[nodiscard]] std::uint64_t held_bytes() const noexcept override { return held_; }
+    /// FIEMAP over the regular file; a note where the host file system (tmpfs, ...) or a
+    /// block device cannot tell.
+    [[nodiscard]] PhysicalFile physical_layout() const override;
 
 private:
     FileSource(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
@@ -178,6 +184,7 @@ public:
     [[nodiscard]] std::optional<std::uint64_t> allocation_unit() const override { return inner_->allocation_unit(); }
     [[nodiscard]] ByteSet stored_ranges(std::uint64_t granule) const override { return inner_->stored_ranges(granule); }
     [[nodiscard]] bool is_block_device() const noexcept override { return inner_->is_block_device(); }
+    [[nodiscard]] PhysicalFile physical_layout() const override { return inner_->physical_layout(); }
 
 private:
     std::shared_ptr<const ByteSource> inner_;

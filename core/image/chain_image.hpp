@@ -24,6 +24,9 @@ public:
     [[nodiscard]] ImageFormat format() const override { return chain_.front()->format(); }
     [[nodiscard]] const std::string& path() const override { return chain_.front()->path(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
+    [[nodiscard]] std::vector<PhysicalFile> physical_files(std::size_t layer) const override {
+        return layer < chain_.size() ? chain_[layer]->physical_files() : std::vector<PhysicalFile>{};
+    }
 
 private:
     void read_from(std::size_t depth, std::uint64_t offset, std::span<std::byte> out) const;

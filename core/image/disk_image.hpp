@@ -109,6 +109,31 @@ struct HostExtent {
     bool operator==(const HostExtent&) const = default;
 };
 
+/// A piece of a host file that lies contiguously on the host file system's device, as
+/// FIEMAP reports it: file bytes [logical, +length) at device bytes [physical, +length).
+struct PhysicalExtent {
+    std::uint64_t logical = 0;
+    std::uint64_t physical = 0;
+    std::uint64_t length = 0;
+
+    bool operator==(const PhysicalExtent&) const = default;
+};
+
+/// Where one of a layer's raw or flat files lies on the host's device: a second level
+/// below the host runs (HostExtent), for the file systems that can tell (FIEMAP on ext4,
+/// XFS, btrfs). `note` says why it is unknown (tmpfs, a block device, bytes in memory).
+struct PhysicalFile {
+    std::uint32_t file = 0;            ///< the layer's file index (HostExtent::file)
+    std::string path;                  ///< the host file
+    std::vector<PhysicalExtent> extents;  ///< in file order; empty when not known
+    std::string note;                  ///< empty when the extents are known
+    /// Extents the file system reported without a device place yet (delayed allocation,
+    /// data still in the page cache): left out of `extents`.
+    std::uint64_t unplaced_extents = 0;
+
+    [[nodiscard]] bool known() const noexcept { return note.empty(); }
+};
+
 /// Allocation of one layer of a (possibly layered) virtual disk.
 /// depth 0 is the image that was named; depth 1 its parent (backing file), and so on.
 struct Layer {
@@ -162,6 +187,15 @@ public:
 
     /// Allocation per layer, top layer first. A raw file is a single layer.
     [[nodiscard]] virtual const std::vector<Layer>& layers() const = 0;
+
+    /// The physical extents of layer `layer`'s raw or flat files (a raw image, a raw
+    /// parent, a VMDK's FLAT/VMFS extents), read from the host now (FIEMAP: cost
+    /// proportional to the files' extents); empty for container files (their host runs
+    /// are the layer's host_extents) and images not read from host files. Throws Error(Io).
+    [[nodiscard]] virtual std::vector<PhysicalFile> physical_files(std::size_t layer) const {
+        (void)layer;
+        return {};
+    }
 
     /// Union of what every layer stores (or declares zero): outside it the disk reads as zeros.
     [[nodiscard]] ByteSet stored() const {

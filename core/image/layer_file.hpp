@@ -102,6 +102,10 @@ public:
     /// What is wrong with the file although the layer is read anyway (a truncated fixed
     /// VHD), one lower-case line each; empty for an intact file.
     [[nodiscard]] virtual std::vector<std::string> warnings() const { return {}; }
+
+    /// DiskImage::physical_files for this layer: its raw or flat files' physical extents
+    /// (FIEMAP, read now); empty for container files. Throws Error(Io).
+    [[nodiscard]] virtual std::vector<PhysicalFile> physical_files() const { return {}; }
 };
 
 class ByteSource;    // core/image/byte_source.hpp

@@ -55,6 +55,11 @@ RawImage::RawImage(std::shared_ptr<const ByteSource> source) : source_(std::move
     layers_.push_back(std::move(layer));
 }
 
+std::vector<PhysicalFile> RawImage::physical_files(std::size_t layer) const {
+    if (layer != 0) return {};
+    return {source_->physical_layout()};
+}
+
 void RawImage::read(std::uint64_t offset, std::span<std::byte> out) const {
     const std::uint64_t size = source_->size();
     if (offset > size || out.size() > size - offset) {

@@ -40,6 +40,8 @@ public:
     [[nodiscard]] ImageFormat format() const override { return ImageFormat::Raw; }
     [[nodiscard]] const std::string& path() const override { return source_->name(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return layers_; }
+    /// The source's physical layout (FIEMAP) as layer 0's only file.
+    [[nodiscard]] std::vector<PhysicalFile> physical_files(std::size_t layer) const override;
 
     /// True when the image is a block device rather than a regular file.
     [[nodiscard]] bool is_block_device() const noexcept { return source_->is_block_device(); }

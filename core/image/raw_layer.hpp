@@ -22,6 +22,7 @@ public:
     void read(std::uint64_t offset, std::span<std::byte> out) const override { image_.read(offset, out); }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return std::nullopt; }
     [[nodiscard]] std::uint64_t held_bytes() const override { return held_; }
+    [[nodiscard]] std::vector<PhysicalFile> physical_files() const override { return image_.physical_files(0); }
 
 private:
     std::uint64_t held_;

@@ -28,6 +28,9 @@ public:
     [[nodiscard]] ImageFormat format() const override { return inner_->format(); }
     [[nodiscard]] const std::string& path() const override { return inner_->path(); }
     [[nodiscard]] const std::vector<Layer>& layers() const override { return inner_->layers(); }
+    [[nodiscard]] std::vector<PhysicalFile> physical_files(std::size_t layer) const override {
+        return inner_->physical_files(layer);
+    }
 
     /// Bytes read through this image so far.
     [[nodiscard]] std::uint64_t bytes_read() const { return bytes_read_.load(); }

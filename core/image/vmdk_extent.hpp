@@ -56,6 +56,10 @@ public:
     /// Bytes its file really holds (ByteSource::held_bytes); 0 for ZERO extents.
     [[nodiscard]] virtual std::uint64_t held_bytes() const = 0;
 
+    /// The physical extents of the extent's file when its bytes are the disk's (FLAT);
+    /// nullopt for the others, whose host runs are their tables' (Layer::host_extents).
+    [[nodiscard]] virtual std::optional<PhysicalFile> physical_file() const { return std::nullopt; }
+
     /// Short name of the extent kind for messages and tests ("flat", "zero", "sparse",
     /// "stream-optimized sparse", "cowd", "sesparse").
     [[nodiscard]] virtual std::string kind() const = 0;

@@ -99,6 +99,17 @@ std::uint64_t VmdkLayer::held_bytes() const {
     return total;
 }
 
+std::vector<PhysicalFile> VmdkLayer::physical_files() const {
+    std::vector<PhysicalFile> out;
+    for (std::size_t i = 0; i < extents_.size(); ++i) {
+        std::optional<PhysicalFile> file = extents_[i].extent->physical_file();
+        if (!file) continue;
+        file->file = static_cast<std::uint32_t>(i);
+        out.push_back(std::move(*file));
+    }
+    return out;
+}
+
 std::optional<std::string> VmdkLayer::identity() const {
     if (!descriptor_ || !descriptor_->cid) return std::nullopt;
     return vmdk_cid_text(*descriptor_->cid);

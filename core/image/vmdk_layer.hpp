@@ -49,6 +49,8 @@ public:
     /// The sum over the extents: each names a file of its own (open_vmdk refuses a
     /// sparse extent file named twice).
     [[nodiscard]] std::uint64_t held_bytes() const override;
+    /// One entry per FLAT extent, with the extent's index as its file.
+    [[nodiscard]] std::vector<PhysicalFile> physical_files() const override;
 
     /// The descriptor (separate file or embedded), if the disk has one.
     [[nodiscard]] const std::optional<VmdkDescriptor>& descriptor() const noexcept { return descriptor_; }

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "app/cli/io_stats_json.hpp"
+
+namespace guestfrag::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json histogram_json(const Histogram& h) { return Json{{"limits", h.limits()}, {"counts", h.counts()}}; }
+
+}  // namespace
+
+Json io_stats_json(const IoStats& s) {
+    Json r;
+    r["ios"] = s.ios;
+    r["bytes"] = s.bytes;
+    r["mean_io_bytes"] = s.mean_io_bytes;
+    r["sequential_percent"] = s.sequential_percent;
+    r["device_seconds"] = {
+        {"hdd", s.device_seconds.hdd}, {"ssd", s.device_seconds.ssd}, {"array", s.device_seconds.array}};
+    r["histograms"] = {{"ioLength", histogram_json(s.io_length)},
+                       {"seekDistance", histogram_json(s.seek_distance)}};
+    return r;
+}
+
+}  // namespace guestfrag::cli
