@@ -14,7 +14,7 @@ namespace guestfrag::gui {
 struct GuiOptions {
     std::optional<std::string> image;
     std::vector<ParentOverride> parents;  ///< --parent, as the CLI reads it
-    std::optional<std::string> strategy;    ///< defrag, consolidate, thin-safe, shrink
+    std::optional<std::string> strategy;    ///< defrag, consolidate, optimize, thin-safe, shrink
     std::optional<std::string> screenshot;  ///< PNG to write, then exit
     std::string tab = "files";              ///< tab shown first: files, histograms, warnings
     std::string map = "allocation";         ///< map colouring: allocation, layers

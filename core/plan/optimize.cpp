@@ -30,6 +30,13 @@ struct Item {
     bool fragmented = false;
 };
 
+/// A piece of an item, where it lies now.
+struct PlacedPiece {
+    std::int64_t lcn = 0;
+    std::int64_t end = 0;
+    std::size_t item = 0;
+};
+
 /// Where a candidate layout leaves free space, and what it costs.
 struct Layout {
     std::int64_t anchor_min = 0;    ///< unfragmented streams of at least this many clusters stay
@@ -106,6 +113,9 @@ public:
         barriers_ = held;
         barriers_ += volume_.mft_zone;
         zone_room_ = largest_zone_room();
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            for (const Piece& p : items_[i].pieces) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
+        std::ranges::sort(pieces_by_lcn_, {}, &PlacedPiece::lcn);
     }
 
     void plan(const Progress& progress) {
@@ -116,28 +126,33 @@ public:
 
 private:
     /// The best layout over the anchor sizes, joining fragmented streams or not, and the split
-    /// points: 16 evenly spaced splits, then 16 more around the best of them.
-    /// O(32 · 4 · 2 · items · log items).
+    /// points: 16 evenly spaced splits, then 16 more around the best of them. A volume of more
+    /// than kLargeVolume pieces gets 8 + 8 splits and anchor sizes 8 and 64, so that the
+    /// search stays near 60 million piece visits. O(evaluations · (items · log items + pieces)).
     Layout choose_layout(const Progress& progress) {
+        const bool large = pieces_by_lcn_.size() > kLargeVolume;
+        const std::int64_t steps = large ? 8 : 16;
+        const std::vector<std::int64_t> anchor_sizes =
+            large ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{1, 8, 64, 512};
+        const std::uint64_t evaluations = 2 * static_cast<std::uint64_t>(steps) * 2 * anchor_sizes.size();
         std::optional<Layout> best;
         const std::int64_t n = volume_.total_clusters;
-        constexpr std::int64_t kSteps = 16;
         std::uint64_t done = 0;
         const auto search = [&](std::int64_t from, std::int64_t step) {
-            for (std::int64_t k = 1; k <= kSteps; ++k) {
+            for (std::int64_t k = 1; k <= steps; ++k) {
                 const std::int64_t split = std::clamp<std::int64_t>(from + k * step, 1, n);
                 for (const bool join : {true, false}) {
-                    for (const std::int64_t anchor_min : kAnchorSizes) {
-                        progress.update(done++, 4 * kSteps * kAnchorSizes.size());
+                    for (const std::int64_t anchor_min : anchor_sizes) {
+                        progress.update(done++, evaluations);
                         Layout l = evaluate(anchor_min, split, join);
                         if (!best || l.better_than(*best)) best = std::move(l);
                     }
                 }
             }
         };
-        const std::int64_t coarse = std::max<std::int64_t>(1, n / kSteps);
+        const std::int64_t coarse = std::max<std::int64_t>(1, n / steps);
         search(0, coarse);
-        const std::int64_t fine = std::max<std::int64_t>(1, 2 * coarse / kSteps);
+        const std::int64_t fine = std::max<std::int64_t>(1, 2 * coarse / steps);
         search(best->window_hi - coarse - fine, fine);
         return std::move(*best);
     }
@@ -159,10 +174,6 @@ private:
             l.window_lo = end_cluster(*below.rbegin());
         }
         l.dest.assign(items_.size(), kStays);
-        // Occupied after the split: pinned clusters and what stays there.
-        std::vector<std::pair<std::int64_t, std::int64_t>> occupied;
-        for (const auto& i : clip(pinned_, cluster_range(split, volume_.total_clusters)))
-            occupied.emplace_back(first_cluster(i), end_cluster(i));
         std::vector<char> moving(items_.size(), 0);
         for (std::size_t i = 0; i < items_.size(); ++i) {
             const Item& it = items_[i];
@@ -170,16 +181,29 @@ private:
             const bool anchor = it.first >= split && keeps_shape && (it.fragmented || it.clusters >= anchor_min);
             const bool below_window = it.end <= l.window_lo && keeps_shape;
             moving[i] = anchor || below_window ? 0 : 1;
-            if (anchor)
-                for (const Piece& p : it.pieces) occupied.emplace_back(p.lcn, p.lcn + p.clusters);
         }
-        std::ranges::sort(occupied);
-        // Gaps after the split, by (length, start): what nothing occupied holds.
+        // Gaps after the split, by (length, start): what neither pinned clusters nor the pieces
+        // of streams that stay hold. Both lists are in LCN order: one merged sweep.
         std::set<std::pair<std::int64_t, std::int64_t>> gaps;
         std::int64_t cursor = split;
-        for (const auto& [lo, hi] : occupied) {
+        const auto occupy = [&](std::int64_t lo, std::int64_t hi) {
             if (lo > cursor) gaps.emplace(lo - cursor, cursor);
             cursor = std::max(cursor, hi);
+        };
+        auto pin = pinned_.lower_bound(cluster_range(split, split + 1));
+        auto piece = std::ranges::lower_bound(pieces_by_lcn_, split, {}, &PlacedPiece::lcn);
+        for (;;) {
+            while (piece != pieces_by_lcn_.end() && moving[piece->item]) ++piece;
+            const bool have_pin = pin != pinned_.end();
+            const bool have_piece = piece != pieces_by_lcn_.end();
+            if (!have_pin && !have_piece) break;
+            if (have_piece && (!have_pin || piece->lcn < first_cluster(*pin))) {
+                occupy(piece->lcn, piece->end);
+                ++piece;
+            } else {
+                occupy(first_cluster(*pin), end_cluster(*pin));
+                ++pin;
+            }
         }
         if (cursor < volume_.total_clusters) gaps.emplace(volume_.total_clusters - cursor, cursor);
 
@@ -263,12 +287,13 @@ private:
     /// every remaining stream waits (a cycle), one goes to free room in the window first.
     void carry_out(const Layout& layout, const Progress& progress);
 
-    static constexpr std::array<std::int64_t, 4> kAnchorSizes{1, 8, 64, 512};
+    static constexpr std::size_t kLargeVolume = 250000;
 
     Builder& builder_;
     const VolumeMap& volume_;
     std::vector<Item> items_;
     std::vector<std::size_t> by_size_;
+    std::vector<PlacedPiece> pieces_by_lcn_;  ///< every item's pieces, by LCN
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
     ClusterSet barriers_;  ///< pinned clusters and the MFT zone: a window never spans them
