@@ -2,8 +2,6 @@
 // Times the copy figures (docs/copy.md) of a synthetic 1 TiB sparse layer whose 1,000,000
 // host runs lie shuffled in its file, and reports the peak memory they take.
 // Usage: guestfrag_bench_copy [RUNS] [REPEAT]
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,17 +9,10 @@
 #include <random>
 #include <string>
 
+#include "peak_rss.hpp"
 #include "analyzers/copy_cost.hpp"
 
-namespace {
-
-long peak_rss_kib() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
-}
-
-}  // namespace
+using guestfrag::bench::peak_rss_kib;
 
 int main(int argc, char** argv) {
     using namespace guestfrag;

@@ -3,26 +3,21 @@
 // (each stream's runs interleaved with its neighbours'), with a free hole of 1–40 clusters
 // after one run in ten and a free tail of 30 %. Prints CPU seconds, moves and the peak
 // memory per extent for each strategy. Usage: guestfrag_bench_plan [STREAMS] [STRATEGY...]
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <ctime>
 #include <string>
 #include <vector>
 
+#include "peak_rss.hpp"
 #include "core/error.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/planner.hpp"
 
 namespace {
 
-using guestfrag::ClusterSet;
+using guestfrag::bench::peak_rss_kib;
 
-long peak_rss_kib() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
-}
+using guestfrag::ClusterSet;
 
 double cpu_seconds() {
     timespec t{};

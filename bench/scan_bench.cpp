@@ -1,25 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Times the full analysis of an image (partition table, MFT walk, $Bitmap, metrics) and
 // reports throughput and memory per extent. Usage: guestfrag_bench_scan IMAGE [REPEAT]
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <string>
 
+#include "peak_rss.hpp"
 #include "analyzers/analysis.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 
-namespace {
-
-long peak_rss_kib() {
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss;
-}
-
-}  // namespace
+using guestfrag::bench::peak_rss_kib;
 
 int main(int argc, char** argv) {
     if (argc < 2) {

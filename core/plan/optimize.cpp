@@ -2,7 +2,6 @@
 // Strategy "optimize": full optimization — one large free window, every other stream packed
 // whole into the gaps between the streams that stay (docs/planner.md §7).
 #include <algorithm>
-#include <array>
 #include <deque>
 #include <limits>
 #include <map>
@@ -39,7 +38,6 @@ struct PlacedPiece {
 
 /// Where a candidate layout leaves free space, and what it costs.
 struct Layout {
-    std::int64_t anchor_min = 0;    ///< unfragmented streams of at least this many clusters stay
     std::int64_t window_lo = 0;     ///< the window [window_lo, window_hi) ends up free
     std::int64_t window_hi = 0;
     std::vector<std::int64_t> dest;  ///< per item: destination LCN, kStays or kNoRoom
@@ -157,8 +155,8 @@ private:
         return std::move(*best);
     }
 
-    /// The layout that keeps unfragmented streams of ≥ anchor_min clusters at or after
-    /// `split` in place, frees the window [w, split) below it (w: the end of the last
+    /// The layout that keeps unfragmented streams of ≥ anchor_min clusters (and, unless
+    /// `join_fragmented`, the fragmented ones) at or after `split` in place, frees the window [w, split) below it (w: the end of the last
     /// barrier below `split`), and packs every other stream best-fit decreasing into the
     /// gaps after `split`; what does not fit goes to the top of the MFT zone (at most half
     /// its free room) and then to the top of the window. The free space it predicts is
@@ -166,7 +164,6 @@ private:
     /// summary is computed exactly afterwards.
     [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split, bool join_fragmented) const {
         Layout l;
-        l.anchor_min = anchor_min;
         l.window_hi = split;
         if (boost::icl::contains(barriers_, split - 1)) {
             l.window_lo = split;  // the split lies in a barrier: no window
@@ -301,7 +298,7 @@ private:
 
 void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     const auto& streams = volume_.streams;
-    // Who sits where: the current pieces of every stream that moves, by start.
+    // Who sits where before the first move: the pieces of every stream that should move.
     std::map<std::int64_t, std::pair<std::int64_t, std::size_t>> sitting;  // lcn → (end, item)
     std::vector<std::size_t> movers;
     for (std::size_t i = 0; i < items_.size(); ++i) {
@@ -345,7 +342,6 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     // place) the streams waiting for that place may be ready.
     const auto leave = [&](std::size_t i, const std::vector<Piece>& pieces, bool first_time) {
         for (const Piece& p : pieces) {
-            sitting.erase(p.lcn);
             // The parts of the place no waiting stream is headed for are room for detours.
             ClusterSet room(cluster_range(p.lcn, p.lcn + p.clusters));
             for (const std::size_t w : waiters[i])
@@ -425,7 +421,6 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             detoured[i] = 1;
             detours.take(*room, *room + items_[i].clusters);
             leave(i, old, true);
-            for (const Piece& p : items_[i].pieces) sitting[p.lcn] = {p.lcn + p.clusters, i};
             continue;
         }
         const std::size_t i = ready.front();

@@ -45,7 +45,7 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("CopyOnWriteDisk: reads merge the writes over the image; the image is not touched", "[apply][overlay]") {
+TEST_CASE("CopyOnWriteDisk: reads merge the writes over the image and leave the image untouched", "[apply][overlay]") {
     const std::vector<std::byte> base_bytes = pattern(1 << 20, 1);
     const test::MemoryImage base(base_bytes);
     const test::WorkDir dir("cow-disk");

@@ -82,7 +82,7 @@ TEST_CASE("analyze --json --files follows guestfrag.analysis.v1", "[cli][json]")
     CHECK(fragments == va.files.fragments);
 }
 
-TEST_CASE("analyze without --files omits streams; text report names the volume", "[cli]") {
+TEST_CASE("analyze without --files omits streams and the text report names the volume", "[cli]") {
     const auto image = test::generated_image("tiny-gpt", tiny_gpt());
     const auto json = test::run_cli({"analyze", image.string(), "--json"});
     REQUIRE(json.status == 0);

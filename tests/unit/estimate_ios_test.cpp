@@ -176,7 +176,7 @@ TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estima
     CHECK(guestfrag::valid_max_io(512));
 }
 
-TEST_CASE("contiguous runs are one extent; holes and the data's end still cut", "[estimate]") {
+TEST_CASE("contiguous runs are one extent and holes and the data's end still cut", "[estimate]") {
     VolumeMap v = hand_volume();
     // (0,500,2)(2,502,2): continue each other in VCN and LCN: one 16 KiB extent, one IO.
     // (4,hole,1) skipped; (5,505,1) starts a new extent.

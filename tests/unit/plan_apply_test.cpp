@@ -4,24 +4,14 @@
 
 #include "core/error.hpp"
 #include "core/plan/apply.hpp"
+#include "support/hand_volume.hpp"
 
 using namespace guestfrag;
 
 namespace {
 
-ClusterSet::interval_type r(std::int64_t lo, std::int64_t hi) { return ClusterSet::interval_type::right_open(lo, hi); }
-
-Stream stream(std::uint64_t record, std::vector<Extent> extents, Placement placement = Placement::Movable) {
-    Stream s;
-    s.mft_record = record;
-    s.type = static_cast<std::uint32_t>(AttrType::Data);
-    s.extents = std::move(extents);
-    s.placement = placement;
-    if (placement == Placement::Unmovable) s.reason = "$Boot";
-    for (const Extent& e : s.extents) s.size += static_cast<std::uint64_t>(e.clusters) * 4096;
-    s.allocated_size = s.size;
-    return s;
-}
+using test::r;
+using test::stream;
 
 /// 100 clusters of 4 KiB:
 ///   0-9 B (record 7, unmovable)   10-14 A VCN 0-4       15-19 C VCN 0-4    20-29 free

@@ -118,7 +118,7 @@ TEST_CASE("plan --json follows guestfrag.plan.v1 and matches the core", "[plan][
     CHECK(doc["notes"].is_array());
 }
 
-TEST_CASE("plan -o writes the document, prints the summary; --check accepts it", "[plan][cli]") {
+TEST_CASE("plan -o writes the document, prints the summary and --check accepts it", "[plan][cli]") {
     const fs::path out = test::scratch_dir() / "plan-cli-o.json";
     fs::remove(out);
     const auto r = test::run_cli({"plan", image().string(), "--strategy", "consolidate", "-o", out.string()});

@@ -4,30 +4,15 @@
 
 #include "core/plan/apply.hpp"
 #include "core/plan/planner.hpp"
+#include "support/hand_volume.hpp"
 
 using namespace guestfrag;
 
 namespace {
 
-ClusterSet::interval_type r(std::int64_t lo, std::int64_t hi) { return ClusterSet::interval_type::right_open(lo, hi); }
-
-Stream stream(std::uint64_t record, std::vector<Extent> extents) {
-    Stream s;
-    s.mft_record = record;
-    s.type = static_cast<std::uint32_t>(AttrType::Data);
-    s.extents = std::move(extents);
-    for (const Extent& e : s.extents) s.size += static_cast<std::uint64_t>(e.clusters) * 4096;
-    s.allocated_size = s.size;
-    return s;
-}
-
-VolumeMap empty_volume(std::int64_t clusters) {
-    VolumeMap v;
-    v.partition = 1;
-    v.cluster_size = 4096;
-    v.total_clusters = clusters;
-    return v;
-}
+using test::empty_volume;
+using test::r;
+using test::stream;
 
 /// A raw-file-like top layer with everything in [0, bytes) allocated.
 std::vector<Layer> top_layer(std::uint64_t granule, std::uint64_t bytes) {

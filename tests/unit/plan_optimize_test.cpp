@@ -15,31 +15,14 @@
 #include "core/plan/frontier.hpp"
 #include "core/plan/planner.hpp"
 #include "support/fixtures.hpp"
+#include "support/hand_volume.hpp"
 
 using namespace guestfrag;
 
 namespace {
 
-ClusterSet::interval_type r(std::int64_t lo, std::int64_t hi) { return ClusterSet::interval_type::right_open(lo, hi); }
-
-Stream stream(std::uint64_t record, std::vector<Extent> extents) {
-    Stream s;
-    s.mft_record = record;
-    s.type = static_cast<std::uint32_t>(AttrType::Data);
-    s.extents = std::move(extents);
-    for (const Extent& e : s.extents) s.size += static_cast<std::uint64_t>(e.clusters) * 4096;
-    s.allocated_size = s.size;
-    return s;
-}
-
-/// 40 clusters; 0-1 hold the boot sector (no stream, not free: nothing may move there).
-VolumeMap small_volume() {
-    VolumeMap v;
-    v.partition = 1;
-    v.cluster_size = 4096;
-    v.total_clusters = 40;
-    return v;
-}
+using test::r;
+using test::stream;
 
 PlanOptions optimize() {
     PlanOptions o;
@@ -83,7 +66,7 @@ std::size_t newly_fragmented(const VolumeMap& before, const VolumeMap& after) {
 TEST_CASE("optimize: a one-cluster stream leaves the window for the only hole it fits", "[plan][optimize]") {
     // 2-9 free, 10 X, 11-19 free, 20-29 Y, 30 free, 31-39 Z. Moving X into 30 frees 2-19 as
     // one extent of 18 clusters; any other plan moves more or leaves two extents.
-    VolumeMap v = small_volume();
+    VolumeMap v = test::empty_volume(40);  // 0-1: the boot sector (not free, no stream)
     v.free.add(r(2, 10));
     v.free.add(r(11, 20));
     v.free.add(r(30, 31));
@@ -99,7 +82,7 @@ TEST_CASE("optimize: a one-cluster stream leaves the window for the only hole it
 TEST_CASE("optimize: a fragmented stream is joined in a hole of its size, freeing the window", "[plan][optimize]") {
     // 2-3 F (VCN 0-1), 4-9 free, 10-11 F (VCN 2-3), 12-29 G, 30-33 free, 34-39 H.
     // F's four clusters fit 30-33 exactly: F is whole and 2-11 is one free extent.
-    VolumeMap v = small_volume();
+    VolumeMap v = test::empty_volume(40);  // 0-1: the boot sector (not free, no stream)
     v.free.add(r(4, 10));
     v.free.add(r(30, 34));
     v.streams.push_back(stream(64, {{0, 2, 2}, {2, 10, 2}}));
@@ -115,7 +98,7 @@ TEST_CASE("optimize: a fragmented stream is joined in a hole of its size, freein
 TEST_CASE("optimize: moves that wait for each other go through free room in the window", "[plan][optimize]") {
     // 2-9 free (the window), 10-11 A (2), 12 B (1), 13 C (1), 14-39 D. Whatever the layout,
     // the plan replays (make_plan checks it with apply_plan) and leaves free space whole.
-    VolumeMap v = small_volume();
+    VolumeMap v = test::empty_volume(40);  // 0-1: the boot sector (not free, no stream)
     v.free.add(r(2, 10));
     v.streams.push_back(stream(64, {{0, 10, 1}, {1, 13, 1}}));
     v.streams.push_back(stream(65, {{0, 12, 1}}));
