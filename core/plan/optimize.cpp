@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
-#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -123,23 +122,27 @@ public:
     }
 
 private:
-    /// The best layout over the anchor sizes, joining fragmented streams or not, and the split
+    /// The best layout over the anchor sizes, joining fragmented streams or (under a budget)
+    /// not, and the split
     /// points: 16 evenly spaced splits, then 16 more around the best of them. A volume of more
-    /// than kLargeVolume pieces gets 8 + 8 splits and anchor sizes 8 and 64, so that the
-    /// search stays near 60 million piece visits. O(evaluations · (items · log items + pieces)).
+    /// than kLargeVolume pieces gets 6 + 6 splits and anchor sizes 8 and 64, so that the
+    /// search stays near 25 million piece visits. O(evaluations · (items · log items + pieces)).
     Layout choose_layout(const Progress& progress) {
         const bool large = pieces_by_lcn_.size() > kLargeVolume;
-        const std::int64_t steps = large ? 8 : 16;
+        const std::int64_t steps = large ? 6 : 16;
         const std::vector<std::int64_t> anchor_sizes =
             large ? std::vector<std::int64_t>{8, 64} : std::vector<std::int64_t>{1, 8, 64, 512};
-        const std::uint64_t evaluations = 2 * static_cast<std::uint64_t>(steps) * 2 * anchor_sizes.size();
+        // Leaving fragmented streams as they are only pays under a --max-moved budget.
+        const std::vector<bool> joins =
+            builder_.options().max_moved ? std::vector<bool>{true, false} : std::vector<bool>{true};
+        const std::uint64_t evaluations = 2 * static_cast<std::uint64_t>(steps) * joins.size() * anchor_sizes.size();
         std::optional<Layout> best;
         const std::int64_t n = volume_.total_clusters;
         std::uint64_t done = 0;
         const auto search = [&](std::int64_t from, std::int64_t step) {
             for (std::int64_t k = 1; k <= steps; ++k) {
                 const std::int64_t split = std::clamp<std::int64_t>(from + k * step, 1, n);
-                for (const bool join : {true, false}) {
+                for (const bool join : joins) {
                     for (const std::int64_t anchor_min : anchor_sizes) {
                         progress.update(done++, evaluations);
                         Layout l = evaluate(anchor_min, split, join);
@@ -298,24 +301,19 @@ private:
 
 void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     const auto& streams = volume_.streams;
-    // Who sits where before the first move: the pieces of every stream that should move.
-    std::map<std::int64_t, std::pair<std::int64_t, std::size_t>> sitting;  // lcn → (end, item)
     std::vector<std::size_t> movers;
     for (std::size_t i = 0; i < items_.size(); ++i) {
-        if (layout.dest[i] == kStays) continue;
-        // A stream without room stays, and holds its clusters against the others.
-        for (const Piece& p : items_[i].pieces) sitting[p.lcn] = {p.lcn + p.clusters, i};
-        if (layout.dest[i] == kNoRoom) {
-            builder_.skip(streams[items_[i].stream], "no room left outside the free window");
-            continue;
-        }
-        movers.push_back(i);
+        if (layout.dest[i] == kNoRoom) builder_.skip(streams[items_[i].stream], "no room left outside the free window");
+        if (layout.dest[i] >= 0) movers.push_back(i);
     }
-    const auto occupants = [&sitting](std::int64_t lo, std::int64_t hi, auto&& visit) {
-        auto it = sitting.upper_bound(lo);
-        if (it != sitting.begin()) --it;
-        for (; it != sitting.end() && it->first < hi; ++it)
-            if (it->second.first > lo) visit(it->second.second);
+    // Who sits on [lo, hi) before the first move: the streams that should move (a stream
+    // without room stays, and holds its clusters against the others). Pieces never overlap,
+    // so only the piece just before lo can reach into the range.
+    const auto occupants = [&](std::int64_t lo, std::int64_t hi, auto&& visit) {
+        auto it = std::ranges::lower_bound(pieces_by_lcn_, lo, {}, &PlacedPiece::lcn);
+        if (it != pieces_by_lcn_.begin()) --it;
+        for (; it != pieces_by_lcn_.end() && it->lcn < hi; ++it)
+            if (it->end > lo && layout.dest[it->item] != kStays) visit(it->item);
     };
     std::vector<std::size_t> waiting(items_.size(), 0);               // streams on the destination
     std::vector<std::vector<std::size_t>> waiters(items_.size());     // who waits for item i
@@ -333,20 +331,41 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     }
     // Room for a detour: free clusters no move of the layout writes, kept up to date as
     // streams leave their places.
-    ClusterSet detour_room = volume_.free;
-    for (const std::size_t i : movers)
-        detour_room.subtract(cluster_range(layout.dest[i], layout.dest[i] + items_[i].clusters));
-    FreeIndex detours(detour_room);
+    FreeIndex detours = [&] {
+        std::vector<std::pair<std::int64_t, std::int64_t>> written;
+        for (const std::size_t i : movers) written.emplace_back(layout.dest[i], layout.dest[i] + items_[i].clusters);
+        std::ranges::sort(written);
+        ClusterSet room;
+        auto w = written.begin();
+        for (const auto& f : volume_.free) {
+            std::int64_t from = first_cluster(f);
+            const std::int64_t end = end_cluster(f);
+            while (w != written.end() && w->second <= from) ++w;
+            for (auto v = w; v != written.end() && v->first < end; ++v) {
+                if (v->first > from) room.add(room.end(), cluster_range(from, v->first));
+                from = std::max(from, v->second);
+            }
+            if (from < end) room.add(room.end(), cluster_range(from, end));
+        }
+        return FreeIndex(room);
+    }();
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
     // place) the streams waiting for that place may be ready.
     const auto leave = [&](std::size_t i, const std::vector<Piece>& pieces, bool first_time) {
+        // The parts of the place no waiting stream is headed for are room for detours.
+        std::vector<std::pair<std::int64_t, std::int64_t>> headed;  // destinations of the waiters
+        for (const std::size_t w : waiters[i]) headed.emplace_back(layout.dest[w], layout.dest[w] + items_[w].clusters);
+        std::ranges::sort(headed);
         for (const Piece& p : pieces) {
-            // The parts of the place no waiting stream is headed for are room for detours.
-            ClusterSet room(cluster_range(p.lcn, p.lcn + p.clusters));
-            for (const std::size_t w : waiters[i])
-                room.subtract(cluster_range(layout.dest[w], layout.dest[w] + items_[w].clusters));
-            for (const auto& part : room) detours.give(first_cluster(part), end_cluster(part));
+            std::int64_t from = p.lcn;
+            const std::int64_t end = p.lcn + p.clusters;
+            for (const auto& [lo, hi] : headed) {
+                if (hi <= from || lo >= end) continue;
+                if (lo > from) detours.give(from, lo);
+                from = std::max(from, hi);
+            }
+            if (from < end) detours.give(from, end);
         }
         if (!first_time) return;
         left_home[i] = 1;
