@@ -69,6 +69,7 @@ public:
     [[nodiscard]] HistogramPanel* histograms() const { return histograms_; }
     [[nodiscard]] WarningsModel* warnings_model() const { return warnings_; }
     [[nodiscard]] QLabel* summary() const { return summary_; }
+    [[nodiscard]] PlanPanel* plan_panel() const { return plan_panel_; }
 
 signals:
     void analysisFinished();

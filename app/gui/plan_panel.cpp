@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/plan_panel.hpp"
 
+#include <QChartView>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QLabel>
+#include <QLineSeries>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScatterSeries>
 #include <QVBoxLayout>
 
 #include "app/gui/files_model.hpp"
@@ -41,7 +44,8 @@ PlanPanel::PlanPanel(QWidget* parent)
       dedup_chunks_(new QLineEdit(QStringLiteral("4K,8K,16K,32K"))),
       workload_(new QLineEdit(QStringLiteral("scan"))),
       plan_button_(new QPushButton(tr("Plan"))),
-      summary_(new QLabel) {
+      summary_(new QLabel),
+      frontier_(new QChartView) {
     for (const Strategy strategy : kStrategies) {
         const std::string_view name = strategy_name(strategy);
         strategy_->addItem(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
@@ -66,6 +70,10 @@ PlanPanel::PlanPanel(QWidget* parent)
     layout->addLayout(form);
     layout->addWidget(plan_button_);
     layout->addWidget(summary_, 1);
+    frontier_->chart()->setTitle(tr("Free-space fragmentation (%) by data moved (MiB)"));
+    frontier_->setMinimumHeight(100);  // the window keeps its default size (labelsFitTheDefaultWindow)
+    frontier_->setRenderHint(QPainter::Antialiasing);
+    layout->addWidget(frontier_, 1);
 
     connect(plan_button_, &QPushButton::clicked, this, &PlanPanel::planRequested);
     connect(strategy_, &QComboBox::activated, this, [this] {
@@ -120,10 +128,27 @@ void PlanPanel::suggest_strategy(Strategy strategy) {
 void PlanPanel::set_busy(bool busy) { plan_button_->setEnabled(!busy); }
 
 void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* before) {
+    QChart* chart = frontier_->chart();
+    chart->removeAllSeries();
+    for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
     if (!result || !before) {
         summary_->clear();
         return;
     }
+    // The trade-off: what each --max-moved budget reaches, the knee marked.
+    auto* curve = new QLineSeries;
+    curve->setName(tr("plan"));
+    auto* knee = new QScatterSeries;
+    knee->setName(tr("knee"));
+    const auto& points = result->frontier.points;
+    for (std::size_t k = 0; k < points.size(); ++k) {
+        const QPointF at(static_cast<double>(points[k].moved_bytes) / (1 << 20), points[k].free_space_fragmentation_percent);
+        curve->append(at);
+        if (result->frontier.knee == k) knee->append(at);
+    }
+    chart->addSeries(curve);
+    chart->addSeries(knee);
+    chart->createDefaultAxes();
     const PlanSummary& s = result->plan.summary;
     QString html = tr("<b>%1</b>: %2 moves, %3 moved").arg(QString::fromStdString(result->plan.strategy)).arg(s.moves).arg(size_text(s.moved_bytes));
     html += QStringLiteral("<table>");
@@ -141,5 +166,7 @@ void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* befo
         html += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(note).toHtmlEscaped());
     summary_->setText(html);
 }
+
+const QChart* PlanPanel::frontier_chart() const { return frontier_->chart(); }
 
 }  // namespace guestfrag::gui

@@ -8,6 +8,8 @@
 
 #include "app/gui/session.hpp"
 
+class QChart;
+class QChartView;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -31,6 +33,9 @@ public:
     void set_busy(bool busy);
     /// Shows the summary of `result` (nullptr: clears it).
     void show_result(const PlanResult* result, const VolumeAnalysis* before);
+    /// The trade-off chart: free-space fragmentation (%) against data moved (MiB) for the
+    /// budgets of plan --frontier, series "plan" and "knee".
+    [[nodiscard]] const QChart* frontier_chart() const;
 
 signals:
     void planRequested();
@@ -45,6 +50,7 @@ private:
     QLineEdit* workload_;
     QPushButton* plan_button_;
     QLabel* summary_;
+    QChartView* frontier_;
 };
 
 }  // namespace guestfrag::gui

@@ -10,7 +10,7 @@ namespace guestfrag::gui {
 PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const PlanRequest& request,
                            const Progress& progress) {
     const Workload workload = parse_workload(request.workload);
-    PlanResult out{plan_volume(opened, volume, request.options, progress), {}, {}, {}};
+    PlanResult out{plan_volume(opened, volume, request.options, progress), {}, {}, {}, {}};
     out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, out.after.get(), {}, progress);
     try {
         out.impact = plan_impact(opened, volume, out.plan, request.impact, progress);
@@ -18,6 +18,8 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
         if (e.kind() == ErrorKind::Cancelled) throw;
         out.impact_error = e.what();
     }
+    out.frontier = plan_frontier(opened.analysis->volumes.at(volume).map, opened.analysis->layers, out.plan,
+                                 request.options);
     return out;
 }
 

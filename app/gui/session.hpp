@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/impact/impact.hpp"
+#include "core/plan/frontier.hpp"
 #include "core/plan/planner.hpp"
 #include "core/progress.hpp"
 #include "pipeline/pipeline.hpp"
@@ -24,10 +25,11 @@ struct PlanResult : PlannedVolume {
     VolumeEstimate estimate;  ///< before and after the plan
     std::optional<Impact> impact;
     std::string impact_error;  ///< why `impact` is missing, when it is
+    Frontier frontier;         ///< the same plan under budgets of moved data (plan --frontier)
 };
 
-/// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo) and
-/// plan_impact, in the order the window shows them. An impact failure does not lose the
+/// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo), plan_impact
+/// and the plan's frontier, in the order the window shows them. An impact failure does not lose the
 /// plan: it is reported in impact_error. Throws Error (Cancelled from `progress`,
 /// Unsupported for a bad workload, ...) for the rest.
 [[nodiscard]] PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const PlanRequest& request,

@@ -5,9 +5,12 @@
 #include <set>
 
 #include <QApplication>
+#include <QChart>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QLineSeries>
 #include <QMimeData>
+#include <QScatterSeries>
 #include <QSignalSpy>
 #include <QTimer>
 #include <QSortFilterProxyModel>
@@ -20,9 +23,11 @@
 #include "app/gui/histogram_chart.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/main_window.hpp"
+#include "app/gui/plan_panel.hpp"
 #include "app/gui/report_export.hpp"
 #include "app/gui/warnings_model.hpp"
 #include "core/estimate/estimate.hpp"
+#include "core/plan/frontier.hpp"
 #include "core/image/open_image.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
@@ -89,6 +94,22 @@ private slots:
         QCOMPARE(bar_total(seek, "after"), static_cast<double>(core_after.seek_distance.total()));
         QCOMPARE(bar_total(io, "before"), static_cast<double>(core_before.ios));
         QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
+
+        // Plan panel: the trade-off curve is the core's frontier of this plan, point by point.
+        PlanOptions options;
+        options.strategy = parse_strategy(plan.plan.strategy).value();
+        const Frontier frontier = plan_frontier(before, analysis_.layers, plan.plan, options);
+        const QChart& trade_off = *window.plan_panel()->frontier_chart();
+        const auto series = trade_off.series();
+        QCOMPARE(series.size(), 2);
+        const auto* curve = qobject_cast<const QLineSeries*>(series.at(0));
+        QVERIFY(curve != nullptr);
+        QCOMPARE(static_cast<std::size_t>(curve->count()), frontier.points.size());
+        for (std::size_t k = 0; k < frontier.points.size(); ++k) {
+            QCOMPARE(curve->at(static_cast<int>(k)).y(), frontier.points[k].free_space_fragmentation_percent);
+            QCOMPARE(curve->at(static_cast<int>(k)).x(), static_cast<double>(frontier.points[k].moved_bytes) / (1 << 20));
+        }
+        QCOMPARE(qobject_cast<const QScatterSeries*>(series.at(1))->count(), frontier.knee ? 1 : 0);
 
         // Summary: the top layer's host layout over this volume, as analyze reports it.
         const HostLayout& host = analysis_.volumes.front().layers.front().host;
