@@ -366,22 +366,35 @@ TEST_CASE("VHDX blocks the BAT lists in reverse are one command each, two re-lai
     CHECK(cost.warnings.size() == 1);  // 3 against 1 at 16 MiB
 }
 
-TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[analyzers][copy][qemu]") {
-    test::require_tools({"qemu-img", "qemu-io"});
-    const test::WorkDir dir("copy-split");
-    const fs::path image = dir / "split.vmdk";
-    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentSparse",
-                  image.string(), "5G"});
-    // The second write straddles the first two extent files (2 GiB each in the descriptor).
+namespace {
+
+/// A 5 GiB VMDK NAME.vmdk of `subformat` (2 GiB extent files) with three writes, the second straddling
+/// the first two files; its copy figures, whose commands must equal qemu-img map's count at
+/// every transfer size. `runs_by_qemu` is that count with no size limit.
+ImageCopyCost split_vmdk_cost(const test::WorkDir& dir, const std::string& name, const std::string& subformat,
+                              std::uint64_t& runs_by_qemu) {
+    const fs::path image = dir / (name + ".vmdk");
+    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=" + subformat, image.string(), "5G"});
     test::qemu_io(image, "vmdk", {"write -P 1 3G 1M", "write -P 2 2047M 2M", "write -P 3 0 1M"});
     const auto map = test::qemu_map(image, "vmdk");
     const auto file_of = [](std::uint64_t offset) { return offset / (2048 * M); };
     const auto disk = open_image(image.string());
-    const ImageCopyCost cost = analyze_copy_cost(*disk);
+    ImageCopyCost cost = analyze_copy_cost(*disk);
     for (const std::uint64_t t : {1 * M, 4 * M, 16 * M}) {
-        INFO("transfer " << t);
+        INFO(subformat << ", transfer " << t);
         CHECK(at(cost.chain, t).commands == qemu_commands(map, t, file_of));
     }
+    runs_by_qemu = qemu_commands(map, std::uint64_t{1} << 62, file_of);
+    return cost;
+}
+
+}  // namespace
+
+TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[analyzers][copy][qemu]") {
+    test::require_tools({"qemu-img", "qemu-io"});
+    const test::WorkDir dir("copy-split");
+    std::uint64_t runs_by_qemu = 0;
+    const ImageCopyCost cost = split_vmdk_cost(dir, "split", "twoGbMaxExtentSparse", runs_by_qemu);
     // 0, 2047M, 2048M (the next file), 3G: four runs; re-laid, the straddling write is one.
     CHECK(cost.chain.runs == 4);
     CHECK(cost.chain.relaid_runs == 3);
@@ -393,22 +406,12 @@ TEST_CASE("a twoGbMaxExtentFlat VMDK: runs across its flat files, each file's ph
           "[analyzers][copy][qemu]") {
     test::require_tools({"qemu-img", "qemu-io"});
     const test::WorkDir dir("copy-flat");
-    const fs::path image = dir / "flat.vmdk";
-    test::run_ok({"qemu-img", "create", "-q", "-f", "vmdk", "-o", "subformat=twoGbMaxExtentFlat",
-                  image.string(), "5G"});
-    test::qemu_io(image, "vmdk", {"write -P 1 3G 1M", "write -P 2 2047M 2M", "write -P 3 0 1M"});
-    const auto map = test::qemu_map(image, "vmdk");
-    const auto file_of = [](std::uint64_t offset) { return offset / (2048 * M); };
-    const auto disk = open_image(image.string());
-    const ImageCopyCost cost = analyze_copy_cost(*disk);
-    for (const std::uint64_t t : {1 * M, 4 * M, 16 * M}) {
-        INFO("transfer " << t);
-        CHECK(at(cost.chain, t).commands == qemu_commands(map, t, file_of));
-    }
+    std::uint64_t runs_by_qemu = 0;
+    const ImageCopyCost cost = split_vmdk_cost(dir, "flat", "twoGbMaxExtentFlat", runs_by_qemu);
     // A flat file holds the disk in place, so the runs are qemu's (one command each at the
     // largest size; qemu also stores the first block of each file it creates). The write
     // straddling the first two files is two runs, one range re-laid.
-    CHECK(cost.chain.runs == qemu_commands(map, std::uint64_t{1} << 62, file_of));
+    CHECK(cost.chain.runs == runs_by_qemu);
     CHECK(cost.chain.relaid_runs == cost.chain.runs - 1);
     // Three flat files, each with its own physical extents on the scratch file system.
     REQUIRE(cost.physical.at(0).size() == 3);
