@@ -128,7 +128,8 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
     cmd->add_flag("--frontier", opts->frontier,
-                  "Also show what the plan's first streams reach within 10 budgets of moved data, and the knee");
+                  "Also make the plan again with --max-moved at 10 budgets of its moved data, show what each "
+                  "reaches and the knee (not with --check)");
     cmd->add_option("--check", opts->check,
                     "Validate this plan against IMAGE (identity and every move) and print its summary");
     cmd->callback([opts] { run(*opts); });

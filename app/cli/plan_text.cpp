@@ -73,19 +73,13 @@ void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& vo
 }
 
 std::string knee_text(const Frontier& frontier) {
-    if (!frontier.knee) return "";
-    const FrontierPoint& first = frontier.points.front();
-    const FrontierPoint& last = frontier.points.back();
+    const auto shares = frontier.knee ? frontier_shares(frontier.points, *frontier.knee) : std::nullopt;
+    if (!shares) return "";
     const FrontierPoint& knee = frontier.points[*frontier.knee];
-    double gain = 0;
-    for (const FrontierPoint& p : frontier.points)
-        gain = std::max(gain, first.free_space_fragmentation_percent - p.free_space_fragmentation_percent);
-    const double share = (first.free_space_fragmentation_percent - knee.free_space_fragmentation_percent) / gain;
-    const double cost = last.moved_bytes == 0 ? 0 : static_cast<double>(knee.moved_bytes) / static_cast<double>(last.moved_bytes);
     std::ostringstream text;
     text << std::fixed << std::setprecision(0) << "moving " << format_size(knee.moved_bytes) << " ("
-         << cost * 100 << " % of the plan's data, --max-moved " << format_size(knee.budget_bytes) << ") gives "
-         << share * 100 << " % of the free-space improvement the budgets reach";
+         << shares->data * 100 << " % of the plan's data, --max-moved " << format_size(knee.budget_bytes)
+         << ") gives " << shares->gain * 100 << " % of the free-space improvement the budgets reach";
     return text.str();
 }
 

@@ -149,7 +149,7 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
     // Keep the prefix that left the fewest free extents: never worse than doing nothing.
     Plan& plan = builder.plan();
     if (plan.moves.size() != best.moves) {
-        const std::size_t dropped_streams = streams_in(plan.moves, best.moves);
+        const std::size_t dropped_streams = streams_in(plan.moves, best.moves).size();
         plan.moves.resize(best.moves);
         plan.skipped.resize(std::max(best.skipped, skipped_at_start));
         plan.notes.push_back("the last " + std::to_string(dropped_streams) +

@@ -202,16 +202,12 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
     if (keep_moves != plan.moves.size()) {
         // Cut after the last stream at which free space was no worse than before; the streams
         // cut off are listed with the reason.
-        std::vector<Plan::Skipped> dropped;
-        for (std::size_t i = keep_moves; i < plan.moves.size(); ++i) {
-            const Move& m = plan.moves[i];
-            if (i == keep_moves || m.mft_record != plan.moves[i - 1].mft_record || m.stream != plan.moves[i - 1].stream)
-                dropped.push_back({m.mft_record, m.stream,
-                                   "moving it would leave free space more fragmented than before the plan "
-                                   "(strategy optimize packs free space as well)"});
-        }
+        const auto dropped = streams_in(plan.moves, keep_moves);
         plan.moves.resize(keep_moves);
-        plan.skipped.insert(plan.skipped.end(), dropped.begin(), dropped.end());
+        for (const auto& [record, label] : dropped)
+            plan.skipped.push_back({record, label,
+                                    "moving it would leave free space more fragmented than before the plan "
+                                    "(strategy optimize packs free space as well)"});
         in_zone = in_zone_kept;
         plan.notes.push_back(std::to_string(dropped.size()) +
                              " streams were left out: moving them would leave free space more fragmented than "

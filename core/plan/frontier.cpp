@@ -19,20 +19,25 @@ FrontierPoint after_of(const PlanSummary& s, std::uint64_t budget, std::size_t m
 
 }  // namespace
 
-std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points) {
-    if (points.size() < 2) return std::nullopt;
+std::optional<FrontierShares> frontier_shares(const std::vector<FrontierPoint>& points, std::size_t k) {
+    if (points.size() < 2 || k >= points.size()) return std::nullopt;
     const double f0 = points.front().free_space_fragmentation_percent;
     const std::uint64_t total = points.back().moved_bytes;
     double gain = 0;
     for (const FrontierPoint& p : points) gain = std::max(gain, f0 - p.free_space_fragmentation_percent);
     if (gain <= 0 || total == 0) return std::nullopt;
+    return FrontierShares{(f0 - points[k].free_space_fragmentation_percent) / gain,
+                          static_cast<double>(points[k].moved_bytes) / static_cast<double>(total)};
+}
+
+std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points) {
     std::optional<std::size_t> knee;
     double best = 0;
     for (std::size_t k = 1; k < points.size(); ++k) {
-        const double lead = (f0 - points[k].free_space_fragmentation_percent) / gain -
-                            static_cast<double>(points[k].moved_bytes) / static_cast<double>(total);
-        if (!knee || lead > best) {
-            best = lead;
+        const auto shares = frontier_shares(points, k);
+        if (!shares) return std::nullopt;
+        if (!knee || shares->gain - shares->data > best) {
+            best = shares->gain - shares->data;
             knee = k;
         }
     }

@@ -35,11 +35,17 @@ struct Frontier {
     std::optional<std::size_t> knee;
 };
 
-/// The knee of `points` (points[0] before any move, the last the whole plan): the k ≥ 1 with
-/// the largest lead of gain share over cost share,
-///   (f0 − f_k) / max_j (f0 − f_j)  −  moved_k / moved_last,
-/// f being free-space fragmentation (the first such k on ties); nullopt when no point
-/// improves on f0 or nothing moves.
+/// What point k of `points` (points[0] before any move, the last the whole plan) gains and
+/// costs, as shares: gain = (f0 − f_k) / max_j (f0 − f_j), f being free-space fragmentation,
+/// and data = moved_k / moved_last. nullopt when no point improves on f0 or nothing moves.
+struct FrontierShares {
+    double gain = 0;
+    double data = 0;
+};
+[[nodiscard]] std::optional<FrontierShares> frontier_shares(const std::vector<FrontierPoint>& points, std::size_t k);
+
+/// The knee of `points`: the k ≥ 1 with the largest lead of gain share over data share
+/// (frontier_shares), the first such k on ties; nullopt when frontier_shares has none.
 [[nodiscard]] std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points);
 
 /// Cost: `steps` more make_plan runs. `full` is make_plan's result for these options.

@@ -134,12 +134,12 @@ void Builder::skip(const Stream& stream, std::string reason) {
     plan_.skipped.push_back({stream.mft_record, stream.label(), std::move(reason)});
 }
 
-std::size_t streams_in(const std::vector<Move>& moves, std::size_t from) {
-    std::size_t count = 0;
+std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<Move>& moves, std::size_t from) {
+    std::vector<std::pair<std::uint64_t, std::string>> out;
     for (std::size_t i = from; i < moves.size(); ++i)
         if (i == from || moves[i].mft_record != moves[i - 1].mft_record || moves[i].stream != moves[i - 1].stream)
-            ++count;
-    return count;
+            out.emplace_back(moves[i].mft_record, moves[i].stream);
+    return out;
 }
 
 std::string bytes_text(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }

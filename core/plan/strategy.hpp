@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/plan/free_index.hpp"
@@ -100,9 +101,10 @@ inline constexpr std::uint64_t kLeaveAloneBytes = 64ull << 20;
 /// How often (in streams or granules) the strategies report progress.
 inline constexpr std::uint64_t kProgressEvery = 4096;
 
-/// How many streams the moves from index `from` on belong to (runs of consecutive moves of
-/// one stream), for the notes of strategies that cut their plan.
-[[nodiscard]] std::size_t streams_in(const std::vector<Move>& moves, std::size_t from);
+/// The streams the moves from index `from` on belong to (runs of consecutive moves of one
+/// stream, each once), for strategies that cut their plan: (mft_record, stream label).
+[[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<Move>& moves,
+                                                                           std::size_t from);
 
 /// Byte counts in reasons and notes: "12582912 bytes" (exact, so tests and scripts can parse it).
 [[nodiscard]] std::string bytes_text(std::uint64_t bytes);
