@@ -157,16 +157,24 @@ std::optional<PartitionTable> read_gpt_beyond_libparted(const DiskImage& image, 
     if (!protective_mbr(mbr)) return std::nullopt;
     const std::uint64_t last = image.size() / kSector - 1;
     std::optional<GptHeader> use;
-    bool beyond = false;
+    // The first signed header whose entry count libparted asserts on. libparted allocates
+    // the array of a header before it checks the header's CRC (a count of 0 reaches
+    // ped_malloc(0), found by the partition fuzzer), so such a header must never reach it,
+    // whatever its CRC.
+    std::optional<std::string> beyond;
     for (const std::uint64_t lba : {std::uint64_t{1}, last}) {
         const auto h = header_at(image, lba);
         if (!h) continue;
         check_entry_array(image, h->fields);
-        if (!h->crc_ok) continue;
-        if (!use) use = h->fields;
-        beyond = beyond || h->fields.entries == 0 || h->fields.entries > kLibpartedMaxEntries;
+        if (!beyond && (h->fields.entries == 0 || h->fields.entries > kLibpartedMaxEntries))
+            beyond = "GPT header at sector " + std::to_string(lba) + " lists " + std::to_string(h->fields.entries) +
+                     " partition entries";
+        if (h->crc_ok && !use) use = h->fields;
     }
-    if (!use) return std::nullopt;
+    if (!use) {
+        if (beyond) throw Error(ErrorKind::Corrupt, *beyond + " and no GPT header has a correct CRC");
+        return std::nullopt;
+    }
     Entries entries = read_entries(image, *use);
     if (beyond && !entries.crc_ok)
         throw Error(ErrorKind::Corrupt, "GPT partition entry array does not match the CRC in its header");

@@ -19,11 +19,12 @@ namespace table_guard {
 /// The disk's first sector, which the caller has already read (no second read for it).
 using FirstSector = std::array<std::byte, 512>;
 
-/// A GPT whose header checks out (signature, header CRC) but whose entry count libparted
-/// asserts on (0, or more than 8,192: gpt.c `_parse_header`). Such a table is read here:
-/// the entry array is checked against the disk size and its CRC, and streamed in bounded
-/// chunks, so memory follows the used entries only. Returns nullopt when neither GPT header
-/// has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
+/// A GPT with a signed header whose entry count libparted asserts on (0, or more than
+/// 8,192: gpt.c `_parse_header`, and ped_malloc(0) for a header whose CRC is wrong). Such a
+/// table is read here, from the first header whose CRC is right: the entry array is checked
+/// against the disk size and its CRC, and streamed in bounded chunks, so memory follows the
+/// used entries only; with no such header it throws Error(Corrupt). Returns nullopt when
+/// neither GPT header has such a count (libparted reads the table). Throws Error(Corrupt) for a bad entry array
 /// or entry, Error(Unsupported) for an entry array over 64 MiB. The array of every header
 /// that carries the signature is checked, whether its CRC is right or not: libparted
 /// allocates the whole array a header names before it checks anything. The entries of the

@@ -311,3 +311,23 @@ TEST_CASE("a GPT entry beyond 2^63 is refused before libparted asserts on it", "
           "GPT partition 6 (sectors 11745387828182253568 to 11745387828182253584) lies outside the usable sectors "
           "34 to 254");
 }
+
+TEST_CASE("a GPT header listing no entries never reaches libparted, whatever its CRC", "[partition][hostile]") {
+    // The partition fuzzer's case: libparted allocates the array of a header whose CRC is
+    // wrong, and asserts in ped_malloc(0) when it lists no entries.
+    std::vector<std::byte> d(219 * kSector);
+    put_gpt(d, 128, 34, {{0, 40, 99}});
+    put_le(d, kSector + 80, 0, 4);  // the header CRC is left as it was: now wrong
+    SECTION("with no header whose CRC is right, the disk is refused") {
+        std::fill_n(d.end() - kSector, kSector, std::byte{0});  // no backup header
+        CHECK(failure_of(d, ErrorKind::Corrupt) ==
+              "GPT header at sector 1 lists 0 partition entries and no GPT header has a correct CRC");
+    }
+    SECTION("with a right backup header, the table is read from it") {
+        const PartitionTable table = read_partitions(MemoryImage(d));
+        CHECK(table.label == "gpt");
+        REQUIRE(table.partitions.size() == 1);
+        CHECK(table.partitions[0].start == 40 * kSector);
+        CHECK(table.partitions[0].length == 60 * kSector);
+    }
+}
