@@ -90,15 +90,6 @@ void check_output(const std::string& output, const DiskImage& image) {
             throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
 }
 
-/// The scratch file of a copy-on-write disk: beside the output (the same file system, which
-/// has room for it), unlinked at once so that nothing is left whatever happens.
-UniqueFd scratch_beside(const fs::path& output) {
-    std::string path;
-    UniqueFd fd(create_beside(output, path));
-    ::unlink(path.c_str());
-    return fd;
-}
-
 /// The backing file an overlay at `output` records for the input at `input`: absolute as
 /// given, or relative to the overlay's directory (qemu resolves relative names from there),
 /// with the input's format as qemu names it.
@@ -177,12 +168,11 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.warnings = layer_warnings(*input.image);
     TemporaryDisk disk(options.output);
     if (overlay) {
-        const UniqueFd scratch = scratch_beside(options.output);
-        CopyOnWriteDisk cow(*input.image, scratch.get(), disk.path());
+        Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);
+        CopyOnWriteDisk cow(*input.image, writer, options.limiter);
         result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter);
-        const OverlayWritten written = write_qcow2_overlay(cow, disk.fd(), disk.path(), *backing, progress, options.limiter);
-        result.disk_bytes_written = written.clusters * Qcow2OverlayWriter::kClusterSize;
-        result.output_file_bytes = written.file_bytes;
+        result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
+        result.output_file_bytes = writer.finish();
     } else {
         result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
         result.output_file_bytes = input.image->size();

@@ -33,8 +33,8 @@ struct ApplyOptions {
     bool verify = true;       ///< false: skip the proofs after the moves (--no-verify)
     bool allow_vss = false;   ///< apply even when shadow copy stores exist
     /// Borrowed, may be shared with other work (one budget): every byte apply copies (the
-    /// raw copy's reads, each block a move copies, each cluster the overlay compares) first
-    /// takes its tokens from it. None: unlimited.
+    /// raw copy's reads, each block a move copies, each part of a cluster the overlay fills
+    /// from the input) first takes its tokens from it. None: unlimited.
     RateLimiter* limiter = nullptr;
     /// Test seams: run after move i is done, and on the temporary disk's path just before
     /// verification (a test may corrupt it there). Either may throw.
@@ -72,9 +72,9 @@ struct ApplyResult {
 /// this volume's, all before anything is written. Then, for a raw output, writes the whole
 /// virtual disk into a new sparse raw file beside `options.output` under a temporary name
 /// and runs the moves on it; for a qcow2 output, runs the moves on a CopyOnWriteDisk over
-/// the input (writes go to an unlinked scratch file beside the output) and writes the
-/// clusters they changed as a qcow2 overlay whose backing file is the input (its name
-/// relative to the output's directory when `path` is relative, as qemu resolves it). Moves
+/// the input whose writes land straight in a new qcow2 overlay (under the temporary name):
+/// it holds the 64 KiB clusters the moves wrote, and its backing file is the input (its
+/// name relative to the output's directory when `path` is relative, as qemu resolves it). Moves
 /// that cannot be done safely are skipped with their reason (carry_out_moves). Unless told
 /// not to, the result (the overlay read through its backing chain, with `open`'s parents one
 /// layer deeper) is proved: every stream's contents hash the same as the input's;
@@ -83,8 +83,8 @@ struct ApplyResult {
 /// renamed to `options.output`. Any failure (Error(Corrupt) "verification failed: ..." for a
 /// proof) or Error(Cancelled) from `progress` removes the temporary file: no output is left.
 /// The input is never written. Cost: reads the input's allocated bytes once for a raw copy
-/// (a qcow2 overlay reads only the written clusters, twice), every moved cluster twice, and
-/// every stream of both disks once to verify.
+/// (a qcow2 overlay writes each cluster a move touches once, filled from the input), every
+/// moved cluster twice, and every stream of both disks once to verify.
 [[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                                         const ApplyOptions& options, const Progress& progress = {});
 

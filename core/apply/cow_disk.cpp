@@ -2,16 +2,21 @@
 #include "core/apply/cow_disk.hpp"
 
 #include <algorithm>
-#include <utility>
+#include <optional>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/io/rate_limiter.hpp"
 
 namespace guestfrag {
+namespace {
 
-CopyOnWriteDisk::CopyOnWriteDisk(const DiskImage& base, int scratch_fd, std::string name)
-    : base_(base), scratch_(scratch_fd, name), name_(std::move(name)) {}
+constexpr std::uint64_t kCluster = Qcow2OverlayWriter::kClusterSize;
+
+}  // namespace
+
+CopyOnWriteDisk::CopyOnWriteDisk(const DiskImage& base, Qcow2OverlayWriter& overlay, RateLimiter* limiter)
+    : base_(base), overlay_(overlay), limiter_(limiter) {}
 
 void CopyOnWriteDisk::check_range(std::uint64_t offset, std::uint64_t length) const {
     if (offset > size() || length > size() - offset)
@@ -20,70 +25,52 @@ void CopyOnWriteDisk::check_range(std::uint64_t offset, std::uint64_t length) co
 
 void CopyOnWriteDisk::read(std::uint64_t offset, std::span<std::byte> out) const {
     check_range(offset, out.size());
-    if (out.empty()) return;
-    using Interval = boost::icl::interval<std::uint64_t>;
     const std::uint64_t end = offset + out.size();
-    std::uint64_t at = offset;
-    // Alternate between the image (before each written piece) and the scratch (the piece).
-    const auto from_image = [&](std::uint64_t to) {
-        if (to > at) base_.read(at, out.subspan(at - offset, to - at));
-        at = std::max(at, to);
-    };
-    for (auto it = written_.lower_bound(Interval::right_open(offset, end)); it != written_.end() && it->lower() < end; ++it) {
-        const std::uint64_t lo = std::max(it->lower(), offset);
-        const std::uint64_t hi = std::min(it->upper(), end);
-        from_image(lo);
-        scratch_.read(lo, out.subspan(lo - offset, hi - lo));
-        at = hi;
+    for (std::uint64_t at = offset; at < end;) {
+        // One read for each run of clusters that lie together: unstored ones in the image,
+        // stored ones in consecutive data clusters of the overlay.
+        const std::optional<std::uint64_t> first = overlay_.stored_at(at / kCluster);
+        std::uint64_t to = std::min(end, (at / kCluster + 1) * kCluster);
+        while (to < end) {
+            const std::optional<std::uint64_t> next = overlay_.stored_at(to / kCluster);
+            if (next.has_value() != first.has_value() || (first && *next != *first + (to - at / kCluster * kCluster)))
+                break;
+            to = std::min(end, to + kCluster);
+        }
+        const auto piece = out.subspan(at - offset, to - at);
+        if (first)
+            overlay_.file().read(*first + at % kCluster, piece);
+        else
+            base_.read(at, piece);
+        at = to;
     }
-    from_image(end);
 }
 
 void CopyOnWriteDisk::write(std::uint64_t offset, std::span<const std::byte> bytes) {
     check_range(offset, bytes.size());
-    if (bytes.empty()) return;
-    scratch_.write(offset, bytes);
-    written_ += boost::icl::interval<std::uint64_t>::right_open(offset, offset + bytes.size());
-}
-
-OverlayWritten write_qcow2_overlay(const CopyOnWriteDisk& disk, int fd, const std::string& path,
-                                   const Qcow2Backing& backing, const Progress& progress, RateLimiter* limiter) {
-    constexpr std::uint64_t kCluster = Qcow2OverlayWriter::kClusterSize;
-    constexpr std::uint64_t kBatch = 16;  // clusters read at once: 1 MiB reads
-    Qcow2OverlayWriter writer(fd, path, disk.size(), backing);
-    std::vector<std::byte> now(kBatch * kCluster);
-    std::vector<std::byte> was(kBatch * kCluster);
-    const std::uint64_t total = boost::icl::length(disk.written());
-    std::uint64_t done = 0;
-    std::uint64_t next = 0;  // the first cluster not looked at yet: written ranges may share one
-    for (const auto& range : disk.written()) {
-        progress.update(done, total);
-        done += boost::icl::length(range);
-        const std::uint64_t end = (range.upper() + kCluster - 1) / kCluster;
-        for (std::uint64_t c = std::max(next, range.lower() / kCluster); c < end;) {
-            const std::uint64_t at = c * kCluster;
-            const std::uint64_t clusters = std::min(kBatch, end - c);
-            const std::uint64_t n = std::min(clusters * kCluster, disk.size() - at);
-            if (limiter != nullptr) limiter->acquire(n, progress.stop);
-            progress.update(done, total);
-            // The disk's last cluster may be partial: the rest is zero in both buffers.
-            if (n < clusters * kCluster) {
-                std::fill(now.begin(), now.end(), std::byte{0});
-                std::fill(was.begin(), was.end(), std::byte{0});
+    std::vector<std::byte> cluster;
+    const std::uint64_t end = offset + bytes.size();
+    for (std::uint64_t at = offset; at < end;) {
+        const std::uint64_t index = at / kCluster;
+        const std::uint64_t to = std::min(end, (index + 1) * kCluster);
+        const auto piece = bytes.subspan(at - offset, to - at);
+        if (const auto stored = overlay_.stored_at(index)) {
+            overlay_.file().write(*stored + at % kCluster, piece);
+        } else {
+            // The cluster's first write: the overlay's copy is the image's cluster with
+            // this piece over it (the disk's last cluster may be partial: zeros after it).
+            const std::uint64_t start = index * kCluster;
+            const std::uint64_t present = std::min(kCluster, size() - start);
+            cluster.assign(kCluster, std::byte{0});
+            if (piece.size() < present) {
+                if (limiter_ != nullptr) limiter_->acquire(present);
+                base_.read(start, std::span(cluster).first(present));
             }
-            disk.read(at, std::span(now).first(n));
-            disk.base().read(at, std::span(was).first(n));
-            for (std::uint64_t i = 0; i < clusters; ++i) {
-                const auto cluster = std::span(now).subspan(i * kCluster, kCluster);
-                if (!std::equal(cluster.begin(), cluster.end(), was.begin() + static_cast<std::ptrdiff_t>(i * kCluster)))
-                    writer.write_cluster(c + i, cluster);
-            }
-            c += clusters;
-            next = c;
+            std::copy(piece.begin(), piece.end(), cluster.begin() + static_cast<std::ptrdiff_t>(at - start));
+            overlay_.write_cluster(index, cluster);
         }
+        at = to;
     }
-    progress.update(total, total);
-    return {writer.clusters_stored(), writer.finish()};
 }
 
 }  // namespace guestfrag

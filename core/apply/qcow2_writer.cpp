@@ -19,7 +19,6 @@ constexpr std::uint64_t kCopied = std::uint64_t{1} << 63;   // refcount exactly 
 constexpr std::uint32_t kHeaderLength = 104;                // version 3 without optional fields
 constexpr std::uint32_t kBackingFormatExtension = 0xe2792aca;
 constexpr std::size_t kMaxBackingName = 1023;               // qemu refuses longer names
-constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 std::uint64_t clusters_for(std::uint64_t bytes) { return (bytes + kCluster - 1) / kCluster; }
 
@@ -34,7 +33,6 @@ Qcow2OverlayWriter::Qcow2OverlayWriter(int fd, std::string path, std::uint64_t v
                                        std::optional<Qcow2Backing> backing)
     : file_(fd, std::move(path)), virtual_size_(virtual_size), backing_(std::move(backing)) {
     check_possible(virtual_size_, backing_);
-    pending_.reserve(kFlushBytes);
 }
 
 void Qcow2OverlayWriter::check_possible(std::uint64_t virtual_size, const std::optional<Qcow2Backing>& backing) {
@@ -46,29 +44,36 @@ void Qcow2OverlayWriter::check_possible(std::uint64_t virtual_size, const std::o
                                                 "\" cannot be recorded in a qcow2 header (1 to 1023 bytes)");
 }
 
-void Qcow2OverlayWriter::write_cluster(std::uint64_t index, std::span<const std::byte> data) {
-    if (finished_ || data.size() != kCluster || index >= clusters_for(virtual_size_) ||
-        (!guest_clusters_.empty() && index <= guest_clusters_.back()))
-        throw Error(ErrorKind::Internal, "qcow2 overlay cluster " + std::to_string(index) + " written out of order");
-    pending_.insert(pending_.end(), data.begin(), data.end());
-    guest_clusters_.push_back(index);
-    if (pending_.size() >= kFlushBytes) flush();
+std::optional<std::uint64_t> Qcow2OverlayWriter::stored_at(std::uint64_t index) const {
+    const auto it = host_of_.find(index);
+    if (it == host_of_.end()) return std::nullopt;
+    return it->second * kCluster;
 }
 
-void Qcow2OverlayWriter::flush() {
-    // The pending clusters are the last ones stored, in host order.
-    const std::uint64_t first = 1 + guest_clusters_.size() - pending_.size() / kCluster;
-    file_.write(first * kCluster, pending_);
-    pending_.clear();
+std::uint64_t Qcow2OverlayWriter::allocate(std::uint64_t index) {
+    if (finished_ || index >= clusters_for(virtual_size_) || host_of_.contains(index))
+        throw Error(ErrorKind::Internal, "qcow2 overlay cluster " + std::to_string(index) + " allocated twice");
+    const std::uint64_t host = 1 + guest_clusters_.size();
+    host_of_.emplace(index, host);
+    guest_clusters_.push_back(index);
+    return host * kCluster;
+}
+
+void Qcow2OverlayWriter::write_cluster(std::uint64_t index, std::span<const std::byte> data) {
+    if (data.size() != kCluster)
+        throw Error(ErrorKind::Internal, "qcow2 overlay cluster of " + std::to_string(data.size()) + " bytes");
+    file_.write(allocate(index), data);
 }
 
 std::uint64_t Qcow2OverlayWriter::finish() {
     if (finished_) throw Error(ErrorKind::Internal, "qcow2 overlay finished twice");
     finished_ = true;
-    flush();
     const std::uint64_t l1_entries = (clusters_for(virtual_size_) + kL2Entries - 1) / kL2Entries;
+    // The stored clusters in guest order, for the L2 tables.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> mapping(host_of_.begin(), host_of_.end());
+    std::sort(mapping.begin(), mapping.end());
     std::vector<std::uint64_t> l2_tables;  // L1 index of each L2 table, ascending
-    for (const std::uint64_t g : guest_clusters_)
+    for (const auto& [g, host] : mapping)
         if (l2_tables.empty() || l2_tables.back() != g / kL2Entries) l2_tables.push_back(g / kL2Entries);
 
     // Host clusters: 0 header, data, L2 tables, L1 table, refcount blocks, refcount table.
@@ -96,8 +101,8 @@ std::uint64_t Qcow2OverlayWriter::finish() {
     std::size_t next = 0;
     for (std::size_t t = 0; t < l2_tables.size(); ++t) {
         clear();
-        for (; next < guest_clusters_.size() && guest_clusters_[next] / kL2Entries == l2_tables[t]; ++next)
-            put_be(cluster, (guest_clusters_[next] % kL2Entries) * 8, ((1 + next) * kCluster) | kCopied, 8);
+        for (; next < mapping.size() && mapping[next].first / kL2Entries == l2_tables[t]; ++next)
+            put_be(cluster, (mapping[next].first % kL2Entries) * 8, (mapping[next].second * kCluster) | kCopied, 8);
         file_.write((l2_start + t) * kCluster, cluster);
     }
     // L1 table.

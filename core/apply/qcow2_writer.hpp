@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/image/writable_raw_file.hpp"
@@ -23,13 +24,12 @@ struct Qcow2Backing {
 /// Writes a qcow2 version 3 image that holds only the clusters it is given, every other
 /// cluster reading from its backing file (or as zeros without one), for `apply
 /// --output-format qcow2`. 64 KiB clusters, 16-bit refcounts, no snapshots, no compression.
-/// Data clusters are written as they come, from the second cluster of the file on; finish()
-/// then appends the L2 tables, the L1 table, the refcount blocks and the refcount table
-/// (every cluster of the file referenced once, so L1 and L2 entries carry the COPIED flag)
-/// and writes the header last: until then the file is not an image. Borrows `fd`, an empty
-/// file open for writing that must outlive the writer. Data clusters are written 1 MiB at a
-/// time (a write per cluster costs the file system several times more). Memory: 8 bytes per
-/// cluster stored, 1 MiB of buffer, one cluster while finishing.
+/// Data clusters take the file's clusters from the second on, in the order they are
+/// allocated (any guest order, as qemu places them); finish() then appends the L2 tables,
+/// the L1 table, the refcount blocks and the refcount table (every cluster of the file
+/// referenced once, so L1 and L2 entries carry the COPIED flag) and writes the header last:
+/// until then the file is not an image. Borrows `fd`, an empty file open O_RDWR that must
+/// outlive the writer. Memory: about 40 bytes per cluster stored, one cluster while finishing.
 class Qcow2OverlayWriter {
 public:
     static constexpr std::uint32_t kClusterBits = 16;
@@ -43,10 +43,21 @@ public:
     /// before it does any other work.
     static void check_possible(std::uint64_t virtual_size, const std::optional<Qcow2Backing>& backing);
 
-    /// Stores `data` (kClusterSize bytes) as the guest cluster `index` (the disk bytes at
-    /// index · kClusterSize). Indices must rise from call to call and lie inside the disk
-    /// (Error(Internal) otherwise). Throws Error(Io).
+    /// The file offset of the data cluster that stores guest cluster `index` (the disk bytes
+    /// at index · kClusterSize), or nullopt while it is not stored.
+    [[nodiscard]] std::optional<std::uint64_t> stored_at(std::uint64_t index) const;
+
+    /// Gives guest cluster `index` the next data cluster of the file and returns its offset;
+    /// the caller then writes all of it through file(). Error(Internal) for a cluster stored
+    /// already or outside the disk, or after finish().
+    std::uint64_t allocate(std::uint64_t index);
+
+    /// Stores `data` (kClusterSize bytes) as guest cluster `index`: allocate() and write.
+    /// Throws what allocate() throws, and Error(Io).
     void write_cluster(std::uint64_t index, std::span<const std::byte> data);
+
+    /// The overlay file, to read and write the data clusters allocate() gave out.
+    [[nodiscard]] WritableRawFile& file() noexcept { return file_; }
 
     /// Writes the tables and the header. Returns the file's size. Throws Error(Io).
     std::uint64_t finish();
@@ -54,13 +65,11 @@ public:
     [[nodiscard]] std::uint64_t clusters_stored() const noexcept { return guest_clusters_.size(); }
 
 private:
-    void flush();
-
     WritableRawFile file_;
     std::uint64_t virtual_size_;
     std::optional<Qcow2Backing> backing_;
     std::vector<std::uint64_t> guest_clusters_;  ///< guest cluster of host cluster 1 + i
-    std::vector<std::byte> pending_;             ///< the data clusters not written yet, the last ones
+    std::unordered_map<std::uint64_t, std::uint64_t> host_of_;  ///< guest cluster → host cluster
     bool finished_ = false;
 };
 

@@ -12,7 +12,7 @@ namespace guestfrag {
 /// apply): a disk that can be read and written, where a read sees every earlier write.
 /// DiskImage stays read-only (analysis never writes), so whoever writes asks for this type
 /// by name. Implementations: WritableRawFile (a raw file) and CopyOnWriteDisk (writes kept
-/// beside a read-only image, core/apply). Not safe for concurrent writes.
+/// in a qcow2 overlay over a read-only image, core/apply). Not safe for concurrent writes.
 class WritableDisk {
 public:
     virtual ~WritableDisk() = default;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The pieces of `apply --output-format qcow2`: the copy-on-write disk the moves write into,
-// and the qcow2 overlay writer, checked by qemu-img and guestfrag's own qcow2 reader.
+// and the qcow2 overlay writer it writes through, checked by qemu-img and guestfrag's own qcow2 reader.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -45,37 +45,47 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
 
 }  // namespace
 
-TEST_CASE("CopyOnWriteDisk: reads merge the writes over the image and leave the image untouched", "[apply][overlay]") {
-    const std::vector<std::byte> base_bytes = pattern(1 << 20, 1);
+TEST_CASE("CopyOnWriteDisk: writes land in the overlay's clusters, reads merge them over the image, the image "
+          "stays untouched",
+          "[apply][overlay]") {
+    test::require_tools({"qemu-img"});
+    const std::vector<std::byte> base_bytes = pattern(8 * kCluster + 4096, 1);  // a partial last cluster
     const test::MemoryImage base(base_bytes);
     const test::WorkDir dir("cow-disk");
-    const UniqueFd scratch = create(dir / "scratch");
-    CopyOnWriteDisk disk(base, scratch.get(), "cow");
+    const fs::path overlay = dir / "o.qcow2";
+    const UniqueFd o = create(overlay);
+    Qcow2OverlayWriter writer(o.get(), overlay.string(), base.size(), Qcow2Backing{"base.img", "raw"});
+    RateLimiter limiter(0);
+    CopyOnWriteDisk disk(base, writer, &limiter);
     CHECK(disk.size() == base.size());
+    CHECK(disk.path() == overlay.string());
 
     const std::vector<std::byte> a = pattern(1000, 2);
-    const std::vector<std::byte> b = pattern(5000, 3);
-    disk.write(4096, a);
-    disk.write(4096 + 500, b);  // overlaps the first write
-    disk.write(base.size() - 10, std::span(a).first(10));
+    const std::vector<std::byte> b = pattern(2 * kCluster, 3);
+    disk.write(5 * kCluster + 4096, a);      // cluster 5, filled from the image
+    disk.write(kCluster - 500, b);           // clusters 0, 1 and 2: two partial, one whole
+    disk.write(5 * kCluster + 4500, a);      // cluster 5 again: no second fill
+    disk.write(base.size() - 10, std::span(a).first(10));  // the partial cluster 8
     std::vector<std::byte> want = base_bytes;
-    std::copy(a.begin(), a.end(), want.begin() + 4096);
-    std::copy(b.begin(), b.end(), want.begin() + 4096 + 500);
+    std::copy(a.begin(), a.end(), want.begin() + 5 * kCluster + 4096);
+    std::copy(b.begin(), b.end(), want.begin() + kCluster - 500);
+    std::copy(a.begin(), a.end(), want.begin() + 5 * kCluster + 4500);
     std::copy(a.begin(), a.begin() + 10, want.end() - 10);
+    CHECK(writer.clusters_stored() == 5);  // 5, 0, 1, 2, 8
+    // Fills: cluster 5, 0, 2 (whole clusters) and the 4096 bytes of cluster 8; cluster 1 is
+    // written whole.
+    CHECK(limiter.requested() == 3 * kCluster + 4096);
 
     std::vector<std::byte> got(base.size());
     disk.read(0, got);
     CHECK(got == want);
-    // Reads that start and end inside written and unwritten pieces.
-    for (const auto& [at, n] : std::vector<std::pair<std::uint64_t, std::size_t>>{{4000, 200}, {4500, 100}, {5000, 6000}, {9000, 1000}}) {
+    // Reads that start and end inside stored and unstored clusters.
+    for (const auto& [at, n] : std::vector<std::pair<std::uint64_t, std::size_t>>{
+             {kCluster - 100, 200}, {2 * kCluster + 10, kCluster}, {4 * kCluster, 3 * kCluster}, {base.size() - 20, 20}}) {
         std::vector<std::byte> part(n);
         disk.read(at, part);
         CHECK(std::equal(part.begin(), part.end(), want.begin() + static_cast<std::ptrdiff_t>(at)));
     }
-    ByteSet written;
-    written += boost::icl::interval<std::uint64_t>::right_open(4096, 4096 + 5500);
-    written += boost::icl::interval<std::uint64_t>::right_open(base.size() - 10, base.size());
-    CHECK(disk.written() == written);
     std::vector<std::byte> still(base.size());
     base.read(0, still);
     CHECK(still == base_bytes);
@@ -83,6 +93,26 @@ TEST_CASE("CopyOnWriteDisk: reads merge the writes over the image and leave the 
     std::vector<std::byte> one(2);
     CHECK(test::kind_of([&] { (void)disk.write(base.size() - 1, one); }) == ErrorKind::Corrupt);
     CHECK(test::kind_of([&] { (void)disk.read(base.size() - 1, one); }) == ErrorKind::Corrupt);
+
+    // The finished overlay over its backing file reads as the disk did, and stores exactly
+    // the clusters written.
+    const std::uint64_t file_size = writer.finish();
+    CHECK(file_size == fs::file_size(overlay));
+    {
+        const UniqueFd f = create(dir / "base.img");
+        WritableRawFile(f.get(), "base.img").write(0, base_bytes);
+    }
+    const auto check = test::run({"qemu-img", "check", overlay.string()});
+    INFO(check.out << check.err);
+    CHECK(check.status == 0);
+    const auto image = open_image(overlay.string());
+    ByteSet stored;
+    stored += boost::icl::interval<std::uint64_t>::right_open(0, 3 * kCluster);
+    stored += boost::icl::interval<std::uint64_t>::right_open(5 * kCluster, 6 * kCluster);
+    stored += boost::icl::interval<std::uint64_t>::right_open(8 * kCluster, base.size());
+    CHECK(image->layers().front().allocated == stored);
+    image->read(0, got);
+    CHECK(got == want);
 }
 
 TEST_CASE("Qcow2OverlayWriter: clusters across L2 tables over a raw backing file, read back by qemu-img and guestfrag",
@@ -102,7 +132,8 @@ TEST_CASE("Qcow2OverlayWriter: clusters across L2 tables over a raw backing file
     }
     fs::copy_file(backing, expected);
     const std::uint64_t last = size / kCluster;  // partial
-    const std::vector<std::uint64_t> clusters{1, 8191, 8192, 8192 * 2 + 5, last};
+    // Not in guest order: data clusters lie in the file in the order they are written.
+    const std::vector<std::uint64_t> clusters{8192, 1, 8192 * 2 + 5, 8191, last};
     const fs::path overlay = dir / "overlay.qcow2";
     {
         const UniqueFd o = create(overlay);
@@ -115,7 +146,9 @@ TEST_CASE("Qcow2OverlayWriter: clusters across L2 tables over a raw backing file
             const std::uint64_t at = clusters[i] * kCluster;
             want.write(at, std::span(data).first(std::min(kCluster, size - at)));
         }
-        CHECK(test::kind_of([&] { (void)writer.write_cluster(3, pattern(kCluster, 1)); }) == ErrorKind::Internal);
+        CHECK(test::kind_of([&] { (void)writer.write_cluster(clusters[1], pattern(kCluster, 1)); }) ==
+              ErrorKind::Internal);
+        CHECK(test::kind_of([&] { (void)writer.allocate(last + 1); }) == ErrorKind::Internal);
         CHECK(writer.clusters_stored() == clusters.size());
         const std::uint64_t file_size = writer.finish();
         CHECK(file_size == fs::file_size(overlay));
@@ -138,9 +171,9 @@ TEST_CASE("Qcow2OverlayWriter: clusters across L2 tables over a raw backing file
     CHECK(image->layers()[1].path == backing.string());
     std::vector<std::byte> got(kCluster);
     image->read(8192 * kCluster, got);
-    CHECK(got == pattern(kCluster, 22));
-    image->read(kCluster, got);  // the backing file's data under the overlay's cluster 1
     CHECK(got == pattern(kCluster, 20));
+    image->read(kCluster, got);  // the backing file's data under the overlay's cluster 1
+    CHECK(got == pattern(kCluster, 21));
     image->read(2 * kCluster, got);  // the backing file's own
     CHECK(std::equal(got.begin(), got.end(), pattern(3 * kCluster, 9).begin() + 2 * kCluster));
 }
@@ -167,37 +200,4 @@ TEST_CASE("Qcow2OverlayWriter: an image without a backing file, and names qemu c
     CHECK(got == pattern(kCluster, 5));
     image->read(2 * kCluster, got);
     CHECK(got == std::vector<std::byte>(kCluster));
-}
-
-TEST_CASE("write_qcow2_overlay stores only the clusters that differ from the base, and feeds the limiter",
-          "[apply][overlay][qcow2][rate]") {
-    const std::vector<std::byte> base_bytes = pattern(8 * kCluster, 1);
-    const test::MemoryImage base(base_bytes);
-    const test::WorkDir dir("cow-overlay");
-    const UniqueFd scratch = create(dir / "scratch");
-    CopyOnWriteDisk disk(base, scratch.get(), "cow");
-    disk.write(kCluster + 10, pattern(20, 4));                             // cluster 1: changed
-    disk.write(3 * kCluster - 5, pattern(10, 5));                          // clusters 2 and 3: changed
-    disk.write(5 * kCluster, std::span(base_bytes).subspan(5 * kCluster, 100));  // cluster 5: same bytes
-    const fs::path overlay = dir / "o.qcow2";
-    const UniqueFd o = create(overlay);
-    RateLimiter limiter(0);
-    const OverlayWritten w = write_qcow2_overlay(disk, o.get(), overlay.string(), Qcow2Backing{"base.img", "raw"}, {}, &limiter);
-    CHECK(w.clusters == 3);
-    CHECK(w.file_bytes == fs::file_size(overlay));
-    CHECK(limiter.requested() == 4 * kCluster);  // clusters 1, 2, 3 and 5 compared
-    // Read back by guestfrag with the base given as its parent (by depth: a raw parent).
-    {
-        const UniqueFd b = create(dir / "base.img");
-        WritableRawFile(b.get(), "base.img").write(0, base_bytes);
-    }
-    const auto image = open_image(overlay.string());
-    ByteSet stored;
-    stored += boost::icl::interval<std::uint64_t>::right_open(kCluster, 4 * kCluster);
-    CHECK(image->layers().front().allocated == stored);
-    std::vector<std::byte> got(base.size());
-    image->read(0, got);
-    std::vector<std::byte> want(base.size());
-    disk.read(0, want);
-    CHECK(got == want);
 }
