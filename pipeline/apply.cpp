@@ -174,7 +174,15 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
         result.output_file_bytes = writer.finish();
     } else {
-        result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
+        try {
+            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
+        } catch (const Error& e) {
+            // A disk whose bytes are not all readable (a truncated fixed VHD) cannot be
+            // copied whole, but an overlay needs only the clusters the moves touch.
+            if (e.kind() != ErrorKind::Corrupt) throw;
+            throw Error(ErrorKind::Corrupt, std::string("a raw output is a copy of the whole disk, which cannot be read: ") +
+                                                e.what() + "; --output-format qcow2 needs only what the moves touch");
+        }
         result.output_file_bytes = input.image->size();
         WritableRawFile file(disk.fd(), disk.path());
         result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter);
