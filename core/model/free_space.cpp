@@ -54,13 +54,32 @@ int zfs_free_extent_penalty(std::uint64_t bytes) {
     return bytes < kFreeOfPenalty ? kBetweenPenalty : 0;
 }
 
+std::uint64_t FreeSpacePenalty::weighted(std::uint64_t clusters) const noexcept {
+    return mul_saturating(clusters,
+                          static_cast<std::uint64_t>(zfs_free_extent_penalty(mul_saturating(clusters, cluster_size_))));
+}
+
+void FreeSpacePenalty::add(std::uint64_t clusters) noexcept {
+    clusters_ = add_saturating(clusters_, clusters);
+    weighted_ = add_saturating(weighted_, weighted(clusters));
+}
+
+void FreeSpacePenalty::remove(std::uint64_t clusters) noexcept {
+    clusters_ -= clusters;
+    weighted_ -= weighted(clusters);
+}
+
+double FreeSpacePenalty::percent() const noexcept {
+    if (clusters_ == 0 || cluster_size_ == 0) return 0;
+    return static_cast<double>(static_cast<long double>(weighted_) / static_cast<long double>(clusters_));
+}
+
 FreeSpaceFragmentation analyze_free_space(const VolumeMap& volume) {
     FreeSpaceFragmentation out;
 
     // Bucket k holds extents of [2^k, 2^(k+1)) bytes.
     std::array<FreeExtentBucket, std::numeric_limits<std::uint64_t>::digits> buckets{};
-    long double weighted = 0;  // Σ bytes · penalty
-    long double weight = 0;    // Σ bytes
+    FreeSpacePenalty penalty(volume.cluster_size);
 
     for (const auto& interval : volume.free) {
         const std::int64_t length = boost::icl::length(interval);
@@ -75,15 +94,14 @@ FreeSpaceFragmentation analyze_free_space(const VolumeMap& volume) {
         FreeExtentBucket& bucket = buckets[static_cast<std::size_t>(std::bit_width(bytes) - 1)];
         ++bucket.extents;
         bucket.bytes = add_saturating(bucket.bytes, bytes);
-        weighted += static_cast<long double>(bytes) * zfs_free_extent_penalty(bytes);
-        weight += static_cast<long double>(bytes);
+        penalty.add(clusters);
     }
 
     if (out.extents != 0) {
         out.average_extent_clusters = static_cast<double>(static_cast<long double>(out.free_clusters) /
                                                           static_cast<long double>(out.extents));
     }
-    if (weight > 0) out.fragmentation_percent = static_cast<double>(weighted / weight);
+    out.fragmentation_percent = penalty.percent();
 
     for (std::size_t k = 0; k < buckets.size(); ++k) {
         if (buckets[k].extents == 0) continue;

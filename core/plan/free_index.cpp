@@ -19,41 +19,24 @@ namespace {
 
 }  // namespace
 
-FreeIndex::FreeIndex(const ClusterSet& initial, std::uint32_t cluster_size) : cluster_size_(cluster_size) {
+FreeIndex::FreeIndex(const ClusterSet& initial, std::uint32_t cluster_size) : penalty_(cluster_size) {
     // icl keeps touching intervals joined, so every interval is one extent.
     for (const auto& i : initial) insert(first_cluster(i), end_cluster(i));
-}
-
-void FreeIndex::count(std::int64_t clusters, bool add) {
-    if (cluster_size_ == 0) return;
-    const auto n = static_cast<std::uint64_t>(clusters);
-    const auto weighted = n * static_cast<std::uint64_t>(zfs_free_extent_penalty(n * cluster_size_));
-    if (add) {
-        free_clusters_ += n;
-        weighted_clusters_ += weighted;
-    } else {
-        free_clusters_ -= n;
-        weighted_clusters_ -= weighted;
-    }
 }
 
 void FreeIndex::insert(std::int64_t lo, std::int64_t hi) {
     extents_.emplace(lo, hi);
     by_size_.emplace(hi - lo, lo);
-    count(hi - lo, true);
+    penalty_.add(static_cast<std::uint64_t>(hi - lo));
 }
 
 void FreeIndex::erase(std::map<std::int64_t, std::int64_t>::iterator it) {
-    count(it->second - it->first, false);
+    penalty_.remove(static_cast<std::uint64_t>(it->second - it->first));
     by_size_.erase({it->second - it->first, it->first});
     extents_.erase(it);
 }
 
-double FreeIndex::fragmentation_percent() const {
-    return free_clusters_ == 0 ? 0.0
-                               : static_cast<double>(static_cast<long double>(weighted_clusters_) /
-                                                     static_cast<long double>(free_clusters_));
-}
+double FreeIndex::fragmentation_percent() const { return penalty_.percent(); }
 
 void FreeIndex::take(std::int64_t lo, std::int64_t hi) {
     if (lo >= hi) return;

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/free_space.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/plan/intervals.hpp"
 
@@ -66,14 +67,11 @@ public:
 
 private:
     void insert(std::int64_t lo, std::int64_t hi);
-    void count(std::int64_t clusters, bool add);  ///< keeps the fragmentation sums
     void erase(std::map<std::int64_t, std::int64_t>::iterator it);
 
     std::map<std::int64_t, std::int64_t> extents_;  ///< start → end
     std::set<Range> by_size_;                       ///< (length, start)
-    std::uint32_t cluster_size_ = 0;
-    std::uint64_t free_clusters_ = 0;
-    std::uint64_t weighted_clusters_ = 0;  ///< Σ clusters · penalty (exact: penalties are integers)
+    FreeSpacePenalty penalty_{0};
 };
 
 }  // namespace guestfrag

@@ -60,16 +60,13 @@ struct Layout {
 
 double fragmentation_of(const std::vector<std::pair<std::int64_t, std::int64_t>>& extents, std::uint32_t cluster_size,
                         std::int64_t& largest) {
-    long double weighted = 0;
-    long double total = 0;
+    FreeSpacePenalty penalty(cluster_size);
     largest = 0;
     for (const auto& [a, b] : extents) {
-        const auto bytes = static_cast<std::uint64_t>(b - a) * cluster_size;
-        weighted += static_cast<long double>(bytes) * zfs_free_extent_penalty(bytes);
-        total += static_cast<long double>(bytes);
+        penalty.add(static_cast<std::uint64_t>(b - a));
         largest = std::max(largest, b - a);
     }
-    return total == 0 ? 0.0 : static_cast<double>(weighted / total);
+    return penalty.percent();
 }
 
 class Optimizer {
