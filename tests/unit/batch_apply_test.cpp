@@ -16,6 +16,7 @@
 #include "app/batch/batch.hpp"
 #include "app/batch/image_list.hpp"
 #include "app/batch/sqlite.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
 #include "support/tsk_oracle.hpp"
@@ -302,4 +303,30 @@ TEST_CASE("schedule --apply carries the plan out through apply, each move in its
                          "-o", (work / "x.img").string(), "--ics"})
               .status == 1);
     CHECK(!fs::exists(work / "x.img"));
+}
+
+TEST_CASE("an image's apply takes every byte it copies from the batch's one rate budget", "[batch][apply][rate]") {
+    const test::WorkDir work("batch-apply-budget");
+    const fs::path image = work / "vm.img";
+    fs::copy_file(bare_volume(52), image);
+    batch::JobOptions options;
+    options.plan = true;
+    // Unlimited, so that nothing waits; requested() still counts every byte asked for.
+    RateLimiter analysis_only(0);
+    const batch::ImageResult analysed = batch::run_image_job(image.string(), options, analysis_only, {});
+    REQUIRE(analysed.ok);
+    CHECK(analysis_only.requested() == analysed.bytes_read);
+
+    options.apply = batch::JobOptions::Apply{{{image.string(), (work / "out.raw").string()}}};
+    RateLimiter budget(0);
+    const batch::ImageResult applied = batch::run_image_job(image.string(), options, budget, {});
+    INFO(applied.error);
+    REQUIRE(applied.ok);
+    REQUIRE(applied.apply);
+    CHECK(applied.apply->ok);
+    CHECK(applied.apply->bytes_moved > 0);
+    // The analysis's reads, then the disk copy's (at least the data it wrote) and the moves'.
+    CHECK(budget.requested() >=
+          applied.bytes_read + applied.apply->disk_bytes_written + applied.apply->bytes_moved);
+    CHECK(fs::exists(work / "out.raw"));
 }
