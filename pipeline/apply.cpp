@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -29,6 +30,8 @@ namespace fs = std::filesystem;
 /// `output`'s directory, "." for a bare name.
 fs::path directory_of(const fs::path& output) { return output.has_parent_path() ? output.parent_path() : fs::path("."); }
 
+std::string already_exists(const std::string& output) { return "the output " + output + " exists (it is not replaced)"; }
+
 /// A new file beside `output` named after it ("." + name + ".XXXXXX"); the path is returned in `path`.
 int create_beside(const fs::path& output, std::string& path) {
     std::string pattern = (directory_of(output) / ("." + output.filename().string() + ".XXXXXX")).string();
@@ -41,7 +44,9 @@ int create_beside(const fs::path& output, std::string& path) {
 /// The output under its temporary name: removed on destruction unless commit() renamed it.
 class TemporaryDisk {
 public:
-    explicit TemporaryDisk(const fs::path& output) : output_(output) { fd_ = create_beside(output, path_); }
+    TemporaryDisk(const fs::path& output, bool replace) : output_(output), replace_(replace) {
+        fd_ = create_beside(output, path_);
+    }
     ~TemporaryDisk() {
         if (fd_ >= 0) ::close(fd_);
         if (!committed_) ::unlink(path_.c_str());
@@ -56,13 +61,26 @@ public:
         if (::fsync(fd_) != 0) throw Error(ErrorKind::Io, "cannot write " + path_ + ": " + std::strerror(errno));
     }
     void commit() {
-        if (::rename(path_.c_str(), output_.c_str()) != 0)
+        if (replace_ ? ::rename(path_.c_str(), output_.c_str()) != 0 : !rename_no_replace()) {
+            if (errno == EEXIST) throw Error(ErrorKind::Unsupported, already_exists(output_.string()));
             throw Error(ErrorKind::Io, "cannot rename " + path_ + " to " + output_.string() + ": " + std::strerror(errno));
+        }
         committed_ = true;
     }
 
 private:
+    /// Atomically: the rename fails with EEXIST when the output exists. A file system
+    /// without RENAME_NOREPLACE gets a hard link (which never replaces) and an unlink.
+    bool rename_no_replace() const {
+        if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, output_.c_str(), RENAME_NOREPLACE) == 0) return true;
+        if (errno != EINVAL && errno != ENOSYS) return false;
+        if (::link(path_.c_str(), output_.c_str()) != 0) return false;
+        ::unlink(path_.c_str());
+        return true;
+    }
+
     fs::path output_;
+    bool replace_ = true;
     std::string path_;
     int fd_ = -1;
     bool committed_ = false;
@@ -81,13 +99,15 @@ std::uint64_t total_fragments(const VolumeMap& map) {
     throw Error(ErrorKind::Corrupt, "verification failed: " + what);
 }
 
-/// Refuses an output that is the input or one of its layers: replacing it would write the input.
-void check_output(const std::string& output, const DiskImage& image) {
+/// Refuses an output that is the input or one of its layers (replacing it would write the
+/// input), and any existing output unless it may be replaced.
+void check_output(const std::string& output, const DiskImage& image, bool replace) {
     std::error_code ec;
     if (!fs::exists(output, ec)) return;
     for (const Layer& layer : image.layers())
         if (fs::equivalent(output, layer.path, ec))
             throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
+    if (!replace) throw Error(ErrorKind::Unsupported, already_exists(output));
 }
 
 /// The backing file an overlay at `output` records for the input at `input`: absolute as
@@ -150,7 +170,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     for (const Partition& p : input.analysis->table.partitions)
         if (p.number == before.partition) window = {p.start, p.length};
     if (window.length == 0) throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
-    check_output(options.output, *input.image);
+    check_output(options.output, *input.image, options.replace);
 
     // Everything that may refuse runs before the first byte is written.
     check_volume_state(*input.image, window, before, options.allow_vss);
@@ -166,11 +186,12 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.partition = before.partition;
     result.format = options.format;
     result.warnings = layer_warnings(*input.image);
-    TemporaryDisk disk(options.output);
+    TemporaryDisk disk(options.output, options.replace);
     if (overlay) {
         Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);
         CopyOnWriteDisk cow(*input.image, writer, options.limiter);
-        result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter);
+        result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter,
+                                      options.before_move);
         result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
         result.output_file_bytes = writer.finish();
     } else {
@@ -185,7 +206,8 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         }
         result.output_file_bytes = input.image->size();
         WritableRawFile file(disk.fd(), disk.path());
-        result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter);
+        result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter,
+                                      options.before_move);
     }
     disk.sync();
 

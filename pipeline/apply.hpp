@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,17 @@ enum class ApplyOutputFormat {
     Qcow2,  ///< a qcow2 overlay holding only the clusters the moves changed; backing file: the input
 };
 
+/// "raw" or "qcow2", as --output-format and the outputs name it.
+[[nodiscard]] constexpr const char* output_format_name(ApplyOutputFormat format) {
+    return format == ApplyOutputFormat::Qcow2 ? "qcow2" : "raw";
+}
+
 /// How to apply.
 struct ApplyOptions {
     std::string output;       ///< the new disk; replaced only when everything passed
+    /// false: an existing `output` is never replaced: refused before anything is written,
+    /// and the final rename fails rather than replace a file that appeared meanwhile.
+    bool replace = true;
     ApplyOutputFormat format = ApplyOutputFormat::Raw;
     bool verify = true;       ///< false: skip the proofs after the moves (--no-verify)
     bool allow_vss = false;   ///< apply even when shadow copy stores exist
@@ -36,6 +45,10 @@ struct ApplyOptions {
     /// raw copy's reads, each block a move copies, each part of a cluster the overlay fills
     /// from the input) first takes its tokens from it. None: unlimited.
     RateLimiter* limiter = nullptr;
+    /// Runs before move i is tried, with the progress's stop token, and may block: a
+    /// schedule waits there until the move may start (docs/schedule.md §7); a stop request
+    /// must end the wait (then throw Error(Cancelled)). May throw.
+    std::function<void(std::size_t, const std::stop_token&)> before_move;
     /// Test seams: run after move i is done, and on the temporary disk's path just before
     /// verification (a test may corrupt it there). Either may throw.
     std::function<void(std::size_t)> after_move;
@@ -69,7 +82,8 @@ struct ApplyResult {
 /// analyses the plan's partition; refuses (Error(Unsafe)) a volume that is dirty,
 /// hibernated, has an unclean $LogFile, a $MFTMirr that differs from $MFT, or shadow copy
 /// stores unless `options.allow_vss`; refuses (Error(Corrupt)) a plan whose identity is not
-/// this volume's, all before anything is written. Then, for a raw output, writes the whole
+/// this volume's, and (Error(Unsupported)) an existing output unless `options.replace`,
+/// all before anything is written. Then, for a raw output, writes the whole
 /// virtual disk into a new sparse raw file beside `options.output` under a temporary name
 /// and runs the moves on it; for a qcow2 output, runs the moves on a CopyOnWriteDisk over
 /// the input whose writes land straight in a new qcow2 overlay (under the temporary name):

@@ -37,8 +37,8 @@ VolumeResult volume_result(const VolumeAnalysis& v) {
     return r;
 }
 
-/// Plans volume `volume` and records the plan and its impact warnings in `r`.
-void record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume, const JobOptions& options,
+/// Plans volume `volume` and records the plan and its impact warnings in `r`; returns the plan.
+Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume, const JobOptions& options,
                  const std::stop_token& stop) {
     const ImageAnalysis& a = *opened.analysis;
     PlanOptions plan_options;
@@ -47,6 +47,30 @@ void record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
     r.warnings = plan_impact(opened, volume, planned.plan).warnings;
     r.plan = VolumeResult::PlanResult{planned.plan.strategy, planned.plan.summary,
                                       plan_to_json(planned.plan, a.volumes[volume].map)};
+    return planned.plan;
+}
+
+/// Carries `plan` out as `options` says, through the pipeline's apply use case, into
+/// `record`. Errors of the image propagate (the caller records them).
+void apply_plan_of(const std::string& path, Plan plan, const JobOptions::Apply& options, RateLimiter& limiter,
+                   const std::stop_token& stop, ApplyRecord& record) {
+    ApplyOptions apply;
+    apply.output = record.output;
+    apply.format = options.format;
+    apply.verify = options.verify;
+    apply.allow_vss = options.allow_vss;
+    apply.replace = false;  // an output of an earlier run, or another image's, stays as it is
+    apply.limiter = &limiter;
+    const ApplyResult r = apply_to_copy(path, {}, std::move(plan), apply, Progress{{}, stop});
+    record.moves_planned = r.plan.moves.size();
+    record.moves_done = r.moves.done.size();
+    for (const SkippedMove& skip : r.moves.skipped) ++record.skipped_by_reason[skip.reason];
+    record.bytes_moved = r.moves.bytes_copied;
+    record.disk_bytes_written = r.disk_bytes_written;
+    record.output_file_bytes = r.output_file_bytes;
+    record.verification = r.verification;
+    record.seconds = r.seconds;
+    record.ok = true;
 }
 
 }  // namespace
@@ -67,20 +91,49 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
         result.virtual_size = analysis.virtual_size;
         result.layers = static_cast<int>(analysis.layers.size());
         if (!analysis.layers.empty()) result.allocated_bytes = analysis.layers.front().allocated_bytes();
+        std::vector<Plan> plans;
         for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
             result.volumes.push_back(volume_result(analysis.volumes[volume]));
-            if (options.plan) record_plan(result.volumes.back(), opened, volume, options, stop);
+            if (options.plan || options.apply)
+                plans.push_back(record_plan(result.volumes.back(), opened, volume, options, stop));
         }
         result.ok = true;
+        if (options.apply) {
+            ApplyRecord& record = result.apply.emplace();
+            record.output = options.apply->outputs.at(path);
+            record.output_format = output_format_name(options.apply->format);
+            try {
+                // A plan is one volume's; an apply writes a whole disk, so two volumes' plans
+                // would need two applies, one over the other's output.
+                if (plans.size() != 1)
+                    throw Error(ErrorKind::Unsupported,
+                                plans.empty() ? "no NTFS volume to apply a plan to"
+                                              : "the image has " + std::to_string(plans.size()) +
+                                                    " NTFS volumes: apply each one's plan with guestfrag apply");
+                record.partition = plans.front().identity.partition;
+                apply_plan_of(path, std::move(plans.front()), *options.apply, limiter, stop, record);
+            } catch (const Error& e) {
+                if (e.kind() == ErrorKind::Cancelled || stop.stop_requested()) throw;
+                record.error = e.what();
+            } catch (const std::bad_alloc&) {
+                record.error = "out of memory while applying";
+            }
+            if (!record.ok) {
+                result.ok = false;
+                result.error = "apply: " + record.error;
+            }
+        }
     } catch (const Error& e) {
         if (e.kind() == ErrorKind::Cancelled || stop.stop_requested()) throw Error(ErrorKind::Cancelled, "interrupted");
         result.ok = false;
         result.error = e.what();
         result.volumes.clear();
+        result.apply.reset();
     } catch (const std::bad_alloc&) {
         result.ok = false;
         result.error = "out of memory while reading image structures";
         result.volumes.clear();
+        result.apply.reset();
     }
     if (throttled) result.bytes_read = throttled->bytes_read();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <map>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -8,6 +9,7 @@
 #include "app/batch/image_result.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "core/plan/planner.hpp"
+#include "pipeline/apply.hpp"
 
 namespace guestfrag::batch {
 
@@ -17,9 +19,22 @@ struct JobOptions {
     /// record the plan and its impact warnings; no planning when `plan` is false.
     bool plan = false;
     std::optional<Strategy> strategy;
+    /// With `batch --apply-to`: carry the plan out into a new disk (implies `plan`).
+    struct Apply {
+        std::map<std::string, std::string> outputs;  ///< image path → output path (apply_outputs)
+        ApplyOutputFormat format = ApplyOutputFormat::Raw;
+        bool verify = true;
+        bool allow_vss = false;
+    };
+    std::optional<Apply> apply;
 };
 
 /// Analyses (and optionally plans) the image at `path`, reading it through `limiter`.
+/// With `options.apply`, then carries the plan of its NTFS volume out into
+/// `options.apply->outputs.at(path)` with apply_to_copy (never replacing an existing file;
+/// every byte it copies takes its tokens from `limiter` too) and records what it did; an
+/// image without exactly one NTFS volume, or whose apply is refused or fails, is a failed
+/// image (its figures kept, the error "apply: REASON"). `path` must be in the outputs.
 /// Never throws for a bad image: the result says ok = false with the one-line reason.
 /// Throws Error(Cancelled) when `stop` is requested mid-way (nothing is to be recorded).
 [[nodiscard]] ImageResult run_image_job(const std::string& path, const JobOptions& options, RateLimiter& limiter,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -27,13 +28,42 @@ std::optional<Shard> parse_shard(const std::string& text) {
     return s;
 }
 
-bool in_shard(const std::string& path, const Shard& shard) {
+std::uint64_t path_hash(const std::string& path) {
     std::uint64_t h = 0xcbf29ce484222325ull;
     for (const unsigned char c : path) {
         h ^= c;
         h *= 0x100000001b3ull;
     }
-    return h % shard.count == shard.index - 1;
+    return h;
+}
+
+bool in_shard(const std::string& path, const Shard& shard) { return path_hash(path) % shard.count == shard.index - 1; }
+
+std::map<std::string, std::string> apply_outputs(const std::vector<std::string>& images, const std::string& directory,
+                                                 const std::string& extension) {
+    std::map<std::string, unsigned> stems;
+    for (const std::string& image : images) ++stems[fs::path(image).stem().string()];
+    std::map<std::string, std::string> out;
+    for (const std::string& image : images) {
+        std::string name = fs::path(image).stem().string();
+        if (stems[name] > 1) {
+            char suffix[10];
+            std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(path_hash(image) & 0xffffffffu));
+            name += suffix;
+        }
+        out[image] = (fs::path(directory) / (name + "." + extension)).string();
+    }
+    return out;
+}
+
+bool is_inside(const std::string& path, const std::string& directory) {
+    std::error_code ec;
+    const fs::path dir = fs::weakly_canonical(directory, ec);
+    if (ec) return false;
+    const fs::path file = fs::weakly_canonical(path, ec);
+    if (ec) return false;
+    const auto [d, f] = std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
+    return d == dir.end() && f != file.end();
 }
 
 bool looks_like_image(const std::string& file_name) {

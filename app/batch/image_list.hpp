@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,10 +18,26 @@ struct Shard {
 /// "K/N" → Shard; nullopt when malformed or out of range.
 [[nodiscard]] std::optional<Shard> parse_shard(const std::string& text);
 
+/// FNV-1a 64 of the bytes of `path`.
+[[nodiscard]] std::uint64_t path_hash(const std::string& path);
+
 /// Whether `path` (absolute) belongs to `shard`: FNV-1a 64 of the path's bytes modulo N
 /// equals K − 1. Stable across machines and runs, so a job array that gives each task
 /// its K covers every image exactly once.
 [[nodiscard]] bool in_shard(const std::string& path, const Shard& shard);
+
+/// Where `batch --apply-to` writes each image's result: `directory`/NAME.`extension`, NAME
+/// the image's file name without its last extension, and where two images of `images` share
+/// a NAME, each NAME followed by "-" and 8 hex digits of path_hash(image), so that no two
+/// images of the batch write the same file. Depends only on `images`, so every shard of a
+/// batch given the whole list names an image alike.
+[[nodiscard]] std::map<std::string, std::string> apply_outputs(const std::vector<std::string>& images,
+                                                               const std::string& directory,
+                                                               const std::string& extension);
+
+/// Whether `path` lies inside `directory` (both resolved through symbolic links as far as
+/// they exist): the outputs of `batch --apply-to` are not images of the batch.
+[[nodiscard]] bool is_inside(const std::string& path, const std::string& directory);
 
 /// Whether a file name looks like a guest disk image a directory scan should take: the
 /// disk-image extensions (.vmdk .vhd .vhdx .avhd .avhdx .qcow2 .qcow .img .raw .dd),

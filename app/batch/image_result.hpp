@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "core/impact/impact.hpp"
 #include "core/model/free_space.hpp"
 #include "core/plan/plan.hpp"
+#include "pipeline/apply.hpp"
 
 namespace guestfrag::batch {
 
@@ -48,17 +51,42 @@ struct VolumeResult {
     std::vector<ImpactWarning> warnings;  ///< with `batch --plan`
 };
 
+/// With `batch --apply-to`: what applying the image's plan did, or why it failed
+/// (docs/batch.md, table `applies`).
+struct ApplyRecord {
+    std::string output;         ///< the file written, or that would have been
+    std::string output_format;  ///< "raw" or "qcow2"
+    std::optional<int> partition;  ///< the volume applied; none when there was no single one
+    bool ok = false;
+    std::string error;  ///< one line, when !ok
+    std::size_t moves_planned = 0;
+    std::size_t moves_done = 0;
+    std::map<std::string, std::size_t> skipped_by_reason;  ///< moves skipped, by reason
+    std::uint64_t bytes_moved = 0;         ///< cluster bytes the moves copied
+    std::uint64_t disk_bytes_written = 0;  ///< data bytes the output holds
+    std::uint64_t output_file_bytes = 0;
+    std::optional<ApplyVerification> verification;  ///< none with --no-verify (or when !ok)
+    double seconds = 0;
+
+    [[nodiscard]] std::size_t moves_skipped() const {
+        std::size_t n = 0;
+        for (const auto& [reason, count] : skipped_by_reason) n += count;
+        return n;
+    }
+};
+
 /// The outcome of one image of a batch: its figures, or why it failed.
 struct ImageResult {
     std::string path;  ///< absolute
     Fingerprint fingerprint;
     bool ok = false;
-    std::string error;  ///< one line, when !ok
+    std::string error;  ///< one line, when !ok ("apply: ..." when the analysis passed and the apply failed)
     std::string format;
     std::uint64_t virtual_size = 0;
     int layers = 0;
     std::uint64_t allocated_bytes = 0;  ///< top layer
-    std::vector<VolumeResult> volumes;
+    std::vector<VolumeResult> volumes;  ///< also when only the apply failed
+    std::optional<ApplyRecord> apply;   ///< with `batch --apply-to`, once the image was analysed
     std::uint64_t bytes_read = 0;  ///< image bytes read to produce this result
     double seconds = 0;
 };

@@ -3,6 +3,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 #include <ctime>
 
 #include "app/batch/run_owner.hpp"
@@ -105,6 +106,36 @@ CREATE TABLE warnings (
 CREATE INDEX warnings_by_volume ON warnings(volume_id);
 )sql";
 
+// Schema 4: what `batch --apply-to` did per image. Keep in step with docs/batch.md.
+constexpr const char* kApplyTables = R"sql(
+CREATE TABLE applies (
+  image_id            INTEGER PRIMARY KEY REFERENCES images(image_id),
+  partition           INTEGER,
+  output              TEXT NOT NULL,
+  output_format       TEXT NOT NULL CHECK (output_format IN ('raw', 'qcow2')),
+  status              TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+  error               TEXT,
+  moves_planned       INTEGER,
+  moves_done          INTEGER,
+  moves_skipped       INTEGER,
+  bytes_moved         INTEGER,
+  disk_bytes_written  INTEGER,
+  output_file_bytes   INTEGER,
+  verified            INTEGER,
+  streams_hashed      INTEGER,
+  fragments_before    INTEGER,
+  fragments_predicted INTEGER,
+  fragments_after     INTEGER,
+  seconds             REAL
+);
+CREATE TABLE apply_skips (
+  image_id INTEGER NOT NULL REFERENCES applies(image_id),
+  reason   TEXT NOT NULL,
+  moves    INTEGER NOT NULL
+);
+CREATE INDEX apply_skips_by_image ON apply_skips(image_id);
+)sql";
+
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
@@ -124,6 +155,36 @@ std::int64_t scalar(Database& db, const std::string& sql) {
     Statement s(db, sql);
     return s.step() ? s.integer(0) : 0;
 }
+
+// Upgrade steps: step N turns a database of schema N - 1 into one of schema N. They run in
+// order, inside one transaction, from the database's version on.
+
+/// Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
+void upgrade_to_2(Database& db) {
+    for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
+                               "host_fragmentation_percent REAL"})
+        db.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
+}
+
+/// Schema 3: runs know their process (NULL for older runs: never taken for dead), and
+/// claims keep concurrent runs off each other's images.
+void upgrade_to_3(Database& db) {
+    for (const char* column : {"host TEXT", "boot_id TEXT", "pid INTEGER", "pid_start INTEGER"})
+        db.exec(std::string("ALTER TABLE runs ADD COLUMN ") + column);
+    db.exec(
+        "CREATE TABLE claims (path TEXT PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id), "
+        "claimed_at TEXT NOT NULL)");
+}
+
+/// Schema 4 adds the apply tables; older images simply have no apply rows.
+void upgrade_to_4(Database& db) { db.exec(kApplyTables); }
+
+struct UpgradeStep {
+    int to;
+    void (*run)(Database&);
+};
+constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}};
+static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
 
@@ -148,25 +209,15 @@ ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
 void ResultsDb::create_schema() {
     Transaction t(db_);
     db_.exec(kSchema);
+    db_.exec(kApplyTables);
     db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
     t.commit();
 }
 
 void ResultsDb::upgrade_from(std::int64_t version) {
     Transaction t(db_);
-    if (version < 2) {
-        // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
-        for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
-                                   "host_fragmentation_percent REAL"})
-            db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
-    }
-    // Schema 3: runs know their process (NULL for older runs: never taken for dead), and
-    // claims keep concurrent runs off each other's images.
-    for (const char* column : {"host TEXT", "boot_id TEXT", "pid INTEGER", "pid_start INTEGER"})
-        db_.exec(std::string("ALTER TABLE runs ADD COLUMN ") + column);
-    db_.exec(
-        "CREATE TABLE claims (path TEXT PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id), "
-        "claimed_at TEXT NOT NULL)");
+    for (const UpgradeStep& step : kUpgrades)
+        if (version < step.to) step.run(db_);
     db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
     t.commit();
 }
@@ -253,10 +304,15 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     image.bind(1, run).bind(2, r.path).bind(3, r.fingerprint.size).bind(4, r.fingerprint.mtime_ns);
     image.bind(5, r.fingerprint.header_hash).bind(6, r.ok ? "ok" : "failed");
-    if (r.ok) {
-        image.bind_null(7).bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
+    if (r.ok)
+        image.bind_null(7);
+    else
+        image.bind(7, r.error);
+    // An image whose apply failed keeps the figures of its analysis.
+    if (r.ok || r.apply) {
+        image.bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
     } else {
-        image.bind(7, r.error).bind_null(8).bind_null(9).bind_null(10).bind_null(11);
+        image.bind_null(8).bind_null(9).bind_null(10).bind_null(11);
     }
     image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now()).run();
     const std::int64_t image_id = db_.last_insert_id();
@@ -292,7 +348,32 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
                 .bind(5, w.message)
                 .run();
     }
+    if (r.apply) store_apply(image_id, *r.apply);
     t.commit();
+}
+
+void ResultsDb::store_apply(std::int64_t image_id, const ApplyRecord& a) {
+    Statement row(db_, "INSERT INTO applies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    row.bind(1, image_id).bind(2, a.partition).bind(3, a.output).bind(4, a.output_format);
+    row.bind(5, a.ok ? "ok" : "failed");
+    if (a.ok) {
+        row.bind_null(6).bind(7, a.moves_planned).bind(8, a.moves_done).bind(9, a.moves_skipped());
+        row.bind(10, a.bytes_moved).bind(11, a.disk_bytes_written).bind(12, a.output_file_bytes);
+        row.bind(13, a.verification ? 1 : 0);
+        if (const auto& v = a.verification) {
+            row.bind(14, v->streams_hashed).bind(15, v->fragments_before).bind(16, v->fragments_predicted);
+            row.bind(17, v->fragments_after);
+        } else {
+            row.bind_null(14).bind_null(15).bind_null(16).bind_null(17);
+        }
+        row.bind(18, a.seconds);
+    } else {
+        row.bind(6, a.error);
+        for (int column = 7; column <= 18; ++column) row.bind_null(column);
+    }
+    row.run();
+    Statement skip(db_, "INSERT INTO apply_skips VALUES (?, ?, ?)");
+    for (const auto& [reason, moves] : a.skipped_by_reason) skip.bind(1, image_id).bind(2, reason).bind(3, moves).run();
 }
 
 std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optional<int> partition) {
@@ -361,6 +442,12 @@ void ResultsDb::merge_from(const std::string& other) {
                  "plan_json FROM source.plans");
         db_.exec("INSERT INTO main.warnings SELECT volume_id + " + volumes +
                  ", code, severity, bytes, message FROM source.warnings ORDER BY rowid");
+        db_.exec("INSERT INTO main.applies SELECT image_id + " + images +
+                 ", partition, output, output_format, status, error, moves_planned, moves_done, moves_skipped, "
+                 "bytes_moved, disk_bytes_written, output_file_bytes, verified, streams_hashed, fragments_before, "
+                 "fragments_predicted, fragments_after, seconds FROM source.applies ORDER BY image_id");
+        db_.exec("INSERT INTO main.apply_skips SELECT image_id + " + images +
+                 ", reason, moves FROM source.apply_skips ORDER BY rowid");
         t.commit();
     } catch (...) {
         db_.exec("DETACH DATABASE source");

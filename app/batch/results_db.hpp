@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -48,7 +48,8 @@ class ResultsDb {
 public:
     /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
     /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
-    /// runs' owner process and the claims table). Throws
+    /// runs' owner process and the claims table, schema 4 the applies and apply_skips
+    /// tables), one step per version, all in one transaction. Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);
@@ -73,7 +74,8 @@ public:
     /// Whether an earlier run analysed the image at `path` successfully with this exact
     /// fingerprint (then the batch skips it).
     [[nodiscard]] bool has_unchanged(const std::string& path, const Fingerprint& fingerprint);
-    /// Stores one image's result (ok or failed) in one transaction.
+    /// Stores one image's result (ok or failed, with its apply when there was one) in one
+    /// transaction.
     void store(std::int64_t run, const ImageResult& result);
 
     /// Every stored result for `path` (and `partition` when given), oldest first; failed
@@ -87,6 +89,7 @@ public:
 private:
     void create_schema();
     void upgrade_from(std::int64_t version);
+    void store_apply(std::int64_t image_id, const ApplyRecord& apply);
     Database db_;
 };
 

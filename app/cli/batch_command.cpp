@@ -3,6 +3,7 @@
 // one read-rate budget, recording every result in an SQLite database (docs/batch.md).
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "app/batch/batch.hpp"
 #include "app/batch/image_list.hpp"
+#include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
@@ -28,6 +30,7 @@ namespace {
 using batch::BatchEvent;
 using batch::ImageResult;
 using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
 struct Options {
     std::vector<std::string> images;
@@ -41,13 +44,45 @@ struct Options {
     bool force = false;
     std::string shard;
     bool json = false;
+    std::optional<std::string> apply_to;
+    std::string output_format = "raw";
+    bool no_verify = false;
+    bool allow_vss = false;
 };
+
+Json apply_event_json(const batch::ApplyRecord& a) {
+    Json j = {{"output", a.output}, {"output_format", a.output_format}, {"partition", nullptr}};
+    if (a.partition) j["partition"] = *a.partition;
+    if (!a.ok) {
+        j["status"] = "failed";
+        j["error"] = a.error;
+        return j;
+    }
+    j["status"] = "ok";
+    j["moves"] = {{"planned", a.moves_planned}, {"done", a.moves_done}, {"skipped", a.moves_skipped()}};
+    j["skipped_by_reason"] = a.skipped_by_reason;
+    j["bytes_written"] = {{"disk", a.disk_bytes_written}, {"moved", a.bytes_moved}, {"file", a.output_file_bytes}};
+    if (const auto& v = a.verification)
+        j["verification"] = {{"passed", true},
+                             {"streams_hashed", v->streams_hashed},
+                             {"fragments_before", v->fragments_before},
+                             {"fragments_predicted", v->fragments_predicted},
+                             {"fragments_after", v->fragments_after}};
+    else
+        j["verification"] = nullptr;
+    j["seconds"] = a.seconds;
+    return j;
+}
 
 Json event_json(const BatchEvent& e) {
     if (e.kind == BatchEvent::Kind::Skipped) return {{"path", e.path}, {"status", "skipped"}};
     if (e.kind == BatchEvent::Kind::Busy) return {{"path", e.path}, {"status", "busy"}, {"run", e.holder}};
     const ImageResult& r = *e.result;
-    if (!r.ok) return {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
+    if (!r.ok) {
+        Json j = {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
+        if (r.apply) j["apply"] = apply_event_json(*r.apply);
+        return j;
+    }
     Json volumes = Json::array();
     for (const batch::VolumeResult& v : r.volumes) {
         Json j = {{"partition", v.partition},
@@ -71,9 +106,11 @@ Json event_json(const BatchEvent& e) {
         }
         volumes.push_back(std::move(j));
     }
-    return {{"path", r.path},           {"status", "ok"},         {"format", r.format},
-            {"virtual_size", r.virtual_size}, {"volumes", std::move(volumes)}, {"bytes_read", r.bytes_read},
-            {"seconds", r.seconds}};
+    Json j = {{"path", r.path},           {"status", "ok"},         {"format", r.format},
+              {"virtual_size", r.virtual_size}, {"volumes", std::move(volumes)}, {"bytes_read", r.bytes_read},
+              {"seconds", r.seconds}};
+    if (r.apply) j["apply"] = apply_event_json(*r.apply);
+    return j;
 }
 
 std::string event_text(const BatchEvent& e) {
@@ -90,6 +127,11 @@ std::string event_text(const BatchEvent& e) {
         for (const batch::VolumeResult& v : e.result->volumes)
             out << "; partition " << v.partition << ": " << fixed(v.files.fragmentation_percent, 1) << " % fragmented"
                 << (v.plan ? ", plan " + v.plan->strategy + " " + format_size(v.plan->summary.moved_bytes) : "");
+        if (const auto& a = e.result->apply) {
+            out << "; applied " << a->moves_done << " of " << a->moves_planned << " moves into " << a->output;
+            if (a->moves_skipped() != 0) out << " (" << a->moves_skipped() << " skipped)";
+            out << (a->verification ? ", verified" : ", not verified");
+        }
         out << ')';
     }
     return out.str();
@@ -104,12 +146,32 @@ std::string describe(const Options& o, std::size_t images) {
     if (o.plan) out << " --plan" << (o.strategy ? " --strategy " + *o.strategy : "");
     if (o.force) out << " --force";
     if (!o.shard.empty()) out << " --shard " << o.shard;
+    if (o.apply_to) {
+        out << " --apply-to " << *o.apply_to << " --output-format " << o.output_format;
+        if (o.no_verify) out << " --no-verify";
+        if (o.allow_vss) out << " --allow-vss";
+    }
     return out.str();
 }
 
 void run(const Options& opts) {
     std::vector<std::string> images;
     on_behalf_of(opts.list.value_or("batch"), [&] { images = batch::expand_images(opts.images, opts.list); });
+    batch::BatchOptions options;
+    if (opts.apply_to) {
+        // The outputs are not images of the batch (a directory scan would take them), and
+        // they are named over the whole list, before sharding, so every shard names alike.
+        std::erase_if(images, [&](const std::string& p) { return batch::is_inside(p, *opts.apply_to); });
+        std::error_code ec;
+        fs::create_directories(*opts.apply_to, ec);
+        if (!fs::is_directory(*opts.apply_to, ec))
+            throw Failure(*opts.apply_to, "cannot create the directory for the applied disks", kBadInput);
+        const ApplyOutputFormat format = output_format(opts.output_format);
+        options.job.apply = batch::JobOptions::Apply{
+            batch::apply_outputs(images, fs::absolute(*opts.apply_to).lexically_normal().string(),
+                                 output_format_name(format)),
+            format, !opts.no_verify, opts.allow_vss};
+    }
     std::optional<batch::Shard> shard;
     if (!opts.shard.empty()) {
         shard = batch::parse_shard(opts.shard);
@@ -117,12 +179,11 @@ void run(const Options& opts) {
     }
     if (images.empty() && !shard) throw Failure("batch", "no images given (IMAGE..., a directory or --list FILE)", kUsage);
 
-    batch::BatchOptions options;
     options.jobs = opts.jobs;
     options.read_rate = rate_option(opts.read_rate);
     options.per_datastore = opts.per_datastore;
     options.force = opts.force;
-    options.job.plan = opts.plan || opts.strategy.has_value();
+    options.job.plan = opts.plan || opts.strategy.has_value() || opts.apply_to.has_value();
     if (opts.strategy) options.job.strategy = parse_strategy(*opts.strategy);
 
     on_behalf_of(opts.db, [&] {
@@ -187,6 +248,16 @@ void add_batch_command(CLI::App& app) {
                 return batch::parse_shard(text) ? std::string() : "'" + text + "' is not a shard K/N with 1 <= K <= N";
             },
             "K/N"));
+    CLI::Option* apply_to = cmd->add_option(
+        "--apply-to", opts->apply_to,
+        "Also carry each image's plan out into a new disk in DIR (implies --plan; created if missing)");
+    apply_to->type_name("DIR");
+    add_output_format_option(*cmd, opts->output_format);
+    cmd->add_flag("--no-verify", opts->no_verify, "With --apply-to: skip the checks after the moves")->needs(apply_to);
+    cmd->add_flag("--allow-vss", opts->allow_vss,
+                  "With --apply-to: apply even though shadow copies exist (an offline move bypasses their "
+                  "copy-on-write)")
+        ->needs(apply_to);
     cmd->add_flag("--json", opts->json, "One JSON object per image on stdout (JSON lines)");
     cmd->callback([opts] { run(*opts); });
 }

@@ -2,13 +2,22 @@
 // `guestfrag schedule`: spread a plan's moves over maintenance windows under rate and IOPS
 // limits (docs/schedule.md).
 #include <chrono>
+#include <condition_variable>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 
+#include <nlohmann/json.hpp>
+
+#include "app/cli/apply_run.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/schedule_output.hpp"
 #include "app/cli/size_option.hpp"
+#include "app/cli/stop_on_signal.hpp"
+#include "core/error.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "core/plan/plan_io.hpp"
 #include "core/schedule/schedule.hpp"
 #include "core/schedule/window.hpp"
@@ -26,7 +35,58 @@ struct Options {
     std::string max_per_window;
     bool json = false;
     bool ics = false;
+    std::optional<std::string> apply;  ///< IMAGE to carry the schedule out on
+    std::string output;
+    std::string output_format = "raw";
+    ImageOptions image_options;
+    bool no_verify = false;
+    bool allow_vss = false;
 };
+
+/// Sleeps until `at`; a stop request ends the wait with Error(Cancelled).
+void sleep_until(Instant at, const std::stop_token& stop) {
+    std::mutex mutex;
+    std::condition_variable_any woken;
+    std::unique_lock lock(mutex);
+    woken.wait_until(lock, stop, at, [] { return false; });
+    if (stop.stop_requested()) throw Error(ErrorKind::Cancelled, "interrupted");
+}
+
+/// Waits, saying so on stderr, until move `move` of `schedule` may start (move_may_start).
+void wait_for_move(const Schedule& schedule, const ScheduleOptions& options, std::size_t move,
+                   const std::stop_token& stop) {
+    const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    const Instant at = move_may_start(schedule, options, move, now);
+    if (at <= now) return;
+    std::cerr << "schedule: move " << move << " waits until " << iso_local(at) << '\n';
+    sleep_until(at, stop);
+}
+
+/// Carries `schedule` out on a copy of the image (docs/schedule.md §7): apply_to_copy with
+/// every copied byte under --rate, each move started only when move_may_start says.
+ApplyResult carry_out(const Options& opts, Plan plan, const Schedule& schedule, const ScheduleOptions& options) {
+    if (!schedule.batches.empty()) {
+        // Nothing is read or written before the first batch may start: the analysis and a raw
+        // output's disk copy are I/O on the datastore too.
+        const StopOnSignal interrupt;
+        try {
+            wait_for_move(schedule, options, 0, interrupt.token());
+        } catch (const Error&) {
+            throw Failure(*opts.apply, "interrupted: no output was written", kInterrupted);
+        }
+    }
+    ApplyOptions apply;
+    apply.output = opts.output;
+    apply.format = output_format(opts.output_format);
+    apply.verify = !opts.no_verify;
+    apply.allow_vss = opts.allow_vss;
+    RateLimiter limiter(options.rate);
+    apply.limiter = &limiter;
+    apply.before_move = [&](std::size_t move, const std::stop_token& stop) {
+        wait_for_move(schedule, options, move, stop);
+    };
+    return run_apply(*opts.apply, opts.image_options, std::move(plan), apply);
+}
 
 template <typename T>
 CLI::Validator parsed_check(Parsed<T> (*parse)(std::string_view), const std::string& name) {
@@ -60,10 +120,29 @@ void run(const Options& opts) {
     for (const std::string& text : opts.windows) options.windows.push_back(*parse_window(text).value);
     options.start = opts.start.empty() ? next_minute() : *parse_instant(opts.start).value;
 
+    Plan plan;
+    Schedule schedule;
     on_behalf_of(opts.plan, [&] {
-        const Plan plan = read_plan(opts.plan);
+        plan = read_plan(opts.plan);
         source.allocation_digest = plan.identity.allocation_digest;
-        const Schedule schedule = make_schedule(plan, options);
+        schedule = make_schedule(plan, options);
+    });
+    if (opts.apply) {
+        if (!opts.json) {
+            print_schedule(std::cout, schedule, source);
+            std::cout << std::flush;
+        }
+        const ApplyResult result = carry_out(opts, std::move(plan), schedule, options);
+        if (opts.json) {
+            // One document: the schedule's, with what carrying it out did.
+            auto doc = nlohmann::ordered_json::parse(schedule_to_json(schedule, source));
+            doc["apply"] = apply_json(result);
+            std::cout << doc.dump(2) << '\n';
+        } else {
+            std::cout << '\n';
+            print_apply(std::cout, result);
+        }
+    } else {
         if (opts.json) {
             std::cout << schedule_to_json(schedule, source);
         } else if (opts.ics) {
@@ -72,7 +151,7 @@ void run(const Options& opts) {
         } else {
             print_schedule(std::cout, schedule, source);
         }
-    });
+    }
     std::cout.flush();
     if (!std::cout) throw Failure("schedule", "cannot write the output", kBadInput);
 }
@@ -113,6 +192,20 @@ void add_schedule_command(CLI::App& app) {
     CLI::Option* ics =
         cmd->add_flag("--ics", opts->ics, "Print an iCalendar (RFC 5545) file with one event per batch");
     json->excludes(ics);
+    CLI::Option* apply = cmd->add_option(
+        "--apply", opts->apply,
+        "Carry the schedule out: apply the plan to a copy of IMAGE, each move in its window, under --rate");
+    apply->type_name("IMAGE")->excludes(ics);
+    cmd->add_option("-o,--output", opts->output, "With --apply: the new disk to write (replaced only when verified)")
+        ->needs(apply);
+    apply->needs("--output");
+    add_output_format_option(*cmd, opts->output_format);
+    add_image_options(*cmd, opts->image_options);
+    cmd->add_flag("--no-verify", opts->no_verify, "With --apply: skip the checks after the moves")->needs(apply);
+    cmd->add_flag("--allow-vss", opts->allow_vss,
+                  "With --apply: apply even though shadow copies exist (an offline move bypasses their "
+                  "copy-on-write)")
+        ->needs(apply);
     cmd->callback([opts] { run(*opts); });
 }
 

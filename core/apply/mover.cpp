@@ -228,12 +228,14 @@ void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, Copyi
 
 MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress,
-                            const std::function<void(std::size_t)>& after_move, RateLimiter* limiter) {
+                            const std::function<void(std::size_t)>& after_move, RateLimiter* limiter,
+                            const std::function<void(std::size_t, const std::stop_token&)>& before_move) {
     ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
     MoveOutcome outcome;
     Copying copying{limiter, progress.stop};
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         progress.update(i, plan.moves.size());
+        if (before_move) before_move(i, progress.stop);
         try {
             move_one(volume.get(), before, plan.moves[i], copying);
         } catch (const Skip& skip) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,8 @@ struct MoveOutcome {
 /// resident, encrypted or missing stream, a compressed or sparse stream moved in pieces not
 /// aligned to its compression unit, a system file the planner does not move, mapping pairs
 /// that would not fit, and a move whose source or destination an earlier skip left
-/// different. `after_move(i)` runs after move i is done (a test seam; may throw). Each block
+/// different. `before_move(i, progress.stop)` runs before move i is tried (a schedule waits
+/// there for the move's window; may throw), `after_move(i)` after move i is done (a test seam; may throw). Each block
 /// of clusters a move copies first takes its bytes from `limiter` when there is one.
 /// Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when a copy does not
 /// read back the same or libntfs-3g fails half way (the disk is then unusable and the
@@ -54,6 +56,7 @@ struct MoveOutcome {
 MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress = {},
                             const std::function<void(std::size_t)>& after_move = {},
-                            RateLimiter* limiter = nullptr);
+                            RateLimiter* limiter = nullptr,
+                            const std::function<void(std::size_t, const std::stop_token&)>& before_move = {});
 
 }  // namespace guestfrag

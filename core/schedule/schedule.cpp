@@ -213,4 +213,18 @@ Schedule make_schedule(const Plan& plan, const ScheduleOptions& options) {
     return schedule;
 }
 
+Instant move_may_start(const Schedule& schedule, const ScheduleOptions& options, std::size_t move, Instant now) {
+    const auto batch = std::lower_bound(schedule.batches.begin(), schedule.batches.end(), move,
+                                        [](const Batch& b, std::size_t m) { return b.last_move < m; });
+    if (batch == schedule.batches.end() || move < batch->first_move) return now;
+    Instant at = std::max(now, batch->start);
+    const WindowSet windows(options.windows);
+    // next() looks 16 days ahead; make_schedule found an occurrence within the look-ahead
+    // for every move, so one is found within as many steps.
+    for (Instant from = at; from < at + kLookAhead; from += days{16}) {
+        if (const std::optional<Interval> occurrence = windows.next(from, from)) return std::max(at, occurrence->start);
+    }
+    return at;
+}
+
 }  // namespace guestfrag

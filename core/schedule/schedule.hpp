@@ -69,4 +69,12 @@ struct Schedule {
 /// Cost: O(moves) plus a few time conversions per window per day of the schedule.
 [[nodiscard]] Schedule make_schedule(const Plan& plan, const ScheduleOptions& options);
 
+/// When move `move` of `schedule` (made with `options`) may start, its turn having come at
+/// `now`, when the schedule is carried out (docs/schedule.md §7): not before its batch's
+/// start, and inside an occurrence of the windows, so a batch whose work overran its
+/// occurrence goes on at the start of the next one. `now` itself when it may start at
+/// once, or the move is in no batch. Cost: as WindowSet::next.
+[[nodiscard]] Instant move_may_start(const Schedule& schedule, const ScheduleOptions& options, std::size_t move,
+                                     Instant now);
+
 }  // namespace guestfrag

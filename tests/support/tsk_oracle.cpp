@@ -29,6 +29,26 @@ Fragments fragments_of(const Stream& stream, std::uint32_t cluster_size) {
     return out;
 }
 
+std::map<std::string, std::string> tsk_files(const std::filesystem::path& image, std::uint64_t sector) {
+    const auto r = run({"fls", "-r", "-p", "-o", std::to_string(sector), image.string()});
+    if (r.status != 0) throw std::runtime_error("fls failed on " + image.string() + ": " + r.err);
+    std::map<std::string, std::string> out;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("r/r ", 0) != 0 || line.find('*') != std::string::npos) continue;
+        const auto colon = line.find(":\t");
+        if (colon == std::string::npos) throw std::runtime_error("fls printed an unexpected line: " + line);
+        out[line.substr(colon + 2)] = line.substr(4, colon - 4);
+    }
+    return out;
+}
+
+std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, const std::string& address) {
+    const auto r = run({"icat", "-o", std::to_string(sector), image.string(), address});
+    if (r.status != 0) throw std::runtime_error("icat failed on " + image.string() + " " + address + ": " + r.err);
+    return r.out;
+}
+
 std::map<std::string, Fragments> tsk_data_fragments(const std::filesystem::path& image, std::uint64_t sector,
                                                     std::uint64_t record) {
     const auto r = run({"istat", "-f", "ntfs", "-r", "-o", std::to_string(sector), image.string(), std::to_string(record)});

@@ -25,6 +25,13 @@ Fragments fragments_of(const Stream& stream, std::uint32_t cluster_size);
 std::map<std::string, Fragments> tsk_data_fragments(const std::filesystem::path& image, std::uint64_t sector,
                                                     std::uint64_t record);
 
+/// `fls -r -p -o SECTOR IMAGE`: the meta address ("64-128-2") of every regular file and
+/// stream it lists that is not deleted, by path.
+std::map<std::string, std::string> tsk_files(const std::filesystem::path& image, std::uint64_t sector);
+
+/// `icat -o SECTOR IMAGE ADDRESS`: the contents of one file or stream.
+std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, const std::string& address);
+
 /// Partition slots from `mmls`: (start sector, length in sectors) of every non-meta,
 /// non-unallocated slot, in order.
 std::vector<std::pair<std::uint64_t, std::uint64_t>> mmls_partitions(const std::filesystem::path& image);

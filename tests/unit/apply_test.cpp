@@ -19,9 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/apply/mover.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
+#include "core/image/writable_raw_file.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
@@ -78,27 +80,6 @@ std::vector<std::string> leftovers(const fs::path& dir, const std::vector<std::s
         if (std::find(keep.begin(), keep.end(), name) == keep.end()) out.push_back(name);
     }
     return out;
-}
-
-/// Meta addresses of every regular file and stream `fls -r -p` lists ("64-128-2"), by path.
-std::map<std::string, std::string> tsk_files(const fs::path& image, std::uint64_t sector) {
-    const auto r = test::run({"fls", "-r", "-p", "-o", std::to_string(sector), image.string()});
-    REQUIRE(r.status == 0);
-    std::map<std::string, std::string> out;
-    std::istringstream lines(r.out);
-    for (std::string line; std::getline(lines, line);) {
-        if (line.rfind("r/r ", 0) != 0 || line.find('*') != std::string::npos) continue;
-        const auto colon = line.find(":\t");
-        REQUIRE(colon != std::string::npos);
-        out[line.substr(colon + 2)] = line.substr(4, colon - 4);
-    }
-    return out;
-}
-
-std::string icat(const fs::path& image, std::uint64_t sector, const std::string& address) {
-    const auto r = test::run({"icat", "-o", std::to_string(sector), image.string(), address});
-    REQUIRE(r.status == 0);
-    return r.out;
 }
 
 /// Runs apply (into a raw disk, or a qcow2 overlay of `image`) and checks everything the
@@ -173,15 +154,15 @@ Json apply_and_prove(const fs::path& image, const std::string& name, const std::
     for (const auto& [reason, count] : doc["skipped_by_reason"].items()) by_reason += count.get<std::uint64_t>();
     CHECK(by_reason == doc["skipped"].size());
 
-    const auto files_in = tsk_files(image, sector);
-    const auto files_out = tsk_files(out, sector);
+    const auto files_in = test::tsk_files(image, sector);
+    const auto files_out = test::tsk_files(out, sector);
     CHECK(files_in == files_out);
     REQUIRE(files_in.size() > 100);
     for (const auto& [path, address] : files_in) {
         INFO(path);
         // $MFT and $Bitmap record the moves: they are meant to differ.
         const bool records_moves = path == "$MFT" || path == "$Bitmap";
-        CHECK((icat(out, sector, address) == icat(image, sector, address)) != records_moves);
+        CHECK((test::tsk_icat(out, sector, address) == test::tsk_icat(image, sector, address)) != records_moves);
     }
 
     // TSK's runlists of the output are guestfrag's analysis of it (of the overlay itself,
@@ -912,7 +893,51 @@ TEST_CASE("apply moves a compressed stream only in whole compression units", "[a
         const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
         CHECK(r.moves.done.size() == 1);
         REQUIRE(r.verification);
-        CHECK(icat(options.output, 0, std::to_string(record)) == icat(copy, 0, std::to_string(record)));
-        CHECK(icat(copy, 0, std::to_string(record)).size() == 48 * 4096);
+        CHECK(test::tsk_icat(options.output, 0, std::to_string(record)) == test::tsk_icat(copy, 0, std::to_string(record)));
+        CHECK(test::tsk_icat(copy, 0, std::to_string(record)).size() == 48 * 4096);
     }
+}
+
+TEST_CASE("the mover skips a move of a resident stream and writes nothing", "[apply][skip]") {
+    // A valid plan cannot name a resident stream (the analysis lists non-resident streams
+    // only), so the mover is given a map that says otherwise, as a stale one could: the
+    // record's resident $DATA listed with a run of one cluster.
+    const test::WorkDir dir("apply-resident");
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const std::uint64_t record = test::add_file(copy, "tiny.txt", 100);
+    const OpenedImage opened = open_and_analyze(copy.string());
+    VolumeMap before = opened.analysis->volumes.front().map;
+    const auto of_record = [&](const Stream& s) { return s.mft_record == record; };
+    REQUIRE(std::none_of(before.streams.begin(), before.streams.end(), of_record));
+    // Two free clusters: neither is read or written, as nothing is moved.
+    REQUIRE(before.free.iterative_size() >= 2);
+    const std::int64_t from = before.free.begin()->lower();
+    const std::int64_t to = std::next(before.free.begin())->lower();
+    Stream resident;
+    resident.mft_record = record;
+    resident.type = static_cast<std::uint32_t>(AttrType::Data);
+    resident.size = 100;
+    resident.allocated_size = before.cluster_size;
+    resident.extents = {Extent{0, from, 1}};
+    // find_stream searches the streams by record: keep them in record order.
+    before.streams.insert(std::upper_bound(before.streams.begin(), before.streams.end(), record,
+                                           [](std::uint64_t r, const Stream& s) { return r < s.mft_record; }),
+                          resident);
+    Plan plan;
+    plan.moves = {Move{record, "$DATA", 0, from, to, 1}};
+
+    const std::uint64_t fingerprint = test::file_fingerprint(copy);
+    const int fd = ::open(copy.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    MoveOutcome outcome;
+    {
+        WritableRawFile disk(fd, copy.string());
+        outcome = carry_out_moves(disk, VolumeWindow{0, fs::file_size(copy)}, before, plan);
+    }
+    ::close(fd);
+    CHECK(outcome.done.empty());
+    CHECK(outcome.skipped == std::vector<SkippedMove>{{0, "resident stream"}});
+    CHECK(outcome.bytes_copied == 0);
+    CHECK(test::file_fingerprint(copy) == fingerprint);
 }

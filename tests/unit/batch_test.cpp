@@ -214,7 +214,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const std::int64_t stored = count(db, "SELECT count(*) FROM metrics");
     REQUIRE(stored == 4);
     {
-        // What schema 1 wrote: no host_* columns, no run owners, no claims.
+        // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables.
         batch::Database d(db.string(), false);
         for (const char* column :
              {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
@@ -222,6 +222,8 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
         for (const char* column : {"host", "boot_id", "pid", "pid_start"})
             d.exec(std::string("ALTER TABLE runs DROP COLUMN ") + column);
         d.exec("DROP TABLE claims");
+        d.exec("DROP TABLE apply_skips");
+        d.exec("DROP TABLE applies");
         d.exec("PRAGMA user_version = 1");
     }
     const std::string image = (dir / "vm41.img").string();
@@ -231,7 +233,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const Json rows = Json::parse(old_history.out);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0]["host_seeks"].is_null());  // not measured then, not invented now
-    CHECK(count(db, "PRAGMA user_version") == 3);
+    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
     CHECK(count(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
 
     // A new run adds measured rows beside the old ones.

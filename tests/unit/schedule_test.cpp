@@ -595,3 +595,38 @@ TEST_CASE("random plans over several windows and a DST change keep every promise
         CHECK(s.batches.size() > 1);
     }
 }
+
+TEST_CASE("carrying a schedule out: a move starts at its batch's start and only inside a window",
+          "[schedule][apply]") {
+    const TimeZone zone("UTC");
+    // Four moves of one cluster at 4 KiB/s (1 s each), at most two per night: moves 0-1 on
+    // Monday night (2026-11-23 22:00Z), moves 2-3 on Tuesday night.
+    const Plan plan = plan_of({1, 1, 1, 1});
+    ScheduleOptions options;
+    options.rate = 4096;
+    options.max_per_window = 2 * 4096;
+    options.windows = {window("daily 22:00-06:00")};
+    options.start = utc(2026, 11, 23, 12);
+    const Schedule s = make_schedule(plan, options);
+    REQUIRE(s.batches.size() == 2);
+    REQUIRE(s.batches[0].start == utc(2026, 11, 23, 22));
+    REQUIRE(s.batches[1].start == utc(2026, 11, 24, 22));
+    REQUIRE(s.batches[1].first_move == 2);
+
+    // Before its batch: waits for the batch's start.
+    CHECK(move_may_start(s, options, 0, utc(2026, 11, 23, 12)) == utc(2026, 11, 23, 22));
+    CHECK(move_may_start(s, options, 2, utc(2026, 11, 23, 22, 0, 2)) == utc(2026, 11, 24, 22));
+    // Its batch under way, inside the night: at once.
+    CHECK(move_may_start(s, options, 1, utc(2026, 11, 23, 22, 0, 1)) == utc(2026, 11, 23, 22, 0, 1));
+    CHECK(move_may_start(s, options, 3, utc(2026, 11, 25, 1)) == utc(2026, 11, 25, 1));
+    // The work overran the night (Tuesday 07:00, the window closed at 06:00): the next night.
+    CHECK(move_may_start(s, options, 1, utc(2026, 11, 24, 7)) == utc(2026, 11, 24, 22));
+    // A move in no batch, and no windows at all: at once.
+    CHECK(move_may_start(s, options, 4, utc(2026, 11, 24, 7)) == utc(2026, 11, 24, 7));
+    ScheduleOptions always = options;
+    always.windows.clear();
+    always.max_per_window = 0;
+    const Schedule one = make_schedule(plan, always);
+    CHECK(move_may_start(one, always, 3, utc(2026, 11, 24, 7)) == utc(2026, 11, 24, 7));
+    CHECK(move_may_start(one, always, 0, utc(2026, 11, 23, 11)) == utc(2026, 11, 23, 12));
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Running the apply use case from a command (`apply`, `schedule --apply`) and printing what
+// it did (docs/apply.md): written once for every command that applies.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/cli/image_options.hpp"
+#include "core/plan/plan.hpp"
+#include "pipeline/apply.hpp"
+
+namespace guestfrag::cli {
+
+/// The guestfrag.apply.v1 document of `result`.
+[[nodiscard]] nlohmann::ordered_json apply_json(const ApplyResult& result);
+
+/// The text summary: moves done and bytes, one line per skip reason, the verification.
+void print_apply(std::ostream& out, const ApplyResult& result);
+
+/// Adds --output-format raw|qcow2 to `cmd`, storing the text into `format` (which must
+/// outlive the parse and holds the default).
+void add_output_format_option(CLI::App& cmd, std::string& format);
+
+/// The format a checked --output-format text names.
+[[nodiscard]] ApplyOutputFormat output_format(const std::string& text);
+
+/// Runs apply_to_copy on `image` (opened as `image_options` say) with a progress meter,
+/// stopping cleanly on SIGINT or SIGTERM (Failure "interrupted: no output was written",
+/// exit 130), then prints the input's layer warnings to stderr as analyze does. Errors are
+/// Failures on behalf of `image` (exit 2).
+[[nodiscard]] ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
+                                    const ApplyOptions& options);
+
+}  // namespace guestfrag::cli
