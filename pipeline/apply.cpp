@@ -81,15 +81,6 @@ std::uint64_t total_fragments(const VolumeMap& map) {
     throw Error(ErrorKind::Corrupt, "verification failed: " + what);
 }
 
-/// Refuses an output that is the input or one of its layers: replacing it would write the input.
-void check_output(const std::string& output, const DiskImage& image) {
-    std::error_code ec;
-    if (!fs::exists(output, ec)) return;
-    for (const Layer& layer : image.layers())
-        if (fs::equivalent(output, layer.path, ec))
-            throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
-}
-
 /// The scratch file of a copy-on-write disk: beside the output (the same file system, which
 /// has room for it), unlinked at once so that nothing is left whatever happens.
 UniqueFd scratch_beside(const fs::path& output) {
@@ -113,26 +104,24 @@ Qcow2Backing backing_for(const std::string& input, const DiskImage& image, const
     return {name.string(), std::string(format)};
 }
 
-/// How to open the overlay: the input's given parents are one layer deeper under it.
-OpenOptions overlay_open_options(const OpenOptions& input) {
-    OpenOptions out;
-    for (ParentOverride p : input.parents) {
-        if (p.depth != 0) ++p.depth;
-        out.parents.push_back(std::move(p));
-    }
-    return out;
+/// Tells `options.on_step` that `step` begins.
+void begin(const ApplyOptions& options, ApplyStep step) {
+    if (options.on_step) options.on_step(step);
 }
 
 ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
                               const std::string& copy, const OpenOptions& open, const VolumeWindow& window,
-                              const Progress& progress) {
+                              const ApplyOptions& options, const Progress& progress) {
+    begin(options, ApplyStep::AnalyseOutput);
     const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
     if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
     const VolumeMap& after = output.analysis->volumes.front().map;
     if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
+    begin(options, ApplyStep::HashInput);
     const auto want = stream_digests(*input.image, before, progress);
+    begin(options, ApplyStep::HashOutput);
     const auto got = stream_digests(*output.image, after, progress);
     std::uint64_t hashed = 0;
     for (const auto& [key, digest] : want) {
@@ -153,13 +142,14 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
 ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                           const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
+    begin(options, ApplyStep::Analyse);
     const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
     VolumeWindow window;
     for (const Partition& p : input.analysis->table.partitions)
         if (p.number == before.partition) window = {p.start, p.length};
     if (window.length == 0) throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
-    check_output(options.output, *input.image);
+    check_apply_output(options.output, *input.image);
 
     // Everything that may refuse runs before the first byte is written.
     check_volume_state(*input.image, window, before, options.allow_vss);
@@ -179,14 +169,18 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     if (overlay) {
         const UniqueFd scratch = scratch_beside(options.output);
         CopyOnWriteDisk cow(*input.image, scratch.get(), disk.path());
+        begin(options, ApplyStep::Move);
         result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter);
+        begin(options, ApplyStep::Overlay);
         const OverlayWritten written = write_qcow2_overlay(cow, disk.fd(), disk.path(), *backing, progress, options.limiter);
         result.disk_bytes_written = written.clusters * Qcow2OverlayWriter::kClusterSize;
         result.output_file_bytes = written.file_bytes;
     } else {
+        begin(options, ApplyStep::Copy);
         result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
         result.output_file_bytes = input.image->size();
         WritableRawFile file(disk.fd(), disk.path());
+        begin(options, ApplyStep::Move);
         result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter);
     }
     disk.sync();
@@ -206,13 +200,46 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
             }
         }
         if (options.before_verify) options.before_verify(disk.path());
-        const OpenOptions reopen = overlay ? overlay_open_options(open) : OpenOptions{};
-        result.verification = verify_copy(input, before, *predicted, disk.path(), reopen, window, progress);
+        result.verification = verify_copy(input, before, *predicted, disk.path(),
+                                          apply_output_open_options(open, options.format), window, options, progress);
     }
     disk.commit();
     result.plan = std::move(adopted.plan);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
+}
+
+std::vector<ApplyStep> apply_steps(const ApplyOptions& options) {
+    std::vector<ApplyStep> steps{ApplyStep::Analyse};
+    if (options.format == ApplyOutputFormat::Qcow2)
+        steps.insert(steps.end(), {ApplyStep::Move, ApplyStep::Overlay});
+    else
+        steps.insert(steps.end(), {ApplyStep::Copy, ApplyStep::Move});
+    if (options.verify) steps.insert(steps.end(), {ApplyStep::AnalyseOutput, ApplyStep::HashInput, ApplyStep::HashOutput});
+    return steps;
+}
+
+void check_apply_output(const std::string& output, const DiskImage& input) {
+    std::error_code ec;
+    if (!fs::exists(output, ec)) return;
+    for (const Layer& layer : input.layers())
+        if (fs::equivalent(output, layer.path, ec))
+            throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
+}
+
+void check_qcow2_output(const std::string& path, const DiskImage& input, const std::string& output) {
+    Qcow2OverlayWriter::check_possible(input.size(), backing_for(path, input, output));
+}
+
+OpenOptions apply_output_open_options(const OpenOptions& input, ApplyOutputFormat format) {
+    OpenOptions out;
+    if (format == ApplyOutputFormat::Raw) return out;
+    // The overlay is one layer more: the input's given parents are one layer deeper under it.
+    for (ParentOverride p : input.parents) {
+        if (p.depth != 0) ++p.depth;
+        out.parents.push_back(std::move(p));
+    }
+    return out;
 }
 
 }  // namespace guestfrag
