@@ -30,6 +30,7 @@
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
 #include "gui_image.hpp"
+#include "support/ntfs_edit.hpp"
 
 using namespace guestfrag;
 using namespace guestfrag::gui;
@@ -75,11 +76,12 @@ class GuiApplyTest : public QObject {
     ImageAnalysis analysis_;
     std::uint64_t fingerprint_ = 0;
 
-    /// Opens the test image with a defrag plan and waits for the plan, which must have moves.
-    void open_planned(MainWindow& window) {
+    /// Opens `path` (the test image by default) with a defrag plan and waits for the plan,
+    /// which must have moves.
+    void open_planned(MainWindow& window, const fs::path& path = {}) {
         window.set_strategy("defrag");
         window.show();
-        window.open_image(QString::fromStdString(image_path_.string()));
+        window.open_image(QString::fromStdString((path.empty() ? image_path_ : path).string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         QVERIFY(!window.plan()->plan.moves.empty());
     }
@@ -370,6 +372,49 @@ private slots:
         QCOMPARE(leftovers(output), 0);
         QCOMPARE(test::file_fingerprint(image_path_), fingerprint_);
         QVERIFY(window.apply_action()->isEnabled());
+    }
+
+    void refusalShowsTheCoresOneLine() {
+        // A volume whose $LogFile says it was not shut down cleanly: analysed and planned,
+        // but apply refuses it before writing anything.
+        MkImageOptions options;
+        options.disk_size = 32ull << 20;
+        options.table = "none";
+        options.files = 300;
+        options.seed = 31;
+        const fs::path input = scratch("unclean.img");
+        fs::copy_file(test::generated_image("gui_bare", options), input,
+                      fs::copy_options::overwrite_existing);
+        test::mark_logfile_unclean(input);
+        const std::uint64_t fingerprint = test::file_fingerprint(input);
+        MainWindow window(false);
+        open_planned(window, input);
+        if (QTest::currentTestFailed()) return;
+
+        // The core's own refusal of this plan.
+        ApplyOptions core;
+        core.output = scratch("core_refused.img").string();
+        QString expected;
+        try {
+            (void)guestfrag::apply_to_copy(input.string(), {}, window.plan()->plan, core);
+        } catch (const Error& e) {
+            expected = QString::fromStdString(e.what());
+        }
+        QVERIFY2(expected.contains(QStringLiteral("$LogFile")), qPrintable(expected));
+
+        const fs::path output = scratch("refused.img");
+        ApplyRequest request;
+        request.output = output.string();
+        QVERIFY(window.apply_to_copy(request));
+        QTRY_VERIFY_WITH_TIMEOUT(!window.applying(), kTimeoutMs);
+        const ApplyProgressDialog& dialog = *window.apply_progress();
+        QVERIFY(dialog.state() == ApplyProgressDialog::State::Failed);
+        QCOMPARE(dialog.message(), QStringLiteral("Failed: %1 (no output was written)").arg(expected));
+        QVERIFY(!dialog.open_button()->isVisibleTo(&dialog));
+        QVERIFY(!fs::exists(output));
+        QCOMPARE(leftovers(output), 0);
+        QCOMPARE(test::file_fingerprint(input), fingerprint);
+        fs::remove(input);
     }
 
     void closingTheWindowCancelsTheApply() {
