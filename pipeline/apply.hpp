@@ -31,7 +31,7 @@ enum class ApplyOutputFormat {
 /// to know which step is running (ApplyOptions::on_step).
 enum class ApplyStep {
     Analyse,        ///< the input's analysis: MFT records
-    Copy,           ///< the raw copy: bytes of the virtual disk
+    Copy,           ///< the raw copy: how far into the virtual disk, in bytes (holes are passed over)
     Move,           ///< the moves: moves of the plan
     Overlay,        ///< the qcow2 overlay: bytes the moves wrote
     AnalyseOutput,  ///< the output's analysis: MFT records

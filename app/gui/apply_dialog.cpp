@@ -110,7 +110,7 @@ ApplyDialog::ApplyDialog(const QString& path, const DiskImage& image, std::size_
     layout->addWidget(intro);
     layout->addLayout(form);
     layout->addWidget(buttons);
-    resize(620, sizeHint().height());
+    setMinimumWidth(620);
 
     connect(browse, &QPushButton::clicked, this, &ApplyDialog::browse);
     connect(format_, &QComboBox::currentIndexChanged, this, &ApplyDialog::format_changed);

@@ -22,7 +22,7 @@ namespace guestfrag::gui {
 namespace {
 
 /// What a step's (done, total) count (pipeline/apply.hpp says it per step).
-enum class Unit { Records, Bytes, Moves, Streams };
+enum class Unit { Records, DiskOffset, Bytes, Moves, Streams };
 
 struct StepInfo {
     const char* name;
@@ -34,7 +34,7 @@ StepInfo info(ApplyStep step) {
         case ApplyStep::Analyse:
             return {QT_TR_NOOP("analysing the input"), Unit::Records};
         case ApplyStep::Copy:
-            return {QT_TR_NOOP("copying the disk"), Unit::Bytes};
+            return {QT_TR_NOOP("copying the disk"), Unit::DiskOffset};
         case ApplyStep::Move:
             return {QT_TR_NOOP("moving clusters"), Unit::Moves};
         case ApplyStep::Overlay:
@@ -81,6 +81,10 @@ QString apply_detail_text(const ApplyMeter::Snapshot& snapshot) {
     const Unit unit = info(*snapshot.step).unit;
     QString text;
     switch (unit) {
+        case Unit::DiskOffset:
+            text =
+                QObject::tr("at %1 of the %2 disk").arg(size_text(snapshot.done), size_text(snapshot.total));
+            break;
         case Unit::Bytes:
             text = QObject::tr("%1 of %2").arg(size_text(snapshot.done), size_text(snapshot.total));
             break;
@@ -97,21 +101,31 @@ QString apply_detail_text(const ApplyMeter::Snapshot& snapshot) {
     if (snapshot.done == 0 || snapshot.seconds < kEstimateAfter || snapshot.done >= snapshot.total)
         return text;
     const double done = static_cast<double>(snapshot.done);
+    // Only a byte count has a rate: the copy passes over holes without reading them.
     if (unit == Unit::Bytes)
         text += QObject::tr(" · %1/s").arg(size_text(static_cast<std::uint64_t>(done / snapshot.seconds)));
     const double left = snapshot.seconds * static_cast<double>(snapshot.total - snapshot.done) / done;
     return text + QObject::tr(" · about %1 left").arg(duration_text(left));
 }
 
-ApplyProgressDialog::ApplyProgressDialog(std::shared_ptr<const ApplyMeter> meter, std::size_t steps,
+QString apply_copied_text(std::uint64_t copied, std::uint64_t rate) {
+    QString text = QObject::tr("Data copied so far: %1").arg(size_text(copied));
+    if (rate != 0) text += QObject::tr(" (limited to %1/s)").arg(size_text(rate));
+    return text;
+}
+
+ApplyProgressDialog::ApplyProgressDialog(std::shared_ptr<const ApplyMeter> meter,
+                                         std::shared_ptr<const RateLimiter> limiter, std::size_t steps,
                                          const QString& output, QWidget* parent)
     : QDialog(parent),
       meter_(std::move(meter)),
+      limiter_(std::move(limiter)),
       steps_(steps),
       timer_(new QTimer(this)),
       step_(new QLabel),
       bar_(new QProgressBar),
       detail_(new QLabel),
+      copied_(new QLabel),
       outcome_(new QTableWidget(0, 2)),
       cancel_(new QPushButton(tr("Cancel"))),
       open_(new QPushButton(tr("Open the result"))),
@@ -141,6 +155,7 @@ ApplyProgressDialog::ApplyProgressDialog(std::shared_ptr<const ApplyMeter> meter
     layout->addWidget(step_);
     layout->addWidget(bar_);
     layout->addWidget(detail_);
+    layout->addWidget(copied_);
     layout->addWidget(outcome_, 1);
     layout->addLayout(buttons);
     resize(640, 200);
@@ -161,6 +176,7 @@ void ApplyProgressDialog::refresh() {
     const ApplyMeter::Snapshot s = meter_->snapshot();
     if (state_ == State::Running) step_->setText(apply_step_text(s, steps_));
     detail_->setText(apply_detail_text(s));
+    copied_->setText(apply_copied_text(limiter_->requested(), limiter_->rate()));
     if (s.total == 0) {
         bar_->setRange(0, 0);  // busy until the step's first report
         return;
@@ -201,6 +217,7 @@ void ApplyProgressDialog::finish(State state, const QString& message) {
     step_->setText(message);
     bar_->setVisible(false);
     detail_->setVisible(false);
+    copied_->setVisible(false);
     cancel_->setVisible(false);
     close_->setVisible(true);
     close_->setDefault(true);

@@ -9,6 +9,7 @@
 
 #include "app/gui/apply_meter.hpp"
 #include "core/error.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "pipeline/apply.hpp"
 
 class QLabel;
@@ -20,11 +21,16 @@ class QTimer;
 namespace guestfrag::gui {
 
 /// What a running apply shows of `snapshot` when `steps` steps run in all: the step
-/// ("Step 2 of 6: copying the disk") and its progress in the step's unit, with the rate
-/// of a byte step and the time left at the step's pace so far ("12.0 MiB of 48.0 MiB ·
-/// 4.00 MiB/s · about 9 s left"; no estimate before anything is done).
+/// ("Step 2 of 6: copying the disk") and its progress in the step's unit ("at 12.0 MiB of
+/// the 48.0 MiB disk" for the copy, bytes for the overlay, moves, MFT records, streams),
+/// with the rate of the overlay's bytes and the time left at the step's pace so far
+/// ("· about 9 s left"; no estimate in a step's first second).
 [[nodiscard]] QString apply_step_text(const ApplyMeter::Snapshot& snapshot, std::size_t steps);
 [[nodiscard]] QString apply_detail_text(const ApplyMeter::Snapshot& snapshot);
+/// The bytes the run has copied so far, all steps together (what passed through its rate
+/// limiter: the raw copy's reads, the moves' blocks, the overlay's compared clusters), and
+/// the limit when there is one (`rate` bytes per second, 0: none).
+[[nodiscard]] QString apply_copied_text(std::uint64_t copied, std::uint64_t rate);
 
 /// Follows one apply_to_copy run (the window starts it and owns this dialog): the step, a
 /// progress bar, bytes and time left, and Cancel; then the outcome: moves done and
@@ -36,8 +42,10 @@ class ApplyProgressDialog : public QDialog {
 public:
     enum class State { Running, Cancelling, Succeeded, Failed, Cancelled };
 
-    ApplyProgressDialog(std::shared_ptr<const ApplyMeter> meter, std::size_t steps, const QString& output,
-                        QWidget* parent = nullptr);
+    /// `meter` and `limiter` are those of the run (shared with its worker); `steps`:
+    /// apply_steps of its options.
+    ApplyProgressDialog(std::shared_ptr<const ApplyMeter> meter, std::shared_ptr<const RateLimiter> limiter,
+                        std::size_t steps, const QString& output, QWidget* parent = nullptr);
 
     /// Shows what apply_to_copy returned.
     void show_result(const ApplyResult& result);
@@ -69,6 +77,7 @@ private:
     void add_row(const QString& label, const QString& value);
 
     std::shared_ptr<const ApplyMeter> meter_;
+    std::shared_ptr<const RateLimiter> limiter_;
     std::size_t steps_;
     State state_ = State::Running;
     std::optional<ApplyResult> result_;
@@ -76,6 +85,7 @@ private:
     QLabel* step_;
     QProgressBar* bar_;
     QLabel* detail_;
+    QLabel* copied_;
     QTableWidget* outcome_;
     QPushButton* cancel_;
     QPushButton* open_;

@@ -55,9 +55,11 @@ bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
     options.verify = request.verify;
     const OpenOptions open{{}, parents_};
     const auto meter = std::make_shared<ApplyMeter>();
+    // Shared with the dialog, which shows the bytes that passed through it.
+    const auto limiter = std::make_shared<RateLimiter>(request.rate);
     const QString output = QString::fromStdString(request.output);
     if (apply_dialog_) apply_dialog_->deleteLater();
-    apply_dialog_ = new ApplyProgressDialog(meter, apply_steps(options).size(), output, this);
+    apply_dialog_ = new ApplyProgressDialog(meter, limiter, apply_steps(options).size(), output, this);
     ApplyProgressDialog* dialog = apply_dialog_;
     // Window-modal: the plan it applies stays the one shown while it runs.
     dialog->setWindowModality(Qt::WindowModal);
@@ -70,12 +72,10 @@ bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
 
     status_->setText(tr("Applying the plan to %1…").arg(output));
     apply_job_->start<ApplyResult>(
-        [path = image_path_.toStdString(), open, plan = plan_->plan, options, rate = request.rate,
+        [path = image_path_.toStdString(), open, plan = plan_->plan, options, limiter,
          meter](const Progress& progress) {
-            // Made on the worker: the limiter lives exactly as long as the work.
-            RateLimiter limiter(rate);
             ApplyOptions run = options;
-            run.limiter = &limiter;
+            run.limiter = limiter.get();
             run.on_step = [meter](ApplyStep step) { meter->begin(step); };
             Progress metered;
             metered.stop = progress.stop;

@@ -158,12 +158,21 @@ private slots:
     }
 
     void progressShowsTheStepBytesAndTimeLeft() {
-        // 12 MiB of 48 MiB copied in 3 s: 4 MiB/s, so 36 MiB take 9 s more.
-        ApplyMeter::Snapshot copy{ApplyStep::Copy, 2, 12 << 20, 48 << 20, 3.0};
+        // 12 MiB into the 48 MiB disk in 3 s: 36 MiB more take 9 s. No rate: holes are not read.
+        const ApplyMeter::Snapshot copy{ApplyStep::Copy, 2, 12 << 20, 48 << 20, 3.0};
         QCOMPARE(apply_step_text(copy, 6), QStringLiteral("Step 2 of 6: copying the disk"));
-        QCOMPARE(apply_detail_text(copy),
+        QCOMPARE(apply_detail_text(copy), QStringLiteral("at %1 of the %2 disk · about 9 s left")
+                                              .arg(size_text(12 << 20), size_text(48 << 20)));
+        // 12 MiB of the overlay's 48 MiB compared in 3 s: 4 MiB/s, so 9 s more.
+        const ApplyMeter::Snapshot overlay{ApplyStep::Overlay, 3, 12 << 20, 48 << 20, 3.0};
+        QCOMPARE(apply_detail_text(overlay),
                  QStringLiteral("%1 of %2 · %3/s · about 9 s left")
                      .arg(size_text(12 << 20), size_text(48 << 20), size_text(4 << 20)));
+        QCOMPARE(apply_copied_text(5 << 20, 0),
+                 QStringLiteral("Data copied so far: %1").arg(size_text(5 << 20)));
+        QCOMPARE(apply_copied_text(5 << 20, 1 << 20),
+                 QStringLiteral("Data copied so far: %1 (limited to %2/s)")
+                     .arg(size_text(5 << 20), size_text(1 << 20)));
         // 5 of 20 moves in 2 s: 15 more take 6 s.
         ApplyMeter::Snapshot moves{ApplyStep::Move, 3, 5, 20, 2.0};
         QCOMPARE(apply_detail_text(moves), QStringLiteral("5 of 20 moves · about 6 s left"));
@@ -187,7 +196,8 @@ private slots:
                            {2, "the mapping pairs would not fit"},
                            {4, "the stream is encrypted"}};
         r.moves.bytes_copied = 3 << 12;
-        ApplyProgressDialog dialog(std::make_shared<ApplyMeter>(), 3, QString::fromStdString(r.output));
+        ApplyProgressDialog dialog(std::make_shared<ApplyMeter>(), std::make_shared<RateLimiter>(0), 3,
+                                   QString::fromStdString(r.output));
         dialog.show_result(r);
         QVERIFY(dialog.state() == ApplyProgressDialog::State::Succeeded);
         QCOMPARE(dialog.outcome("Moves done"), QStringLiteral("2 of 5"));
@@ -199,7 +209,8 @@ private slots:
         QCOMPARE(dialog.message(), QStringLiteral("Applied 2 of 5 moves (not verified)."));
 
         // A failure shows its one line.
-        ApplyProgressDialog failed(std::make_shared<ApplyMeter>(), 6, QStringLiteral("out.img"));
+        ApplyProgressDialog failed(std::make_shared<ApplyMeter>(), std::make_shared<RateLimiter>(0), 6,
+                                   QStringLiteral("out.img"));
         failed.show_error(
             Error(ErrorKind::Corrupt, "verification failed: the contents of record 70 $DATA differ"));
         QVERIFY(failed.state() == ApplyProgressDialog::State::Failed);
