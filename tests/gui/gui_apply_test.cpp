@@ -157,6 +157,22 @@ private slots:
         QVERIFY(window.plan_panel()->apply_button()->isEnabled());
     }
 
+    void defaultOutputIsBesideTheImageAndNew() {
+        const fs::path input = scratch("disk.vmdk");
+        const QString path = QString::fromStdString(input.string());
+        const QString dir = QString::fromStdString(input.parent_path().string());
+        const QString stem = QString::fromStdString(input.stem().string());
+        const QString raw = default_apply_output(path, ApplyOutputFormat::Raw);
+        QCOMPARE(raw, QStringLiteral("%1/%2.defrag.img").arg(dir, stem));
+        QCOMPARE(default_apply_output(path, ApplyOutputFormat::Qcow2),
+                 QStringLiteral("%1/%2.defrag.qcow2").arg(dir, stem));
+        // A file of that name exists: the next free name, never that file.
+        { std::ofstream(raw.toStdString()) << "taken"; }
+        QCOMPARE(default_apply_output(path, ApplyOutputFormat::Raw),
+                 QStringLiteral("%1/%2.defrag-2.img").arg(dir, stem));
+        fs::remove(raw.toStdString());
+    }
+
     void progressShowsTheStepBytesAndTimeLeft() {
         // 12 MiB into the 48 MiB disk in 3 s: 36 MiB more take 9 s. No rate: holes are not read.
         const ApplyMeter::Snapshot copy{ApplyStep::Copy, 2, 12 << 20, 48 << 20, 3.0};
