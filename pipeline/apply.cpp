@@ -99,17 +99,6 @@ std::uint64_t total_fragments(const VolumeMap& map) {
     throw Error(ErrorKind::Corrupt, "verification failed: " + what);
 }
 
-/// Refuses an output that is the input or one of its layers (replacing it would write the
-/// input), and any existing output unless it may be replaced.
-void check_output(const std::string& output, const DiskImage& image, bool replace) {
-    std::error_code ec;
-    if (!fs::exists(output, ec)) return;
-    for (const Layer& layer : image.layers())
-        if (fs::equivalent(output, layer.path, ec))
-            throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
-    if (!replace) throw Error(ErrorKind::Unsupported, already_exists(output));
-}
-
 /// The backing file an overlay at `output` records for the input at `input`: absolute as
 /// given, or relative to the overlay's directory (qemu resolves relative names from there),
 /// with the input's format as qemu names it.
@@ -124,26 +113,24 @@ Qcow2Backing backing_for(const std::string& input, const DiskImage& image, const
     return {name.string(), std::string(format)};
 }
 
-/// How to open the overlay: the input's given parents are one layer deeper under it.
-OpenOptions overlay_open_options(const OpenOptions& input) {
-    OpenOptions out;
-    for (ParentOverride p : input.parents) {
-        if (p.depth != 0) ++p.depth;
-        out.parents.push_back(std::move(p));
-    }
-    return out;
+/// Tells `options.on_step` that `step` begins.
+void begin(const ApplyOptions& options, ApplyStep step) {
+    if (options.on_step) options.on_step(step);
 }
 
 ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
                               const std::string& copy, const OpenOptions& open, const VolumeWindow& window,
-                              const Progress& progress) {
+                              const ApplyOptions& options, const Progress& progress) {
+    begin(options, ApplyStep::AnalyseOutput);
     const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
     if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
     const VolumeMap& after = output.analysis->volumes.front().map;
     if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
+    begin(options, ApplyStep::HashInput);
     const auto want = stream_digests(*input.image, before, progress);
+    begin(options, ApplyStep::HashOutput);
     const auto got = stream_digests(*output.image, after, progress);
     std::uint64_t hashed = 0;
     for (const auto& [key, digest] : want) {
@@ -164,13 +151,14 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
 ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                           const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
+    begin(options, ApplyStep::Analyse);
     const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
     VolumeWindow window;
     for (const Partition& p : input.analysis->table.partitions)
         if (p.number == before.partition) window = {p.start, p.length};
     if (window.length == 0) throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
-    check_output(options.output, *input.image, options.replace);
+    check_apply_output(options.output, *input.image, options.replace);
 
     // Everything that may refuse runs before the first byte is written.
     check_volume_state(*input.image, window, before, options.allow_vss);
@@ -190,11 +178,13 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     if (overlay) {
         Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);
         CopyOnWriteDisk cow(*input.image, writer, options.limiter);
+        begin(options, ApplyStep::Move);
         result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter,
                                       options.before_move);
         result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
         result.output_file_bytes = writer.finish();
     } else {
+        begin(options, ApplyStep::Copy);
         try {
             result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
         } catch (const Error& e) {
@@ -206,6 +196,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         }
         result.output_file_bytes = input.image->size();
         WritableRawFile file(disk.fd(), disk.path());
+        begin(options, ApplyStep::Move);
         result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move, options.limiter,
                                       options.before_move);
     }
@@ -226,13 +217,47 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
             }
         }
         if (options.before_verify) options.before_verify(disk.path());
-        const OpenOptions reopen = overlay ? overlay_open_options(open) : OpenOptions{};
-        result.verification = verify_copy(input, before, *predicted, disk.path(), reopen, window, progress);
+        result.verification = verify_copy(input, before, *predicted, disk.path(),
+                                          apply_output_open_options(open, options.format), window, options, progress);
     }
     disk.commit();
     result.plan = std::move(adopted.plan);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
+}
+
+std::vector<ApplyStep> apply_steps(const ApplyOptions& options) {
+    std::vector<ApplyStep> steps{ApplyStep::Analyse};
+    if (options.format == ApplyOutputFormat::Qcow2)
+        steps.push_back(ApplyStep::Move);
+    else
+        steps.insert(steps.end(), {ApplyStep::Copy, ApplyStep::Move});
+    if (options.verify) steps.insert(steps.end(), {ApplyStep::AnalyseOutput, ApplyStep::HashInput, ApplyStep::HashOutput});
+    return steps;
+}
+
+void check_apply_output(const std::string& output, const DiskImage& input, bool replace) {
+    std::error_code ec;
+    if (!fs::exists(output, ec)) return;
+    for (const Layer& layer : input.layers())
+        if (fs::equivalent(output, layer.path, ec))
+            throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
+    if (!replace) throw Error(ErrorKind::Unsupported, already_exists(output));
+}
+
+void check_qcow2_output(const std::string& path, const DiskImage& input, const std::string& output) {
+    Qcow2OverlayWriter::check_possible(input.size(), backing_for(path, input, output));
+}
+
+OpenOptions apply_output_open_options(const OpenOptions& input, ApplyOutputFormat format) {
+    OpenOptions out;
+    if (format == ApplyOutputFormat::Raw) return out;
+    // The overlay is one layer more: the input's given parents are one layer deeper under it.
+    for (ParentOverride p : input.parents) {
+        if (p.depth != 0) ++p.depth;
+        out.parents.push_back(std::move(p));
+    }
+    return out;
 }
 
 }  // namespace guestfrag

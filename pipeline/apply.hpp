@@ -24,13 +24,25 @@ class RateLimiter;
 /// What apply writes (`--output-format`).
 enum class ApplyOutputFormat {
     Raw,    ///< a sparse raw file holding the whole virtual disk
-    Qcow2,  ///< a qcow2 overlay holding only the clusters the moves changed; backing file: the input
+    Qcow2,  ///< a qcow2 overlay holding only the clusters the moves wrote; backing file: the input
 };
 
 /// "raw" or "qcow2", as --output-format and the outputs name it.
 [[nodiscard]] constexpr const char* output_format_name(ApplyOutputFormat format) {
     return format == ApplyOutputFormat::Qcow2 ? "qcow2" : "raw";
 }
+
+/// The steps of apply_to_copy, in the order they run. The progress it reports restarts in
+/// each step and counts in that step's unit, so a front end that shows bytes or an ETA needs
+/// to know which step is running (ApplyOptions::on_step).
+enum class ApplyStep {
+    Analyse,        ///< the input's analysis: MFT records
+    Copy,           ///< the raw copy: how far into the virtual disk, in bytes (holes are passed over)
+    Move,           ///< the moves: moves of the plan
+    AnalyseOutput,  ///< the output's analysis: MFT records
+    HashInput,      ///< hashing the input's streams: streams
+    HashOutput,     ///< hashing the output's streams: streams
+};
 
 /// How to apply.
 struct ApplyOptions {
@@ -53,6 +65,9 @@ struct ApplyOptions {
     /// verification (a test may corrupt it there). Either may throw.
     std::function<void(std::size_t)> after_move;
     std::function<void(const std::string&)> before_verify;
+    /// Called on apply's thread as each step begins (those of apply_steps), before its first
+    /// progress report. May throw.
+    std::function<void(ApplyStep)> on_step;
 };
 
 /// What the proofs found (all of them passed, or apply_to_copy threw).
@@ -101,5 +116,24 @@ struct ApplyResult {
 /// moved cluster twice, and every stream of both disks once to verify.
 [[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                                         const ApplyOptions& options, const Progress& progress = {});
+
+/// The steps apply_to_copy runs with `options`, in order: Analyse, then Copy and Move for a
+/// raw output or Move for a qcow2 one (the moves write into the overlay), then unless `options.verify` is false
+/// AnalyseOutput, HashInput and HashOutput.
+[[nodiscard]] std::vector<ApplyStep> apply_steps(const ApplyOptions& options);
+
+/// Throws Error(Unsupported) when `output` is the input image or one of its layers (writing
+/// it would write the input), or exists and may not be replaced, as apply_to_copy refuses
+/// it, so that a front end can refuse before the work starts.
+void check_apply_output(const std::string& output, const DiskImage& input, bool replace = true);
+
+/// Throws Error(Unsupported) when apply_to_copy could not write a qcow2 overlay at `output`
+/// over the image opened from `path`: a format qemu has no name for, a backing file name
+/// over qemu's 1023 bytes, a disk over what the qcow2 reader accepts.
+void check_qcow2_output(const std::string& path, const DiskImage& input, const std::string& output);
+
+/// How to open apply_to_copy's output of `format` for the input opened with `input`: a raw
+/// output as it is, a qcow2 overlay with the input's given parents one layer deeper.
+[[nodiscard]] OpenOptions apply_output_open_options(const OpenOptions& input, ApplyOutputFormat format);
 
 }  // namespace guestfrag

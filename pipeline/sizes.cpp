@@ -9,6 +9,12 @@
 
 namespace guestfrag {
 
+std::optional<std::uint64_t> parse_rate(std::string_view text) {
+    if (text.ends_with("/s")) text.remove_suffix(2);
+    const auto rate = parse_size(text);
+    return rate && *rate > 0 ? rate : std::nullopt;
+}
+
 std::optional<std::uint64_t> parse_size(std::string_view text) {
     double value = 0;
     const auto* begin = text.data();

@@ -13,6 +13,10 @@ namespace guestfrag {
 /// Returns nullopt for malformed text or values that overflow 64 bits. O(length).
 [[nodiscard]] std::optional<std::uint64_t> parse_size(std::string_view text);
 
+/// Parses a positive rate in bytes per second: a size as parse_size takes it, optionally
+/// followed by "/s" ("50MiB/s", "200M"). Returns nullopt for anything else, 0 included.
+[[nodiscard]] std::optional<std::uint64_t> parse_rate(std::string_view text);
+
 /// "512 B", "4.0 KiB", "1.50 MiB", "12.3 GiB": three significant digits, binary units.
 [[nodiscard]] std::string format_size(std::uint64_t bytes);
 

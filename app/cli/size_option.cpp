@@ -7,16 +7,6 @@
 
 namespace guestfrag::cli {
 
-namespace {
-
-std::optional<std::uint64_t> parse_rate(std::string_view text) {
-    if (text.ends_with("/s")) text.remove_suffix(2);
-    const auto rate = parse_size(text);
-    return rate && *rate > 0 ? rate : std::nullopt;
-}
-
-}  // namespace
-
 CLI::Validator size_check() {
     return CLI::Validator(
         [](const std::string& text) {

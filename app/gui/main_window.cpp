@@ -64,6 +64,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     : QMainWindow(parent),
       interactive_(interactive),
       job_(new BackgroundJob(this)),
+      apply_job_(new BackgroundJob(this)),
       progress_timer_(new QTimer(this)),
       map_(new ClusterMapWidget),
       legend_(new MapLegend),
@@ -104,6 +105,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect(progress_timer_, &QTimer::timeout, this, &MainWindow::update_progress);
     connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancel);
     connect(plan_panel_, &PlanPanel::planRequested, this, &MainWindow::run_plan);
+    connect(plan_panel_, &PlanPanel::applyRequested, this, &MainWindow::choose_apply);
+    update_apply_enabled();
     connect(map_, &ClusterMapWidget::cellsChanged, this, [this] {
         legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
         const QSignalBlocker block(zoom_box_);
@@ -122,6 +125,9 @@ void MainWindow::build_menus() {
     file->addAction(tr("Export plan &JSON…"), this, &MainWindow::export_plan);
     file->addAction(tr("Export &HTML report…"), this, &MainWindow::export_report);
     file->addAction(tr("Export &charts as PNG…"), this, &MainWindow::export_charts);
+    file->addSeparator();
+    apply_action_ = file->addAction(tr("&Apply plan to a copy…"), this, &MainWindow::choose_apply);
+    apply_action_->setToolTip(tr("Carry the plan out on a new disk (the image is only read) and verify it"));
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 }
@@ -360,6 +366,7 @@ void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
     plan_panel_->show_result(nullptr, nullptr);
     map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
     update_summary();
+    update_apply_enabled();
 }
 
 void MainWindow::show_map() {
@@ -457,6 +464,7 @@ void MainWindow::show_plan() {
     state_box_->setEnabled(true);
     if (state_box_->currentIndex() == 1) show_map();
     status_->setText(tr("Planned %1 moves on partition %2.").arg(plan_->plan.summary.moves).arg(v.map.partition));
+    update_apply_enabled();
 }
 
 // ---- jobs, progress and errors ----
@@ -467,6 +475,7 @@ void MainWindow::job_started(const QString& what) {
     progress_->setVisible(true);
     cancel_->setVisible(true);
     progress_timer_->start();
+    update_apply_enabled();
 }
 
 void MainWindow::job_ended() {
@@ -475,6 +484,7 @@ void MainWindow::job_ended() {
     cancel_->setVisible(false);
     plan_panel_->set_busy(false);
     status_->clear();
+    update_apply_enabled();
 }
 
 void MainWindow::update_progress() {

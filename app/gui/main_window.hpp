@@ -12,6 +12,7 @@
 #include "core/image/open_chain.hpp"
 #include "app/gui/volume_view.hpp"
 
+class QAction;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -26,6 +27,8 @@ class QTimer;
 
 namespace guestfrag::gui {
 
+class ApplyProgressDialog;
+struct ApplyRequest;
 class BackgroundJob;
 class ClusterMapWidget;
 class FilesModel;
@@ -39,8 +42,10 @@ inline constexpr QSize kWindowSize{1280, 860};
 
 /// The main window: opens an image, analyses it and plans its volumes on a worker thread,
 /// and shows the results in the cluster map, files table, plan panel, histograms and
-/// warnings. In non-interactive mode (--screenshot, tests) it never opens a dialog and does
-/// not touch the recent-files settings; failures are reported through failed().
+/// warnings, and carries a plan out on a copy (File ▸ Apply plan to a copy). In
+/// non-interactive mode (--screenshot, tests) it opens no dialog of its own accord (only the
+/// ones an action asks for) and does not touch the recent-files settings; failures are
+/// reported through failed().
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -59,9 +64,19 @@ public:
     /// Asks the running analysis or plan to stop (as the Cancel button does).
     void cancel();
 
+    /// Carries the shown plan out on a copy (pipeline apply_to_copy) on a worker thread and
+    /// shows its progress, then its outcome, in apply_progress(). Returns false without
+    /// starting, with the reason in `refusal`, when there is no plan with moves, other work
+    /// runs, or apply_refusal refuses the request. applyFinished() follows a start.
+    bool apply_to_copy(const ApplyRequest& request, QString* refusal = nullptr);
     [[nodiscard]] const OpenedImage& opened() const { return opened_; }
     [[nodiscard]] const PlanResult* plan() const { return plan_ ? &*plan_ : nullptr; }
     [[nodiscard]] bool busy() const;
+    [[nodiscard]] bool applying() const;
+    /// File ▸ Apply plan to a copy: enabled when a plan with moves is shown and nothing runs.
+    [[nodiscard]] QAction* apply_action() const { return apply_action_; }
+    /// The dialog of the last apply (nullptr before the first).
+    [[nodiscard]] ApplyProgressDialog* apply_progress() const { return apply_dialog_; }
     [[nodiscard]] ClusterMapWidget* cluster_map() const { return map_; }
     [[nodiscard]] FilesModel* files_model() const { return files_; }
     [[nodiscard]] QSortFilterProxyModel* files_proxy() const { return files_proxy_; }
@@ -78,6 +93,8 @@ signals:
     /// Opening, analysing or planning `image` failed with `reason` (one line); `exit_code`
     /// is the CLI's (2 bad input, 3 internal).
     void failed(const QString& image, const QString& reason, int exit_code);
+    /// An apply ended (its dialog shows how).
+    void applyFinished();
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -103,6 +120,8 @@ private:
     void export_plan();
     void export_report();
     void export_charts();
+    void choose_apply();
+    void update_apply_enabled();
     [[nodiscard]] std::size_t volume_index() const;
 
     bool interactive_;
@@ -114,6 +133,9 @@ private:
     std::optional<MapCells> after_cells_;   ///< its cells after plan_
 
     BackgroundJob* job_;
+    BackgroundJob* apply_job_;  ///< apart from job_: planning never replaces a running apply
+    ApplyProgressDialog* apply_dialog_ = nullptr;
+    QAction* apply_action_ = nullptr;
     QTimer* progress_timer_;
     ClusterMapWidget* map_;
     MapLegend* legend_;

@@ -4,6 +4,7 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
 #include <QLineEdit>
@@ -44,6 +45,7 @@ PlanPanel::PlanPanel(QWidget* parent)
       dedup_chunks_(new QLineEdit(QStringLiteral("4K,8K,16K,32K"))),
       workload_(new QLineEdit(QStringLiteral("scan"))),
       plan_button_(new QPushButton(tr("Plan"))),
+      apply_button_(new QPushButton(tr("Apply to a copy…"))),
       summary_(new QLabel),
       frontier_(new QChartView) {
     for (const Strategy strategy : kStrategies) {
@@ -68,7 +70,12 @@ PlanPanel::PlanPanel(QWidget* parent)
     form->addRow(tr("Workload"), workload_);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
-    layout->addWidget(plan_button_);
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(plan_button_, 1);
+    buttons->addWidget(apply_button_, 1);
+    apply_button_->setToolTip(tr("Carry the plan out on a new disk (the image is only read) and verify it"));
+    apply_button_->setEnabled(false);
+    layout->addLayout(buttons);
     layout->addWidget(summary_, 1);
     frontier_->chart()->setTitle(tr("Free-space fragmentation (%) by data moved (MiB)"));
     frontier_->setMinimumHeight(100);  // the window keeps its default size (labelsFitTheDefaultWindow)
@@ -76,6 +83,7 @@ PlanPanel::PlanPanel(QWidget* parent)
     layout->addWidget(frontier_, 1);
 
     connect(plan_button_, &QPushButton::clicked, this, &PlanPanel::planRequested);
+    connect(apply_button_, &QPushButton::clicked, this, &PlanPanel::applyRequested);
     connect(strategy_, &QComboBox::activated, this, [this] {
         strategy_chosen_ = true;
         strategy_note_->setVisible(false);
@@ -126,6 +134,8 @@ void PlanPanel::suggest_strategy(Strategy strategy) {
 }
 
 void PlanPanel::set_busy(bool busy) { plan_button_->setEnabled(!busy); }
+
+void PlanPanel::set_apply_enabled(bool enabled) { apply_button_->setEnabled(enabled); }
 
 void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* before) {
     QChart* chart = frontier_->chart();

@@ -31,6 +31,9 @@ public:
     /// Shows `strategy` as the recommended one unless the user chose one.
     void suggest_strategy(Strategy strategy);
     void set_busy(bool busy);
+    /// Enables "Apply to a copy…" (the window knows when a plan with moves can be applied).
+    void set_apply_enabled(bool enabled);
+    [[nodiscard]] QPushButton* apply_button() const { return apply_button_; }
     /// Shows the summary of `result` (nullptr: clears it).
     void show_result(const PlanResult* result, const VolumeAnalysis* before);
     /// The trade-off chart: free-space fragmentation (%) against data moved (MiB) for the
@@ -39,6 +42,7 @@ public:
 
 signals:
     void planRequested();
+    void applyRequested();
 
 private:
     QComboBox* strategy_;
@@ -49,6 +53,7 @@ private:
     QLineEdit* dedup_chunks_;
     QLineEdit* workload_;
     QPushButton* plan_button_;
+    QPushButton* apply_button_;
     QLabel* summary_;
     QChartView* frontier_;
 };

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The window's File ▸ Apply plan to a copy: the settings dialog, then the pipeline's
+// apply_to_copy on a worker thread followed by ApplyProgressDialog (docs/gui.md).
+#include <memory>
+
+#include <QAction>
+#include <QLabel>
+#include <QMessageBox>
+#include <QTimer>
+
+#include "app/gui/apply_dialog.hpp"
+#include "app/gui/apply_meter.hpp"
+#include "app/gui/apply_progress_dialog.hpp"
+#include "app/gui/background_job.hpp"
+#include "app/gui/main_window.hpp"
+#include "app/gui/plan_panel.hpp"
+#include "core/io/rate_limiter.hpp"
+
+namespace guestfrag::gui {
+
+bool MainWindow::applying() const { return apply_job_->running(); }
+
+void MainWindow::update_apply_enabled() {
+    // The progress timer runs from job_started to job_ended: a plan being replaced is not
+    // offered, even in the moment before its job starts.
+    const bool can = plan_ && !plan_->plan.moves.empty() && !job_->running() &&
+                     !progress_timer_->isActive() && !apply_job_->running();
+    apply_action_->setEnabled(can);
+    plan_panel_->set_apply_enabled(can);
+}
+
+void MainWindow::choose_apply() {
+    if (!plan_ || plan_->plan.moves.empty()) return;
+    ApplyDialog dialog(image_path_, *opened_.image, plan_->plan.moves.size(), this);
+    if (dialog.exec() != QDialog::Accepted) return;
+    QString refusal;
+    if (!apply_to_copy(dialog.request(), &refusal))
+        QMessageBox::warning(this, tr("Apply plan to a copy"), refusal);
+}
+
+bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
+    const auto refuse = [refusal](const QString& why) {
+        if (refusal) *refusal = why;
+        return false;
+    };
+    if (!plan_ || plan_->plan.moves.empty()) return refuse(tr("There is no plan with moves to apply."));
+    if (job_->running() || apply_job_->running())
+        return refuse(tr("Other work is running; wait for it to end."));
+    if (const QString why = apply_refusal(request, image_path_.toStdString(), *opened_.image); !why.isEmpty())
+        return refuse(why);
+
+    ApplyOptions options;
+    options.output = request.output;
+    options.format = request.format;
+    options.verify = request.verify;
+    const OpenOptions open{{}, parents_};
+    const auto meter = std::make_shared<ApplyMeter>();
+    // Shared with the dialog, which shows the bytes that passed through it.
+    const auto limiter = std::make_shared<RateLimiter>(request.rate);
+    const QString output = QString::fromStdString(request.output);
+    if (apply_dialog_) apply_dialog_->deleteLater();
+    apply_dialog_ = new ApplyProgressDialog(meter, limiter, apply_steps(options).size(), output, this);
+    ApplyProgressDialog* dialog = apply_dialog_;
+    // Window-modal: the plan it applies stays the one shown while it runs.
+    dialog->setWindowModality(Qt::WindowModal);
+    connect(dialog, &ApplyProgressDialog::cancelRequested, apply_job_, &BackgroundJob::cancel);
+    connect(dialog, &ApplyProgressDialog::openRequested, this,
+            [this, output, parents = apply_output_open_options(open, request.format).parents] {
+                open_image(output, parents);
+            });
+    dialog->show();
+
+    status_->setText(tr("Applying the plan to %1…").arg(output));
+    apply_job_->start<ApplyResult>(
+        [path = image_path_.toStdString(), open, plan = plan_->plan, options, limiter,
+         meter](const Progress& progress) {
+            ApplyOptions run = options;
+            run.limiter = limiter.get();
+            run.on_step = [meter](ApplyStep step) { meter->begin(step); };
+            Progress metered;
+            metered.stop = progress.stop;
+            metered.report = [meter](std::uint64_t done, std::uint64_t total) { meter->update(done, total); };
+            return guestfrag::apply_to_copy(path, open, plan, run, metered);
+        },
+        [this, dialog](ApplyResult result) {
+            status_->setText(tr("Applied %1 of %2 moves to %3.")
+                                 .arg(result.moves.done.size())
+                                 .arg(result.plan.moves.size())
+                                 .arg(QString::fromStdString(result.output)));
+            dialog->show_result(result);
+            update_apply_enabled();
+            emit applyFinished();
+        },
+        [this, dialog](const Error& error) {
+            status_->setText(error.kind() == ErrorKind::Cancelled ? tr("Apply cancelled.")
+                                                                  : tr("Apply failed."));
+            dialog->show_error(error);
+            update_apply_enabled();
+            emit applyFinished();
+        });
+    update_apply_enabled();
+    return true;
+}
+
+}  // namespace guestfrag::gui
