@@ -3,8 +3,10 @@
 # `apply` throughput: the bytes a defrag plan's moves copy divided by apply's wall time,
 # beside `cp --sparse=always` of a file of the same number of bytes (pseudo-random data) in
 # the same run, on the same file system. The ratio is apply's throughput as a share of cp's
-# (goal: ≥ 50 %). A raw output holds the whole disk, so its rows are also put beside a second
-# anchor, `cp --sparse=always` of the image itself: the copy any raw output has to make. Output and temporary files live in one scratch folder; the image is in the
+# (goal: ≥ 50 %). apply makes OUT durable before renaming it, so the copy is also measured
+# followed by an fsync of it; a raw output holds the whole disk, so its rows are put beside a
+# third anchor, `cp --sparse=always` of the image itself and an fsync: the copy any raw output
+# has to make. Output and temporary files live in one scratch folder; the image is in the
 # page cache for every row alike.
 # Usage: bench/apply.sh [BUILD_DIR] [IMAGE] [RUNS]
 #   IMAGE  a raw disk to use (default: generated once as $BENCH_DIR/impact-4GiB.raw, the
@@ -27,11 +29,10 @@ allocated=$(( $(stat -c %b "$image") * 512 ))
 echo "image: $image ($((size >> 20)) MiB virtual, $((allocated >> 20)) MiB allocated), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "moves: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["moves"]; print(d["done"], "done of", d["planned"])' "$work/probe.json"), $((moved >> 20)) MiB moved"
 echo
-echo "| command | best wall s of $runs | MiB moved/s | share of cp (moved bytes) | share of cp (image) | peak RSS |"
-echo "|---|---|---|---|---|---|"
+echo "| command | best wall s of $runs | MiB moved/s | share of cp | share of cp + fsync | share of image cp + fsync | peak RSS |"
+echo "|---|---|---|---|---|---|---|"
 cat "$image" "$work/moved.bin" >/dev/null
-anchor=""
-anchor_image=""
+anchors=()  # the best times of the first three rows
 measure() {  # label, output to remove between runs, command...
     local label=$1 out=$2 best="" kib=0
     shift 2
@@ -43,13 +44,19 @@ measure() {  # label, output to remove between runs, command...
         if [ -z "$best" ] || awk -v a="$wall" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$wall; fi
         kib=$k
     done
-    if [ -z "$anchor" ]; then anchor=$best; elif [ -z "$anchor_image" ]; then anchor_image=$best; fi
-    awk -v l="$label" -v w="$best" -v m="$moved" -v a="$anchor" -v i="$anchor_image" -v k="$kib" 'BEGIN {
-        w2 = (w > 0 ? w : 0.005); a2 = (a > 0 ? a : 0.005); i2 = (i > 0 ? i : 0.005)
-        printf "| %s | %.2f | %.0f | %.0f %% | %.0f %% | %d MiB |\n", l, w, m / 1048576 / w2, 100 * a2 / w2, 100 * i2 / w2, k / 1024 }'
+    [ "${#anchors[@]}" -ge 3 ] || anchors+=("$best")
+    awk -v l="$label" -v w="$best" -v m="$moved" -v k="$kib" -v a="${anchors[*]}" 'BEGIN {
+        w2 = (w > 0 ? w : 0.005); n = split(a, t, " ")
+        printf "| %s | %.2f | %.0f |", l, w, m / 1048576 / w2
+        for (i = 1; i <= 3; i++) printf(i <= n ? " %.0f %% |" : " |", 100 * (t[i] > 0 ? t[i] : 0.005) / w2)
+        printf " %d MiB |\n", k / 1024 }'
 }
+# apply makes OUT durable (fsync) before it renames it, so cp is measured with and without.
 measure "cp --sparse=always (moved bytes)" "$work/copy.bin" cp --sparse=always "$work/moved.bin" "$work/copy.bin"
-measure "cp --sparse=always (image)" "$work/image.bin" cp --sparse=always "$image" "$work/image.bin"
+measure "cp --sparse=always + fsync (moved bytes)" "$work/copy.bin" \
+    sh -c 'cp --sparse=always "$1" "$2" && sync "$2"' sh "$work/moved.bin" "$work/copy.bin"
+measure "cp --sparse=always + fsync (image)" "$work/image.bin" \
+    sh -c 'cp --sparse=always "$1" "$2" && sync "$2"' sh "$image" "$work/image.bin"
 measure "apply -o qcow2 --no-verify" "$work/out.qcow2" \
     "$cli" apply "$image" --plan "$work/plan.json" -o "$work/out.qcow2" --output-format qcow2 --no-verify
 measure "apply -o raw --no-verify" "$work/out.img" \
