@@ -28,7 +28,12 @@ std::uint64_t WrittenMap::replay(const Io& io) {
     const std::uint64_t first = start / block_;
     const std::uint64_t last = (start + io.length - 1) / block_;
     const auto touched = Blocks::interval_type::closed(first, last);
-    const std::uint64_t already = boost::icl::length(blocks_ & touched);
+    // Only the runs that overlap the IO, found by lookup (`blocks_ & touched` would copy
+    // the whole set for every IO).
+    std::uint64_t already = 0;
+    const auto [from, to] = blocks_.equal_range(touched);
+    for (auto run = from; run != to; ++run)
+        already += boost::icl::length(*run & touched);
     blocks_ += touched;
     return (last - first + 1) - already;
 }
