@@ -131,3 +131,28 @@ TEST_CASE("provisioning options refuse bad values", "[cli][estimate][provisionin
     CHECK(deep.err.find("--provisioning names layer 3") != std::string::npos);
     CHECK(std::count(deep.err.begin(), deep.err.end(), '\n') == 1);
 }
+
+TEST_CASE("estimate fio: a job on the disk, and bad options exit 1 naming the option", "[cli][estimate][fio]") {
+    const auto image = test::generated_image("estimate-small", small_image());
+    const auto ok = test::run_cli(
+        {"estimate", image.string(), "--json", "--workload", "fio:rw=randwrite,bs=4k,size=1m,randseed=5"});
+    INFO(ok.err);
+    REQUIRE(ok.status == 0);
+    const Json doc = Json::parse(ok.out);
+    CHECK(doc["workload"] == "fio:rw=randwrite,bs=4k,size=1m,randseed=5");
+    const Json& b = doc["volumes"][0]["before"];
+    CHECK(b["ios"] == 256);
+    CHECK(b["writes"] == 256);
+    CHECK(b["bytes"] == 1 << 20);
+
+    for (const auto& [options, key] :
+         {std::pair<std::string, std::string>{"iodepth=4", "iodepth"}, {"size=0", "size"}, {"size=-1", "size"},
+          {"bs=1000", "bs"}, {"size=1g", "size"}, {"offset=1g", "offset"}, {"size=1g,target=file", "size"}}) {
+        const auto r = test::run_cli({"estimate", image.string(), "--workload", "fio:" + options});
+        INFO(options << ": " << r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("fio option '" + key + "'") != std::string::npos);
+        // One line says what is wrong (CLI11 adds its "Run with --help" hint to usage errors).
+        CHECK(r.err.substr(0, r.err.find('\n')).find(key) != std::string::npos);
+    }
+}
