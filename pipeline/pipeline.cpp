@@ -63,16 +63,19 @@ Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& pl
 
 VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
                                std::uint64_t max_io, const VolumeMap* after, const DeviceModels& models,
-                               const Progress& progress) {
+                               const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
     const VolumeMap& before = opened.analysis->volumes.at(volume).map;
     VolumeEstimate out;
     out.partition = before.partition;
+    const Layer& top = opened.image->layers().front();
+    out.provisioning = provisioning.value_or(top.provisioning);
     progress.update(0, 1);
+    const WrittenMap written = WrittenMap::from_layer(top, out.provisioning.zero_block);
     out.workload = prepare_workload(workload, max_io, *opened.image, before);
-    out.before = estimate_workload(before, out.workload, models);
+    out.before = estimate_workload(before, out.workload, models, &written);
     if (after) {
         progress.update(0, 1);
-        out.after = estimate_workload(*after, out.workload, models);
+        out.after = estimate_workload(*after, out.workload, models, &written);
     }
     progress.update(0, 1);
     return out;

@@ -83,6 +83,8 @@ struct VolumeEstimate {
     PreparedWorkload workload;  ///< settled on the volume before any plan
     WorkloadEstimate before;
     std::optional<WorkloadEstimate> after;
+    /// The top layer's provisioning the first writes were counted with (writes go there).
+    LayerProvisioning provisioning;
 };
 
 /// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
@@ -91,8 +93,12 @@ struct VolumeEstimate {
 /// steps (the estimator reports nothing itself). Throws Error(Unsupported) for a bad
 /// max_io, whatever prepare_workload throws (a trace that cannot be read) and
 /// Error(Cancelled). Cost: O(IOs) per state plus the trace's loading.
+/// First writes are counted on the top layer's written map (WrittenMap::from_layer) at
+/// `provisioning`'s zeroing block: the top layer's detected provisioning unless given
+/// (effective_provisioning). Before and after a plan start from the same map.
 [[nodiscard]] VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
                                              std::uint64_t max_io, const VolumeMap* after,
-                                             const DeviceModels& models = {}, const Progress& progress = {});
+                                             const DeviceModels& models = {}, const Progress& progress = {},
+                                             const std::optional<LayerProvisioning>& provisioning = {});
 
 }  // namespace guestfrag

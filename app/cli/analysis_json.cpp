@@ -8,7 +8,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json layer_json(const Layer& layer, const HostLayout& host) {
+Json layer_json(const Layer& layer, const HostLayout& host, const LayerProvisioning& p) {
     return {{"depth", layer.depth},
             {"path", layer.path},
             {"format", format_name(layer.format)},
@@ -16,6 +16,11 @@ Json layer_json(const Layer& layer, const HostLayout& host) {
             {"growth_unit", layer.growth_granule()},
             {"allocated_bytes", layer.allocated_bytes()},
             {"warnings", layer.warnings},
+            {"provisioning",
+             {{"type", provisioning_name(p.type)},
+              {"zero_block", p.zero_block},
+              {"assumed", p.assumed},
+              {"basis", p.basis}}},
             {"host", host_layout_json(host)}};
 }
 
@@ -178,9 +183,11 @@ Json host_layout_json(const HostLayout& h) {
             {"fragmentation_percent", h.fragmentation_percent}};
 }
 
-Json analysis_to_json(const ImageAnalysis& a, bool with_streams) {
+Json analysis_to_json(const ImageAnalysis& a, bool with_streams, std::span<const LayerProvisioning> provisioning) {
     Json layers = Json::array();
-    for (std::size_t i = 0; i < a.layers.size(); ++i) layers.push_back(layer_json(a.layers[i], a.host[i]));
+    for (std::size_t i = 0; i < a.layers.size(); ++i)
+        layers.push_back(layer_json(a.layers[i], a.host[i],
+                                    i < provisioning.size() ? provisioning[i] : a.layers[i].provisioning));
     Json partitions = Json::array();
     for (const Partition& p : a.table.partitions)
         partitions.push_back({{"number", p.number},

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/analysis_text.hpp"
 
+#include "app/cli/provisioning_options.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -148,7 +150,8 @@ std::string host_layout_text(const HostLayout& h) {
     return text;
 }
 
-void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files) {
+void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files,
+                    std::span<const LayerProvisioning> provisioning) {
     out << "Image " << a.path << "\n";
     row(out, "Format", std::string(format_name(a.format)));
     row(out, "Virtual size", format_size(a.virtual_size) + " (" + std::to_string(a.virtual_size) + " bytes)");
@@ -158,6 +161,7 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
             format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
                 l.path);
         row(out, "  file layout", host_layout_text(a.host[i]));
+        row(out, "  provisioning", provisioning_text(i < provisioning.size() ? provisioning[i] : l.provisioning));
     }
     print_copy(out, a);
     out << "\nPartitions (" << a.table.label << ")\n";

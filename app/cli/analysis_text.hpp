@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <ostream>
+#include <span>
 #include <string>
 
 #include "analyzers/analysis.hpp"
@@ -14,6 +15,8 @@ namespace guestfrag::cli {
 /// "12 extent(s), 11 seek(s) (3 backward), 0.52% fragmented" for a HostLayout.
 [[nodiscard]] std::string host_layout_text(const HostLayout& host);
 
-void print_analysis(std::ostream& out, const ImageAnalysis& analysis, std::size_t top, bool all_files);
+/// Each layer's provisioning is `provisioning[i]` when given (one per layer), else as detected.
+void print_analysis(std::ostream& out, const ImageAnalysis& analysis, std::size_t top, bool all_files,
+                    std::span<const LayerProvisioning> provisioning = {});
 
 }  // namespace guestfrag::cli

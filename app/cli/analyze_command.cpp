@@ -8,6 +8,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "app/cli/size_option.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/sizes.hpp"
@@ -24,6 +25,7 @@ void add_analyze_command(CLI::App& app) {
         std::vector<std::string> transfer_sizes = {"1M", "4M", "8M", "16M"};
         bool vmfs5_thin = false;
         ImageOptions image_options;
+        ProvisioningOptions provisioning;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
@@ -33,6 +35,7 @@ void add_analyze_command(CLI::App& app) {
     cmd->add_flag("--files", opts->files,
                   "List every stream with its extents (JSON) or every fragmented file (text)");
     add_image_options(*cmd, opts->image_options);
+    add_provisioning_options(*cmd, opts->provisioning);
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     cmd->add_option("--transfer-size", opts->transfer_sizes,
                     "Array-offload transfer sizes of the copy figures, comma-separated (at most 16M)")
@@ -49,10 +52,12 @@ void add_analyze_command(CLI::App& app) {
             copy.vmfs5_thin = opts->vmfs5_thin;
             const OpenedImage opened =
                 open_and_analyze_image(opts->image, opts->image_options, opts->partition, copy);
+            const std::vector<LayerProvisioning> provisioning =
+                layer_provisioning(opened.image->layers(), opts->provisioning);
             if (opts->json)
-                std::cout << analysis_to_json(*opened.analysis, opts->files).dump(2) << '\n';
+                std::cout << analysis_to_json(*opened.analysis, opts->files, provisioning).dump(2) << '\n';
             else
-                print_analysis(std::cout, *opened.analysis, opts->top, opts->files);
+                print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
         });
     });
 }

@@ -17,6 +17,7 @@
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/io_stats_json.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
 #include "core/plan/plan_io.hpp"
@@ -31,8 +32,33 @@ using Json = nlohmann::ordered_json;
 
 // ---- JSON (guestfrag.estimate.v1, docs/design.md §4 contract) ----
 
+Json provisioned_json(const IoStats& s) {
+    Json out = Json::array();
+    for (const ProvisionedSeconds& p : s.provisioned) {
+        const DeviceSeconds& t = p.device_seconds;
+        Json models = Json::object();
+        for (const auto& [name, seconds] : {std::pair{"hdd", t.hdd}, {"ssd", t.ssd}, {"array", t.array}}) {
+            const Throughput th = throughput(s.ios, s.bytes, seconds);
+            models[name] = {{"device_seconds", seconds},
+                            {"iops", th.iops},
+                            {"mb_per_second", th.mb_per_second},
+                            {"mean_latency_seconds", th.mean_latency_seconds}};
+        }
+        out.push_back({{"type", provisioning_name(p.type)},
+                       {"ios", s.ios},
+                       {"first_writes", p.first_writes},
+                       {"models", std::move(models)}});
+    }
+    return out;
+}
+
 Json stats_json(const WorkloadEstimate& e) {
     Json r = io_stats_json(e.stats);
+    r["writes"] = e.stats.writes;
+    r["written_bytes"] = e.stats.written_bytes;
+    r["zero_block"] = e.stats.zero_block;
+    r["first_writes"] = e.stats.first_writes;
+    r["provisioned"] = provisioned_json(e.stats);
     if (e.write)
         r["write"] = {{"files", e.write->files},
                       {"files_written", e.write->files_written},
@@ -42,6 +68,10 @@ Json stats_json(const WorkloadEstimate& e) {
     return r;
 }
 
+Json first_write_json(const FirstWriteCost& c) {
+    return {{"zero_bytes_per_second", c.zero_bytes_per_second}, {"allocate_seconds", c.allocate_seconds}};
+}
+
 Json models_json(const DeviceModels& m) {
     return Json{
         {"hdd",
@@ -49,29 +79,42 @@ Json models_json(const DeviceModels& m) {
           {"settle_seconds", m.hdd.settle_seconds},
           {"full_stroke_seconds", m.hdd.full_stroke_seconds},
           {"stroke_bytes", m.hdd.stroke_bytes},
-          {"transfer_bytes_per_second", m.hdd.transfer_bytes_per_second}}},
+          {"transfer_bytes_per_second", m.hdd.transfer_bytes_per_second},
+          {"write_transfer_bytes_per_second", m.hdd.write_transfer_bytes_per_second},
+          {"first_write", first_write_json(m.hdd.first_write)}}},
         {"ssd",
          {{"io_latency_seconds", m.ssd.io_latency_seconds},
-          {"transfer_bytes_per_second", m.ssd.transfer_bytes_per_second}}},
+          {"transfer_bytes_per_second", m.ssd.transfer_bytes_per_second},
+          {"write_latency_seconds", m.ssd.write_latency_seconds},
+          {"write_transfer_bytes_per_second", m.ssd.write_transfer_bytes_per_second},
+          {"first_write", first_write_json(m.ssd.first_write)}}},
         {"array",
          {{"random_io_seconds", m.array.random_io_seconds},
           {"sequential_io_seconds", m.array.sequential_io_seconds},
           {"sequential_window_bytes", m.array.sequential_window_bytes},
-          {"transfer_bytes_per_second", m.array.transfer_bytes_per_second}}},
+          {"transfer_bytes_per_second", m.array.transfer_bytes_per_second},
+          {"write_io_seconds", m.array.write_io_seconds},
+          {"write_transfer_bytes_per_second", m.array.write_transfer_bytes_per_second},
+          {"first_write", first_write_json(m.array.first_write)}}},
     };
 }
 
 Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>& volumes,
-                   const DeviceModels& models) {
+                   const DeviceModels& models, const std::string& preset) {
     Json doc;
     doc["schema"] = "guestfrag.estimate.v1";
     doc["workload"] = w.workload.text();
     doc["max_io"] = w.max_io;
+    doc["preset"] = preset;
     doc["device_models"] = models_json(models);
     doc["volumes"] = Json::array();
     for (const VolumeEstimate& v : volumes) {
         Json j;
         j["partition"] = v.partition;
+        j["provisioning"] = {{"type", provisioning_name(v.provisioning.type)},
+                             {"zero_block", v.provisioning.zero_block},
+                             {"assumed", v.provisioning.assumed},
+                             {"basis", v.provisioning.basis}};
         if (v.before.trace) {
             // The trace's files are the same before and after a plan (plans only move data).
             const TraceOutcome& t = *v.before.trace;
@@ -89,6 +132,14 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
 }
 
 // ---- option checks (usage errors, exit 1) ----
+
+CLI::Validator preset_validator() {
+    return CLI::Validator(
+        [](const std::string& text) {
+            return device_preset(text) ? std::string() : "'" + text + "' is not default or 3par-format";
+        },
+        "default|3par-format");
+}
 
 CLI::Validator workload_validator() {
     return CLI::Validator(
@@ -124,6 +175,8 @@ void add_estimate_command(CLI::App& app) {
         std::string max_io = "1MiB";
         std::optional<int> partition;
         ImageOptions image_options;
+        ProvisioningOptions provisioning;
+        std::string preset = "default";
         bool json = false;
     };
     auto opts = std::make_shared<Options>();
@@ -137,8 +190,9 @@ void add_estimate_command(CLI::App& app) {
                     "guestfrag.plan.v1 file: also estimate the volume as the plan leaves it");
     cmd->add_option(
            "--workload", opts->workload,
-           "scan (read every file), trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout) or "
-           "write:N (create N files)")
+           "scan (read every file), trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
+           "write:N (create N files) or fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
+           "randseed=, target=disk|file)")
         ->check(workload_validator())
         ->capture_default_str();
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
@@ -146,6 +200,12 @@ void add_estimate_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--partition", opts->partition, "Estimate only this partition number");
     add_image_options(*cmd, opts->image_options);
+    add_provisioning_options(*cmd, opts->provisioning);
+    cmd->add_option("--preset", opts->preset,
+                    "Device parameters: default, or 3par-format (the array calibrated from a published full "
+                    "format of a 40 GiB disk on eager, lazy and thin)")
+        ->check(preset_validator())
+        ->capture_default_str();
     cmd->add_flag("--json", opts->json, "Print the guestfrag.estimate.v1 JSON document");
 
     cmd->callback([opts] {
@@ -171,16 +231,27 @@ void add_estimate_command(CLI::App& app) {
         shown.max_io = max_io;
         on_behalf_of(opts->image, [&] {
             const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, partition);
-            const DeviceModels models;
+            const DeviceModels models = *device_preset(opts->preset);
+            // Writes go to the top layer: its provisioning decides the first writes.
+            const LayerProvisioning top =
+                layer_provisioning(opened.image->layers(), opts->provisioning).front();
+            if (workload.kind == Workload::Kind::Fio)
+                // A job that does not fit its target is a bad option (exit 1), like a malformed one.
+                for (const VolumeAnalysis& v : opened.analysis->volumes) try {
+                        (void)check_fio_target(workload.fio,
+                                               fio_target_bytes(workload.fio, opened.image->size(), v.map));
+                    } catch (const Error& e) {
+                        throw Failure(opts->image, e.what(), kUsage);
+                    }
             for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
                 std::optional<PlannedVolume> planned;
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
                 // Trace errors name their source in the message; the subject stays the image.
                 volumes.push_back(estimate_volume(opened, volume, workload, max_io,
-                                                  planned ? planned->after.get() : nullptr, models));
+                                                  planned ? planned->after.get() : nullptr, models, {}, top));
             }
             if (opts->json)
-                std::cout << estimate_json(shown, volumes, models).dump(2) << '\n';
+                std::cout << estimate_json(shown, volumes, models, opts->preset).dump(2) << '\n';
             else
                 print_estimate(std::cout, opened.image->path(), shown, opts->plan, volumes);
         });

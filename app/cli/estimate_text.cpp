@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/cli/columns.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
@@ -64,6 +65,38 @@ void print_totals(std::ostream& out, const VolumeEstimate& v) {
          format_seconds(b.device_seconds.array), a ? format_seconds(a->device_seconds.array) : "");
 }
 
+/// Eager, lazy and thin side by side on each device model (docs/estimate.md §8).
+void print_provisioned(std::ostream& out, const std::string& title, const IoStats& s) {
+    out << "\n  " << title << '\n';
+    out << "  " << pad("", 24);
+    for (const ProvisionedSeconds& p : s.provisioned) out << pad(std::string(provisioning_name(p.type)), 14, true);
+    out << '\n';
+    auto line = [&](const std::string& label, auto cell) {
+        out << "  " << pad(label, 24);
+        for (const ProvisionedSeconds& p : s.provisioned) out << pad(cell(p), 14, true);
+        out << '\n';
+    };
+    line("IOs", [&](const ProvisionedSeconds&) { return std::to_string(s.ios); });
+    line("First writes", [&](const ProvisionedSeconds& p) { return std::to_string(p.first_writes); });
+    const std::pair<const char*, double DeviceSeconds::*> models[] = {
+        {"HDD", &DeviceSeconds::hdd}, {"SSD", &DeviceSeconds::ssd}, {"Array", &DeviceSeconds::array}};
+    for (const auto& [name, member] : models) {
+        const std::string model = name;
+        line(model + " time", [&](const ProvisionedSeconds& p) { return format_seconds(p.device_seconds.*member); });
+        line(model + " IOPS", [&](const ProvisionedSeconds& p) {
+            return fixed(throughput(s.ios, s.bytes, p.device_seconds.*member).iops, 0);
+        });
+        line(model + " MB/s", [&](const ProvisionedSeconds& p) {
+            return fixed(throughput(s.ios, s.bytes, p.device_seconds.*member).mb_per_second, 1);
+        });
+        line(model + " mean latency", [&](const ProvisionedSeconds& p) {
+            const double latency = throughput(s.ios, s.bytes, p.device_seconds.*member).mean_latency_seconds;
+            // Queue-depth-1 latencies are mostly below a millisecond: those in µs.
+            return latency < 1e-3 ? fixed(latency * 1e6, 1) + " us" : format_seconds(latency);
+        });
+    }
+}
+
 /// `count` as a bar of up to `width` marks relative to `largest`; padded to `width` when
 /// another column follows.
 std::string bar(std::uint64_t count, std::uint64_t largest, std::size_t width, bool padded) {
@@ -110,6 +143,9 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
     for (const VolumeEstimate& v : volumes) {
         out << "\nVolume on partition " << v.partition << '\n';
         print_totals(out, v);
+        out << "  " << pad("Provisioning", 24) << provisioning_text(v.provisioning) << '\n';
+        out << "  " << pad("Writes", 24) << v.before.stats.writes << " IOs, " << format_size(v.before.stats.written_bytes)
+            << '\n';
         if (const auto& t = v.before.trace) {
             out << "  " << pad("Trace", 24) << t->paths << " paths: " << t->read << " read, "
                 << t->without_data << " without data, " << t->missing << " missing\n";
@@ -126,6 +162,8 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
                 << wr.files_written << " of " << wr.files << " written, " << format_size(wr.bytes_written)
                 << ", " << wr.fragmented_files << " fragmented (" << wr.fragments << " fragments)\n";
         }
+        print_provisioned(out, v.after ? "Eager, lazy and thin (before)" : "Eager, lazy and thin", v.before.stats);
+        if (v.after) print_provisioned(out, "Eager, lazy and thin (after)", v.after->stats);
         const IoStats* after = v.after ? &v.after->stats : nullptr;
         print_histogram(out, "IO length (bytes)", v.before.stats.io_length,
                         after ? &after->io_length : nullptr);

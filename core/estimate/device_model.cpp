@@ -12,6 +12,14 @@ double transfer_seconds(const Io& io, double bytes_per_second) {
     return static_cast<double>(io.length) / bytes_per_second;
 }
 
+/// The calibration of docs/estimate.md §8.3: a full format writes the whole 40 GiB disk
+/// sequentially in 1 MiB IOs, one per VMFS file block.
+constexpr double kFormatIos = 40.0 * 1024;
+constexpr double kFormatEagerSeconds = 537;
+constexpr double kFormatLazySeconds = 667;
+constexpr double kFormatThinSeconds = 784;
+constexpr double kMiB = 1 << 20;
+
 /// |value| without overflow for INT64_MIN, as a double.
 double magnitude(std::int64_t value) {
     return value < 0 ? -static_cast<double>(value) : static_cast<double>(value);
@@ -25,8 +33,15 @@ double HddModel::seek_seconds(std::int64_t sectors) const noexcept {
     return settle_seconds + (full_stroke_seconds - settle_seconds) * std::sqrt(fraction);
 }
 
+double FirstWriteCost::block_seconds(Provisioning type, std::uint64_t block_bytes) const noexcept {
+    if (type == Provisioning::Eager) return 0;
+    const double zero = static_cast<double>(block_bytes) / zero_bytes_per_second;
+    return type == Provisioning::Thin ? zero + allocate_seconds : zero;
+}
+
 double HddModel::io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept {
-    const double transfer = transfer_seconds(io, transfer_bytes_per_second);
+    const double transfer =
+        transfer_seconds(io, io.write ? write_transfer_bytes_per_second : transfer_bytes_per_second);
     if (distance && *distance == 1) return transfer;
     // The first IO moves the heads from LBN 0 (where they rest after power-on).
     const std::int64_t seek = distance ? *distance : io.lbn;
@@ -34,6 +49,7 @@ double HddModel::io_seconds(const Io& io, std::optional<std::int64_t> distance) 
 }
 
 double SsdModel::io_seconds(const Io& io, std::optional<std::int64_t>) const noexcept {
+    if (io.write) return write_latency_seconds + transfer_seconds(io, write_transfer_bytes_per_second);
     return io_latency_seconds + transfer_seconds(io, transfer_bytes_per_second);
 }
 
@@ -46,8 +62,30 @@ bool ArrayModel::sequential(std::optional<std::int64_t> distance) const noexcept
 }
 
 double ArrayModel::io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept {
+    if (io.write) return write_io_seconds + transfer_seconds(io, write_transfer_bytes_per_second);
     return (sequential(distance) ? sequential_io_seconds : random_io_seconds) +
            transfer_seconds(io, transfer_bytes_per_second);
+}
+
+ArrayModel format_calibrated_array() noexcept {
+    ArrayModel array;
+    // Eager: every IO is write latency + 1 MiB at the rate R: 537 s / 40960 IOs.
+    const double per_io = kFormatEagerSeconds / kFormatIos;
+    array.write_transfer_bytes_per_second = kMiB / (per_io - array.write_io_seconds);
+    // Lazy adds one 1 MiB block's zeroing per IO, thin also its allocation.
+    array.first_write.zero_bytes_per_second = kMiB / ((kFormatLazySeconds - kFormatEagerSeconds) / kFormatIos);
+    array.first_write.allocate_seconds = (kFormatThinSeconds - kFormatLazySeconds) / kFormatIos;
+    return array;
+}
+
+std::optional<DeviceModels> device_preset(std::string_view name) {
+    if (name == "default") return DeviceModels{};
+    if (name == "3par-format") {
+        DeviceModels models;
+        models.array = format_calibrated_array();
+        return models;
+    }
+    return std::nullopt;
 }
 
 }  // namespace guestfrag

@@ -22,6 +22,10 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
         case Workload::Kind::Write:
             prepared.write_sizes = write_file_sizes(volume, workload.files);
             break;
+        case Workload::Kind::Fio:
+            prepared.disk_size = image.size();
+            (void)check_fio_target(workload.fio, fio_target_bytes(workload.fio, image.size(), volume));
+            break;
     }
     return prepared;
 }
@@ -44,15 +48,18 @@ WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& worklo
             out.write = write.outcome;
             break;
         }
+        case Workload::Kind::Fio:
+            out.ios = fio_ios(workload.workload.fio, workload.disk_size, volume);
+            break;
     }
     return out;
 }
 
 WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
-                                   const DeviceModels& models) {
+                                   const DeviceModels& models, const WrittenMap* written) {
     WorkloadIos ios = workload_ios(volume, workload);
     WorkloadEstimate estimate;
-    estimate.stats = summarize_ios(ios.ios, models);
+    estimate.stats = summarize_ios(ios.ios, models, written);
     estimate.trace = std::move(ios.trace);
     estimate.write = ios.write;
     return estimate;

@@ -27,11 +27,13 @@ struct PreparedWorkload {
     std::uint64_t max_io = kDefaultMaxIo;
     std::vector<std::string> trace_paths;    ///< Trace: volume paths in order
     std::vector<std::uint64_t> write_sizes;  ///< Write: sizes of the files to create, in order
+    std::uint64_t disk_size = 0;             ///< Fio: the virtual disk's size
 };
 
-/// Settles `workload` for `volume` of `image`: loads the trace's paths (load_trace) or
-/// samples the write's file sizes (write_file_sizes). Throws Error(Unsupported) for an
-/// invalid max_io, and whatever load_trace / write_file_sizes throw.
+/// Settles `workload` for `volume` of `image`: loads the trace's paths (load_trace),
+/// samples the write's file sizes (write_file_sizes) or checks a fio job's target against
+/// the disk or the volume's free space (check_fio_target). Throws Error(Unsupported) for an
+/// invalid max_io, and whatever those throw.
 [[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io,
                                                 const DiskImage& image, const VolumeMap& volume);
 
@@ -53,8 +55,10 @@ struct WorkloadEstimate {
     std::optional<WriteOutcome> write;
 };
 
-/// workload_ios followed by summarize_ios. The IO list is not kept.
+/// workload_ios followed by summarize_ios (first writes counted on a copy of `written`,
+/// when given). The IO list is not kept.
 [[nodiscard]] WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
-                                                 const DeviceModels& models = {});
+                                                 const DeviceModels& models = {},
+                                                 const WrittenMap* written = nullptr);
 
 }  // namespace guestfrag

@@ -12,6 +12,7 @@ inline constexpr std::uint64_t kSectorBytes = 512;
 struct Io {
     std::int64_t lbn = 0;      ///< first 512-byte sector on the virtual disk (partition offset included)
     std::uint64_t length = 0;  ///< bytes; a multiple of kSectorBytes for every IO the generators make
+    bool write = false;        ///< the direction: a write (else a read)
 
     /// Sectors the IO covers (its length rounded up to whole sectors).
     [[nodiscard]] std::int64_t sectors() const noexcept {

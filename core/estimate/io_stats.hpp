@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
 #include "core/estimate/device_model.hpp"
 #include "core/estimate/histogram.hpp"
 #include "core/estimate/io.hpp"
+#include "core/estimate/written_map.hpp"
 
 namespace guestfrag {
 
@@ -15,6 +17,14 @@ struct DeviceSeconds {
     double hdd = 0;
     double ssd = 0;
     double array = 0;
+};
+
+/// One provisioning type's result beside the others (docs/estimate.md §8): the IO time of
+/// DeviceSeconds plus first_writes · FirstWriteCost::block_seconds on each model.
+struct ProvisionedSeconds {
+    Provisioning type = Provisioning::Eager;
+    std::uint64_t first_writes = 0;  ///< zeroing blocks written for the first time (0 on eager)
+    DeviceSeconds device_seconds;
 };
 
 /// What `estimate` reports for one workload on one volume state (docs/design.md §4: the JSON "R").
@@ -27,11 +37,29 @@ struct IoStats {
     /// first); 0 with fewer than two IOs.
     double sequential_percent = 0;
     DeviceSeconds device_seconds;
+    std::uint64_t writes = 0;        ///< write IOs among `ios`
+    std::uint64_t written_bytes = 0;  ///< Σ length of the write IOs
+    std::uint64_t zero_block = 0;     ///< the written map's block; 0 when no map was given
+    /// Zeroing blocks the writes touched that the map did not have: first writes on lazy and thin.
+    std::uint64_t first_writes = 0;
+    /// Eager, lazy and thin side by side, in that order (eager never pays a first write).
+    std::array<ProvisionedSeconds, 3> provisioned{};
     Histogram io_length = io_length_histogram();          ///< ios values in total
     Histogram seek_distance = seek_distance_histogram();  ///< ios − 1 values (none for the first)
 };
 
-/// Summarises an IO stream in issue order. Pure; O(ios · log buckets).
-[[nodiscard]] IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models = {});
+/// What a number of IOs taking `seconds` of device time amount to (0s when no time passed).
+struct Throughput {
+    double iops = 0;                  ///< ios / seconds
+    double mb_per_second = 0;         ///< bytes / 10^6 / seconds
+    double mean_latency_seconds = 0;  ///< seconds / ios (queue depth 1: the mean IO's latency)
+};
+[[nodiscard]] Throughput throughput(std::uint64_t ios, std::uint64_t bytes, double seconds) noexcept;
+
+/// Summarises an IO stream in issue order. With `written` (copied: the caller's map is not
+/// changed), every write is replayed on it to count first writes; without, no write is a
+/// first write. Pure; O(ios · (log buckets + log written runs)).
+[[nodiscard]] IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models = {},
+                                    const WrittenMap* written = nullptr);
 
 }  // namespace guestfrag

@@ -15,6 +15,8 @@ std::string Workload::text() const {
             return "trace:" + trace_source;
         case Kind::Write:
             return "write:" + std::to_string(files);
+        case Kind::Fio:
+            return "fio:" + fio_options;
     }
     return {};
 }
@@ -39,8 +41,14 @@ Workload parse_workload(std::string_view text) {
                                                     std::to_string(Workload::kMaxWriteFiles) + ": write:N");
         return w;
     }
-    throw Error(ErrorKind::Unsupported,
-                "unknown workload '" + std::string(text) + "' (expected scan, trace:SOURCE or write:N)");
+    if (text.starts_with("fio:")) {
+        w.kind = Workload::Kind::Fio;
+        w.fio_options = std::string(text.substr(4));
+        w.fio = parse_fio_job(w.fio_options);
+        return w;
+    }
+    throw Error(ErrorKind::Unsupported, "unknown workload '" + std::string(text) +
+                                            "' (expected scan, trace:SOURCE, write:N or fio:OPTIONS)");
 }
 
 }  // namespace guestfrag

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/estimate/fio_workload.hpp"
+
 namespace guestfrag {
 
 /// A workload `estimate` replays on a volume (docs/design.md §4), as named on the command line.
@@ -13,6 +15,7 @@ struct Workload {
         Scan,   ///< "scan": read every non-resident $DATA stream
         Trace,  ///< "trace:SOURCE": read the files a trace names, in order
         Write,  ///< "write:N": create N files sized like the volume's files
+        Fio,    ///< "fio:OPTIONS": a synthetic job in fio's vocabulary (FioJob)
     };
     /// Most files a write workload may create (it is a model, not a benchmark).
     static constexpr std::uint64_t kMaxWriteFiles = 10'000'000;
@@ -20,13 +23,16 @@ struct Workload {
     Kind kind = Kind::Scan;
     std::string trace_source;  ///< Trace only: host file, "@prefetch" or "@layout" (load_trace)
     std::uint64_t files = 0;   ///< Write only: N, 1 … kMaxWriteFiles
+    FioJob fio;                ///< Fio only
+    std::string fio_options;   ///< Fio only: the options as given, for text()
 
-    /// The command-line spelling: "scan", "trace:SOURCE", "write:N".
+    /// The command-line spelling: "scan", "trace:SOURCE", "write:N", "fio:OPTIONS".
     [[nodiscard]] std::string text() const;
 };
 
-/// Parses "scan", "trace:SOURCE" (SOURCE non-empty) or "write:N" (decimal N in
-/// 1 … Workload::kMaxWriteFiles). Throws Error(Unsupported, reason) for anything else.
+/// Parses "scan", "trace:SOURCE" (SOURCE non-empty), "write:N" (decimal N in
+/// 1 … Workload::kMaxWriteFiles) or "fio:OPTIONS" (parse_fio_job). Throws
+/// Error(Unsupported, reason) for anything else.
 [[nodiscard]] Workload parse_workload(std::string_view text);
 
 }  // namespace guestfrag

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "core/estimate/cluster_allocator.hpp"
+#include "core/estimate/new_file_placer.hpp"
 #include "core/estimate/stream_ios.hpp"
 
 namespace guestfrag {
@@ -50,22 +50,13 @@ WriteIos write_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes
     if (volume.cluster_size == 0) throw Error(ErrorKind::Unsupported, "cluster size 0");
     const std::uint64_t cs = volume.cluster_size;
 
-    const ClusterSet outside_zone = volume.free - volume.mft_zone;
-    const std::int64_t start = volume.mft_zone.empty() ? 0 : boost::icl::upper(volume.mft_zone);
-    ClusterAllocator allocator(outside_zone, start);
-    bool zone_released = false;
+    NewFilePlacer placer(volume);
 
     Stream file;  // the file being written, reused
     file.type = static_cast<std::uint32_t>(AttrType::Data);
     for (const std::uint64_t size : sizes) {
         const auto clusters = static_cast<std::int64_t>((size + cs - 1) / cs);
-        if (clusters > allocator.free_clusters() && !zone_released) {
-            // NTFS gives up the MFT zone to data only when the rest of the volume is full.
-            allocator =
-                ClusterAllocator(allocator.remaining() + (volume.free & volume.mft_zone), allocator.hint());
-            zone_released = true;
-        }
-        file.extents = allocator.allocate(clusters);
+        file.extents = placer.place(clusters);
         if (file.extents.empty() && clusters > 0) continue;  // does not fit: skipped, smaller ones may
         file.size = size;
         ++result.outcome.files_written;
@@ -73,9 +64,25 @@ WriteIos write_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes
         const std::uint64_t fragments = file.fragments();
         result.outcome.fragments += fragments;
         if (fragments > 1) ++result.outcome.fragmented_files;
+        const std::size_t first = result.ios.size();
         append_stream_ios(volume, file, max_io, result.ios);
+        // Creating the file writes its data: the same IOs as reading it, as writes.
+        for (std::size_t i = first; i < result.ios.size(); ++i) result.ios[i].write = true;
     }
     return result;
+}
+
+NewFilePlacer::NewFilePlacer(const VolumeMap& volume)
+    : volume_(&volume),
+      allocator_(volume.free - volume.mft_zone, volume.mft_zone.empty() ? 0 : boost::icl::upper(volume.mft_zone)) {}
+
+std::vector<Extent> NewFilePlacer::place(std::int64_t clusters) {
+    if (clusters > allocator_.free_clusters() && !zone_released_) {
+        // NTFS gives up the MFT zone to data only when the rest of the volume is full.
+        allocator_ = ClusterAllocator(allocator_.remaining() + (volume_->free & volume_->mft_zone), allocator_.hint());
+        zone_released_ = true;
+    }
+    return allocator_.allocate(clusters);
 }
 
 }  // namespace guestfrag

@@ -55,6 +55,7 @@ Layer map_layer(const LayerFile& file, int depth) {
         }
         offset = end;
     }
+    layer.provisioning = file.provisioning(boost::icl::length(layer.allocated) == size);
     return layer;
 }
 

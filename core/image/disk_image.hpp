@@ -12,6 +12,8 @@
 
 #include <boost/icl/interval_set.hpp>
 
+#include "core/image/provisioning.hpp"
+
 namespace guestfrag {
 
 /// Container formats of an image file, recognised by their content (never by file name).
@@ -153,6 +155,9 @@ struct Layer {
     /// What is wrong with the layer's file although it can be read (LayerFile::warnings),
     /// one line each; front ends show them.
     std::vector<std::string> warnings;
+    /// How the storage under the layer provisions blocks, as the format records it
+    /// (LayerFile::provisioning).
+    LayerProvisioning provisioning;
 
     [[nodiscard]] std::uint64_t allocated_bytes() const { return boost::icl::length(allocated); }
     /// growth_unit, or the granule for layers that do not set one.

@@ -103,6 +103,11 @@ public:
     /// VHD), one lower-case line each; empty for an intact file.
     [[nodiscard]] virtual std::vector<std::string> warnings() const { return {}; }
 
+    /// How the storage under this layer provisions blocks, from what the format records
+    /// (docs/formats.md "Provisioning"); `fully_allocated` says whether the layer stores
+    /// every byte of the disk (its map has no unallocated or zero run).
+    [[nodiscard]] virtual LayerProvisioning provisioning(bool fully_allocated) const = 0;
+
     /// DiskImage::physical_files for this layer: its raw or flat files' physical extents
     /// (FIEMAP, read now); empty for container files. Throws Error(Io).
     [[nodiscard]] virtual std::vector<PhysicalFile> physical_files() const { return {}; }

@@ -313,4 +313,20 @@ std::unique_ptr<LayerFile> open_qcow2(HostFile file) { return std::make_unique<Q
 
 std::unique_ptr<LayerFile> open_qcow2(const std::string& path) { return open_qcow2(HostFile(path)); }
 
+LayerProvisioning Qcow2Layer::provisioning(bool fully_allocated) const {
+    const std::uint64_t cluster = header_.cluster_size();
+    if (!fully_allocated)
+        return {Provisioning::Thin, cluster, false, "qcow2 with unallocated clusters: allocated on first write"};
+    // Every cluster is mapped. preallocation=metadata leaves the host file sparse
+    // (ftruncate): it holds less than the disk's data. falloc and full give the data
+    // clusters host blocks (only metadata areas may stay holes).
+    if (file_.source().held_bytes() < header_.virtual_size)
+        return {Provisioning::Lazy, cluster, false,
+                "qcow2 with every cluster mapped over a sparse host file (preallocation=metadata): the host "
+                "allocates each on its first write"};
+    return {Provisioning::Eager, cluster, true,
+            "qcow2 with every cluster allocated in a host file without holes; preallocation=falloc (lazy) and "
+            "full (eager) look alike: eager assumed"};
+}
+
 }  // namespace guestfrag

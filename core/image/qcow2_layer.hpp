@@ -50,6 +50,11 @@ public:
     /// directory of this file's path as given (qemu's rule). qcow2 records no parent identity.
     [[nodiscard]] std::optional<ParentLink> parent() const override;
     [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
+    /// Thin in clusters unless every cluster is allocated (preallocation=metadata, falloc
+    /// or full); then lazy when the host file holds fewer bytes than the virtual disk
+    /// (metadata: the clusters are mapped, the host allocates them on first write), else
+    /// eager, assumed.
+    [[nodiscard]] LayerProvisioning provisioning(bool fully_allocated) const override;
 
     /// The validated header (dirty flag, backing format, cluster geometry).
     [[nodiscard]] const Qcow2Header& header() const { return header_; }

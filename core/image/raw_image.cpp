@@ -49,6 +49,7 @@ RawImage::RawImage(std::shared_ptr<const ByteSource> source) : source_(std::move
     layer.granule_size = source_->allocation_unit().value_or(512);
     layer.allocated = source_->stored_ranges(layer.granule_size);
     layer.growth_unit = layer.granule_size;
+    layer.provisioning = raw_provisioning(boost::icl::length(layer.allocated) == size, layer.granule_size);
     // A raw disk is its own file: every stored range lies at its own offset.
     for (const auto& stored : layer.allocated)
         layer.host_extents.push_back({stored.lower(), stored.lower(), stored.upper() - stored.lower(), 0});

@@ -23,6 +23,9 @@ public:
     [[nodiscard]] std::optional<ParentLink> parent() const override { return std::nullopt; }
     [[nodiscard]] std::uint64_t held_bytes() const override { return held_; }
     [[nodiscard]] std::vector<PhysicalFile> physical_files() const override { return image_.physical_files(0); }
+    [[nodiscard]] LayerProvisioning provisioning(bool) const override {
+        return image_.layers().front().provisioning;
+    }
 
 private:
     std::uint64_t held_;

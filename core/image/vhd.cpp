@@ -101,6 +101,17 @@ public:
     }
     [[nodiscard]] std::optional<ParentLink> parent() const override { return parent_; }
     [[nodiscard]] std::uint64_t held_bytes() const override { return file_.source().held_bytes(); }
+    [[nodiscard]] LayerProvisioning provisioning(bool) const override {
+        if (footer_.disk_type != vhd::DiskType::Fixed)
+            return {Provisioning::Thin, block_size_, false,
+                    std::string(footer_.disk_type == vhd::DiskType::Dynamic ? "dynamic" : "differencing") +
+                        " vhd: a block is allocated on its first write"};
+        // A fixed VHD records no block size; 2 MiB is what a dynamic one of Hyper-V uses.
+        constexpr std::uint64_t kDefaultBlock = 2 << 20;
+        return {Provisioning::Eager, kDefaultBlock, true,
+                "fixed vhd: preallocated, and the file does not record lazy against eager: eager assumed, "
+                "as Hyper-V zero-fills a fixed disk when it creates it"};
+    }
     [[nodiscard]] std::optional<std::string> identity() const override {
         return vhd::guid_text(footer_.unique_id);
     }

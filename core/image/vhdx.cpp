@@ -361,4 +361,16 @@ std::unique_ptr<LayerFile> open_vhdx(HostFile file) { return std::make_unique<Vh
 
 std::unique_ptr<LayerFile> open_vhdx(const std::string& path) { return open_vhdx(HostFile(path)); }
 
+LayerProvisioning VhdxLayer::provisioning(bool) const {
+    if (meta_.has_parent)
+        return {Provisioning::Thin, meta_.block_size, false,
+                "differencing vhdx: a payload block is allocated on its first write"};
+    if (!meta_.leave_blocks_allocated)
+        return {Provisioning::Thin, meta_.block_size, false,
+                "dynamic vhdx: a payload block is allocated on its first write"};
+    return {Provisioning::Eager, meta_.block_size, true,
+            "fixed vhdx (LeaveBlockAllocated): preallocated, and the file does not record lazy against eager: "
+            "eager assumed, as Hyper-V zero-fills a fixed disk when it creates it"};
+}
+
 }  // namespace guestfrag

@@ -53,6 +53,9 @@ public:
         return meta_.has_parent ? meta_.logical_sector_size : meta_.block_size;
     }
     [[nodiscard]] std::uint64_t growth_unit() const override { return meta_.block_size; }
+    /// Dynamic and differencing: thin in payload blocks; fixed (LeaveBlockAllocated):
+    /// eager, assumed.
+    [[nodiscard]] LayerProvisioning provisioning(bool) const override;
     /// Runs coalesce blocks (and sectors) of one state, and for Data contiguous file
     /// offsets; one call examines at most a bounded number of blocks.
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;

@@ -115,4 +115,27 @@ std::optional<std::string> VmdkLayer::identity() const {
     return vmdk_cid_text(*descriptor_->cid);
 }
 
+LayerProvisioning VmdkLayer::provisioning(bool fully_allocated) const {
+    const bool sparse = !descriptor_ || std::any_of(descriptor_->extents.begin(), descriptor_->extents.end(),
+                                                    [](const VmdkExtentLine& e) {
+                                                        return e.type == VmdkExtentType::Sparse ||
+                                                               e.type == VmdkExtentType::VmfsSparse ||
+                                                               e.type == VmdkExtentType::SeSparse;
+                                                    });
+    if (sparse) return {Provisioning::Thin, granule_, false, "sparse vmdk: a grain is allocated on its first write"};
+    const auto& values = descriptor_->values;
+    if (const auto thin = values.find("ddb.thinProvisioned"); thin != values.end() && thin->second == "1")
+        return {Provisioning::Thin, kVmfsFileBlock, false,
+                "ddb.thinProvisioned = 1: a thin disk on VMFS, allocated in 1 MiB file blocks"};
+    const std::string& type = descriptor_->create_type;
+    if (type.starts_with("vmfs"))
+        return {Provisioning::Lazy, kVmfsFileBlock, true,
+                "createType " + type +
+                    " records thick provisioning but not whether VMFS zeroed its blocks at creation: lazy "
+                    "assumed, vSphere's default thick type (zeroedthick)"};
+    LayerProvisioning host = raw_provisioning(fully_allocated, granule_);
+    host.basis = "createType " + type + ", flat extents: " + host.basis;
+    return host;
+}
+
 }  // namespace guestfrag

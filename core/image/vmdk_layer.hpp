@@ -51,6 +51,9 @@ public:
     [[nodiscard]] std::uint64_t held_bytes() const override;
     /// One entry per FLAT extent, with the extent's index as its file.
     [[nodiscard]] std::vector<PhysicalFile> physical_files() const override;
+    /// Sparse kinds: thin in grains; ddb.thinProvisioned = 1: thin in VMFS file blocks;
+    /// createType vmfs*: lazy, assumed; other flat disks: as their host files (raw_provisioning).
+    [[nodiscard]] LayerProvisioning provisioning(bool fully_allocated) const override;
 
     /// The descriptor (separate file or embedded), if the disk has one.
     [[nodiscard]] const std::optional<VmdkDescriptor>& descriptor() const noexcept { return descriptor_; }

@@ -145,15 +145,16 @@ TEST_CASE("write:N allocates outside the MFT zone first and fragments when free 
     CHECK(w.outcome.fragmented_files == 1);
 
     // Sectors: cluster x → 2048 + 8x. f3 ends with 20000 → 20480 bytes; f5 5000 → 5120.
+    // Every IO writes: the files are being created.
     const std::vector<Io> expected = {
-        {2048 + 1600, 8192},       // f1 at 200
-        {2048 + 2400, 40960},      // f2 at 300
-        {2048 + 4000, 20480},      // f3 at 500
-        {2048 + 4040, 95 * 4096},  // f4 at 505: 389120 bytes
-        {2048 + 1616, 2 * 4096},   // f4 at 202
-        {2048 + 3200, 3 * 4096},   // f4 at 400
-        {2048 + 400, 5120},        // f5 at 50
-        {2048 + 416, 4096},        // f7 at 52
+        {2048 + 1600, 8192, true},       // f1 at 200
+        {2048 + 2400, 40960, true},      // f2 at 300
+        {2048 + 4000, 20480, true},      // f3 at 500
+        {2048 + 4040, 95 * 4096, true},  // f4 at 505: 389120 bytes
+        {2048 + 1616, 2 * 4096, true},   // f4 at 202
+        {2048 + 3200, 3 * 4096, true},   // f4 at 400
+        {2048 + 400, 5120, true},        // f5 at 50
+        {2048 + 416, 4096, true},        // f7 at 52
     };
     CHECK(w.ios == expected);
 
@@ -166,8 +167,8 @@ TEST_CASE("write:N allocates outside the MFT zone first and fragments when free 
     // The same files with 64 KiB IOs: f4's 95-cluster run (380 KiB) becomes 5 · 64 KiB + 60 KiB.
     const guestfrag::WriteIos small = guestfrag::write_ios(v, sizes, 64 << 10);
     CHECK(small.ios.size() == 13);  // 1 + 1 + 1 + (6 + 1 + 1) + 1 + 1
-    CHECK(small.ios[3] == Io{6088, 65536});
-    CHECK(small.ios[8] == Io{6088 + 5 * 128, 61440});
+    CHECK(small.ios[3] == Io{6088, 65536, true});
+    CHECK(small.ios[8] == Io{6088 + 5 * 128, 61440, true});
 }
 
 TEST_CASE("write:N on a volume without an MFT zone starts at cluster 0", "[estimate][write]") {
@@ -175,5 +176,5 @@ TEST_CASE("write:N on a volume without an MFT zone starts at cluster 0", "[estim
     v.mft_zone.clear();
     // [50,100) is ordinary free space now and comes first from hint 0.
     const guestfrag::WriteIos w = guestfrag::write_ios(v, std::vector<std::uint64_t>{8192}, 1 << 20);
-    CHECK(w.ios == std::vector<Io>{{2048 + 400, 8192}});
+    CHECK(w.ios == std::vector<Io>{{2048 + 400, 8192, true}});
 }

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// --provisioning and --zero-block: the provisioning options of analyze and estimate, read in one place.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/image/layer_provisioning.hpp"
+
+namespace guestfrag::cli {
+
+/// The texts of --provisioning (repeatable) and --zero-block as given.
+struct ProvisioningOptions {
+    std::vector<std::string> types;
+    std::string zero_block;
+};
+
+/// Adds --provisioning [DEPTH=]thin|lazy|eager and --zero-block SIZE to `cmd`, storing into
+/// `options` (which must outlive the parse). Malformed values are usage errors (exit 1).
+void add_provisioning_options(CLI::App& cmd, ProvisioningOptions& options);
+
+/// Each layer's provisioning as `options` leave it (effective_provisioning); throws
+/// Error(Unsupported) for a depth the chain does not have.
+[[nodiscard]] std::vector<LayerProvisioning> layer_provisioning(std::span<const Layer> layers,
+                                                                const ProvisioningOptions& options);
+
+/// "thin, zeroing block 1 MiB: BASIS" or "eager (assumed), zeroing block 2 MiB: BASIS".
+[[nodiscard]] std::string provisioning_text(const LayerProvisioning& p);
+
+}  // namespace guestfrag::cli

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `analyze` and `estimate` with provisioning: the per-layer report, eager/lazy/thin side by
+// side in the guestfrag.estimate.v1 document, and the options' bad-input rules.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/image/open_image.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+using Json = nlohmann::json;
+
+namespace {
+
+MkImageOptions small_image() {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.files = 300;
+    o.interleave = 8;
+    o.seed = 23;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("analyze reports each layer's provisioning", "[cli][json][provisioning]") {
+    const auto image = test::generated_image("estimate-small", small_image());
+    const LayerProvisioning detected = open_image(image.string())->layers().front().provisioning;
+    const auto r = test::run_cli({"analyze", image.string(), "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json p = Json::parse(r.out)["image"]["layers"][0]["provisioning"];
+    CHECK(p["type"] == std::string(provisioning_name(detected.type)));
+    CHECK(p["zero_block"] == detected.zero_block);
+    CHECK(p["assumed"] == detected.assumed);
+    CHECK(p["basis"] == detected.basis);
+
+    const auto set = test::run_cli({"analyze", image.string(), "--json", "--provisioning", "0=lazy",
+                                    "--zero-block", "1M"});
+    REQUIRE(set.status == 0);
+    const Json q = Json::parse(set.out)["image"]["layers"][0]["provisioning"];
+    CHECK(q["type"] == "lazy");
+    CHECK(q["zero_block"] == 1 << 20);
+    CHECK(q["assumed"] == false);
+    CHECK(q["basis"] == "set by --provisioning");
+
+    const auto text = test::run_cli({"analyze", image.string(), "--provisioning", "thin"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("provisioning") != std::string::npos);
+    CHECK(text.out.find("thin, zeroing block") != std::string::npos);
+}
+
+TEST_CASE("estimate shows eager, lazy and thin side by side", "[cli][json][estimate][provisioning]") {
+    const auto image = test::generated_image("estimate-small", small_image());
+    const auto r = test::run_cli({"estimate", image.string(), "--json", "--workload", "write:40", "--provisioning",
+                                  "thin", "--zero-block", "64K"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc["preset"] == "default");
+    CHECK(doc["device_models"]["array"]["first_write"]["allocate_seconds"].get<double>() == Approx(2.856e-3));
+    const Json& v = doc["volumes"][0];
+    CHECK(v["provisioning"]["type"] == "thin");
+    CHECK(v["provisioning"]["zero_block"] == 65536);
+    const Json& b = v["before"];
+    CHECK(b["writes"] == b["ios"]);
+    CHECK(b["zero_block"] == 65536);
+    const auto first = b["first_writes"].get<std::uint64_t>();
+    // 40 new files in never-written free space of a freshly made image.
+    CHECK(first > 0);
+    REQUIRE(b["provisioned"].size() == 3);
+    CHECK(b["provisioned"][0]["type"] == "eager");
+    CHECK(b["provisioned"][1]["type"] == "lazy");
+    CHECK(b["provisioned"][2]["type"] == "thin");
+    CHECK(b["provisioned"][0]["first_writes"] == 0);
+    CHECK(b["provisioned"][1]["first_writes"] == first);
+    CHECK(b["provisioned"][2]["first_writes"] == first);
+    const auto ios = b["ios"].get<double>();
+    for (const char* model : {"hdd", "ssd", "array"}) {
+        const double eager = b["provisioned"][0]["models"][model]["device_seconds"].get<double>();
+        const double lazy = b["provisioned"][1]["models"][model]["device_seconds"].get<double>();
+        const double thin = b["provisioned"][2]["models"][model]["device_seconds"].get<double>();
+        CHECK(eager == Approx(b["device_seconds"][model].get<double>()));
+        CHECK(lazy > eager);
+        CHECK(thin > lazy);
+        const Json& m = b["provisioned"][2]["models"][model];
+        CHECK(m["iops"].get<double>() == Approx(ios / thin));
+        CHECK(m["mean_latency_seconds"].get<double>() == Approx(thin / ios));
+        CHECK(m["mb_per_second"].get<double>() == Approx(b["bytes"].get<double>() / 1e6 / thin));
+    }
+
+    // A scan only reads: no first writes, the three agree.
+    const auto scan = test::run_cli({"estimate", image.string(), "--json", "--preset", "3par-format"});
+    REQUIRE(scan.status == 0);
+    const Json s = Json::parse(scan.out);
+    CHECK(s["preset"] == "3par-format");
+    CHECK(s["device_models"]["array"]["write_transfer_bytes_per_second"].get<double>() == Approx(80.6e6).epsilon(0.01));
+    const Json& sb = s["volumes"][0]["before"];
+    CHECK(sb["writes"] == 0);
+    CHECK(sb["first_writes"] == 0);
+    CHECK(sb["provisioned"][2]["models"]["hdd"]["device_seconds"].get<double>() ==
+          Approx(sb["device_seconds"]["hdd"].get<double>()));
+
+    const auto text = test::run_cli({"estimate", image.string(), "--workload", "write:40"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("Eager, lazy and thin") != std::string::npos);
+    CHECK(text.out.find("First writes") != std::string::npos);
+}
+
+TEST_CASE("provisioning options refuse bad values", "[cli][estimate][provisioning]") {
+    const auto image = test::generated_image("estimate-small", small_image());
+    for (const std::vector<std::string>& bad :
+         {std::vector<std::string>{"--provisioning", "thick"}, {"--provisioning", "0=foo"}, {"--provisioning", "=thin"},
+          {"--zero-block", "1000"}, {"--zero-block", "0"}, {"--zero-block", "lots"}, {"--preset", "fast"}}) {
+        std::vector<std::string> args{"estimate", image.string()};
+        args.insert(args.end(), bad.begin(), bad.end());
+        const auto r = test::run_cli(args);
+        INFO(bad[0] << " " << bad[1]);
+        CHECK(r.status == 1);
+        CHECK(r.err.find(bad[0]) != std::string::npos);
+    }
+    // A layer the image does not have: bad input, one line, exit 2.
+    const auto deep = test::run_cli({"analyze", image.string(), "--provisioning", "3=thin"});
+    CHECK(deep.status == 2);
+    CHECK(deep.err.find("--provisioning names layer 3") != std::string::npos);
+    CHECK(std::count(deep.err.begin(), deep.err.end(), '\n') == 1);
+}
+
+TEST_CASE("estimate fio: a job on the disk, and bad options exit 1 naming the option", "[cli][estimate][fio]") {
+    const auto image = test::generated_image("estimate-small", small_image());
+    const auto ok = test::run_cli(
+        {"estimate", image.string(), "--json", "--workload", "fio:rw=randwrite,bs=4k,size=1m,randseed=5"});
+    INFO(ok.err);
+    REQUIRE(ok.status == 0);
+    const Json doc = Json::parse(ok.out);
+    CHECK(doc["workload"] == "fio:rw=randwrite,bs=4k,size=1m,randseed=5");
+    const Json& b = doc["volumes"][0]["before"];
+    CHECK(b["ios"] == 256);
+    CHECK(b["writes"] == 256);
+    CHECK(b["bytes"] == 1 << 20);
+
+    for (const auto& [options, key] :
+         {std::pair<std::string, std::string>{"iodepth=4", "iodepth"}, {"size=0", "size"}, {"size=-1", "size"},
+          {"bs=1000", "bs"}, {"size=1g", "size"}, {"offset=1g", "offset"}, {"size=1g,target=file", "size"}}) {
+        const auto r = test::run_cli({"estimate", image.string(), "--workload", "fio:" + options});
+        INFO(options << ": " << r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("fio option '" + key + "'") != std::string::npos);
+        // One line says what is wrong (CLI11 adds its "Run with --help" hint to usage errors).
+        CHECK(r.err.substr(0, r.err.find('\n')).find(key) != std::string::npos);
+    }
+}
