@@ -46,7 +46,9 @@ CREATE TABLE images (
   allocated_bytes INTEGER,
   bytes_read      INTEGER NOT NULL,
   seconds         REAL NOT NULL,
-  analyzed_at     TEXT NOT NULL
+  analyzed_at     TEXT NOT NULL,
+  copy_commands_4m  INTEGER,
+  copy_commands_16m INTEGER
 );
 CREATE INDEX images_by_path ON images(path, status);
 CREATE TABLE volumes (
@@ -153,22 +155,37 @@ void ResultsDb::create_schema() {
 }
 
 void ResultsDb::upgrade_from(std::int64_t version) {
+    // One step per schema, each taking the database from the version before it: a database
+    // of any older schema runs the steps it is missing, in order, in one transaction.
     Transaction t(db_);
-    if (version < 2) {
-        // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
-        for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
-                                   "host_fragmentation_percent REAL"})
-            db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
-    }
-    // Schema 3: runs know their process (NULL for older runs: never taken for dead), and
-    // claims keep concurrent runs off each other's images.
+    if (version < 2) upgrade_to_2();
+    if (version < 3) upgrade_to_3();
+    if (version < 4) upgrade_to_4();
+    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+    t.commit();
+}
+
+void ResultsDb::upgrade_to_2() {
+    // Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
+    for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
+                               "host_fragmentation_percent REAL"})
+        db_.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
+}
+
+void ResultsDb::upgrade_to_3() {
+    // Runs know their process (NULL for older runs: never taken for dead), and claims keep
+    // concurrent runs off each other's images.
     for (const char* column : {"host TEXT", "boot_id TEXT", "pid INTEGER", "pid_start INTEGER"})
         db_.exec(std::string("ALTER TABLE runs ADD COLUMN ") + column);
     db_.exec(
         "CREATE TABLE claims (path TEXT PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id), "
         "claimed_at TEXT NOT NULL)");
-    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
-    t.commit();
+}
+
+void ResultsDb::upgrade_to_4() {
+    // The copy figures of each image (docs/copy.md); NULL in older rows ("not measured").
+    for (const char* column : {"copy_commands_4m INTEGER", "copy_commands_16m INTEGER"})
+        db_.exec(std::string("ALTER TABLE images ADD COLUMN ") + column);
 }
 
 std::vector<std::int64_t> ResultsDb::end_dead_runs() {
@@ -247,10 +264,11 @@ bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
 
 void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     Transaction t(db_);
-    Statement image(db_,
-                    "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
-                    "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement image(
+        db_,
+        "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
+        "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, "
+        "copy_commands_16m) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     image.bind(1, run).bind(2, r.path).bind(3, r.fingerprint.size).bind(4, r.fingerprint.mtime_ns);
     image.bind(5, r.fingerprint.header_hash).bind(6, r.ok ? "ok" : "failed");
     if (r.ok) {
@@ -258,7 +276,12 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     } else {
         image.bind(7, r.error).bind_null(8).bind_null(9).bind_null(10).bind_null(11);
     }
-    image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now()).run();
+    image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now());
+    if (r.ok)
+        image.bind(15, r.copy_commands_4m).bind(16, r.copy_commands_16m);
+    else
+        image.bind_null(15).bind_null(16);
+    image.run();
     const std::int64_t image_id = db_.last_insert_id();
 
     Statement volume(db_,
@@ -346,7 +369,8 @@ void ResultsDb::merge_from(const std::string& other) {
                  "FROM source.runs ORDER BY run_id");
         db_.exec("INSERT INTO main.images SELECT image_id + " + images + ", run_id + " + runs +
                  ", path, size, mtime_ns, header_hash, status, error, format, virtual_size, layers, "
-                 "allocated_bytes, bytes_read, seconds, analyzed_at FROM source.images ORDER BY image_id");
+                 "allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, copy_commands_16m "
+                 "FROM source.images ORDER BY image_id");
         db_.exec("INSERT INTO main.volumes SELECT volume_id + " + volumes + ", image_id + " + images +
                  ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
                  "mft_records_in_use FROM source.volumes ORDER BY volume_id");

@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -48,7 +48,7 @@ class ResultsDb {
 public:
     /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
     /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
-    /// runs' owner process and the claims table). Throws
+    /// runs' owner process and the claims table, schema 4 the images' copy_commands_*). Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);
@@ -87,6 +87,10 @@ public:
 private:
     void create_schema();
     void upgrade_from(std::int64_t version);
+    // The steps of upgrade_from, each from the schema before it (inside its transaction).
+    void upgrade_to_2();
+    void upgrade_to_3();
+    void upgrade_to_4();
     Database db_;
 };
 

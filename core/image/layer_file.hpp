@@ -103,6 +103,10 @@ public:
     /// VHD), one lower-case line each; empty for an intact file.
     [[nodiscard]] virtual std::vector<std::string> warnings() const { return {}; }
 
+    /// Layer::file_spans: the layer's files where they split the disk between them; empty
+    /// for the single-file formats.
+    [[nodiscard]] virtual std::vector<LayerFileSpan> file_spans() const { return {}; }
+
     /// DiskImage::physical_files for this layer: its raw or flat files' physical extents
     /// (FIEMAP, read now); empty for container files. Throws Error(Io).
     [[nodiscard]] virtual std::vector<PhysicalFile> physical_files() const { return {}; }
