@@ -2,6 +2,7 @@
 #include "analyzers/copy_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -45,7 +46,7 @@ void add_compressed(CopySource& out, const Ranges& stored, const std::vector<Hos
 std::uint32_t files_of(const Layer& layer) {
     std::uint32_t n = 1;
     for (const HostExtent& e : layer.host_extents) n = std::max(n, e.file + 1);
-    return n;
+    return std::max(n, static_cast<std::uint32_t>(layer.file_spans.size()));
 }
 
 std::string size_text(std::uint64_t bytes) {
@@ -66,34 +67,24 @@ void add_reads(std::vector<Io>& ios, std::uint64_t base, std::uint64_t file_offs
                        std::min(io, length - done)});
 }
 
-}  // namespace
-
-void check_copy_options(const CopyOptions& options) {
-    if (options.transfer_sizes.empty()) throw Error(ErrorKind::Unsupported, "no transfer size given");
-    for (const std::uint64_t t : options.transfer_sizes)
-        if (t == 0 || t % kSectorBytes != 0 || t > 16 * kCopyMiB)
-            throw Error(ErrorKind::Unsupported,
-                        "transfer size " + std::to_string(t) +
-                            " bytes: give a multiple of 512 bytes up to 16 MiB (ESXi's largest)");
-    if (options.host_io_bytes == 0 || options.host_io_bytes % kSectorBytes != 0)
-        throw Error(ErrorKind::Unsupported, "host copy IO size must be a positive multiple of 512 bytes");
+/// The ratio a/b with one decimal ("10.7").
+std::string ratio_text(std::uint64_t a, std::uint64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f",
+                  static_cast<double>(a) / static_cast<double>(std::max<std::uint64_t>(b, 1)));
+    return text;
 }
 
-CopySource layer_copy_source(const Layer& layer) {
-    CopySource out;
-    out.runs = layer.host_extents;
-    out.copied.assign(layer.allocated.begin(), layer.allocated.end());
-    add_compressed(out, layer.allocated, layer.host_extents, layer.growth_granule());
-    return out;
-}
-
-CopySource chain_copy_source(std::span<const Layer> layers) {
+/// The chain `layers` (top first) as a full clone reads it: chain_copy_source over pointers,
+/// so that a layer can be swapped for another without copying the rest.
+CopySource chain_source(const std::vector<const Layer*>& layers) {
     CopySource out;
     ByteSet above;  // what the layers above store or declare zero: hidden below them
     std::uint32_t file_base = 0;
     std::vector<HostExtent> runs;
     ByteSet copied;
-    for (const Layer& layer : layers) {
+    for (const Layer* each : layers) {
+        const Layer& layer = *each;
         const ByteSet visible = layer.allocated - above;
         std::vector<HostExtent> shown;  // the layer's runs clipped to what it shows
         for (const HostExtent& e : layer.host_extents) {
@@ -119,6 +110,94 @@ CopySource chain_copy_source(std::span<const Layer> layers) {
     for (const HostExtent& e : runs) append_host_extent(out.runs, e);
     out.copied.assign(copied.begin(), copied.end());
     return out;
+}
+
+}  // namespace
+
+const OffloadPreset* find_offload_preset(std::string_view name) noexcept {
+    for (const OffloadPreset& p : kOffloadPresets)
+        if (name == p.name) return &p;
+    return nullptr;
+}
+
+void check_copy_options(const CopyOptions& options) {
+    if (options.transfer_sizes.empty()) throw Error(ErrorKind::Unsupported, "no transfer size given");
+    for (const std::uint64_t t : options.transfer_sizes)
+        if (t == 0 || t % kSectorBytes != 0 || t > 16 * kCopyMiB)
+            throw Error(ErrorKind::Unsupported,
+                        "transfer size " + std::to_string(t) +
+                            " bytes: give a multiple of 512 bytes up to 16 MiB (ESXi's largest)");
+    if (options.host_io_bytes == 0 || options.host_io_bytes % kSectorBytes != 0)
+        throw Error(ErrorKind::Unsupported, "host copy IO size must be a positive multiple of 512 bytes");
+    for (const double cost : {options.preset.command_seconds, options.preset.byte_seconds})
+        if (!std::isfinite(cost) || cost < 0)
+            throw Error(ErrorKind::Unsupported, "offload costs must be finite and not negative");
+}
+
+CopySource layer_copy_source(const Layer& layer) {
+    CopySource out;
+    out.runs = layer.host_extents;
+    out.copied.assign(layer.allocated.begin(), layer.allocated.end());
+    add_compressed(out, layer.allocated, layer.host_extents, layer.growth_granule());
+    return out;
+}
+
+CopySource chain_copy_source(std::span<const Layer> layers) {
+    std::vector<const Layer*> chain;
+    for (const Layer& layer : layers) chain.push_back(&layer);
+    return chain_source(chain);
+}
+
+CopySource image_copy_source(std::span<const Layer> layers) {
+    return layers.size() == 1 ? layer_copy_source(layers.front()) : chain_copy_source(layers);
+}
+
+CopyStates copy_states(std::span<const Layer> layers, const Layer& top_after, const CopyOptions& options) {
+    check_copy_options(options);
+    if (layers.empty()) throw Error(ErrorKind::Internal, "copy states of an image without layers");
+    CopyStates out;
+    out.now = copy_figures(image_copy_source(layers), options);
+    std::vector<const Layer*> after{&top_after};
+    for (const Layer& layer : layers.subspan(1)) after.push_back(&layer);
+    out.after_plan =
+        copy_figures(after.size() == 1 ? layer_copy_source(top_after) : chain_source(after), options);
+    out.advice = copy_advice(out.now, out.after_plan);
+    return out;
+}
+
+const OffloadFigures* offload_at(const CopyFigures& figures, std::uint64_t transfer) noexcept {
+    for (const OffloadFigures& f : figures.offload)
+        if (f.transfer_size == transfer) return &f;
+    return nullptr;
+}
+
+const OffloadFigures* reference_offload(const CopyFigures& figures) noexcept {
+    if (const OffloadFigures* f = offload_at(figures, 4 * kCopyMiB)) return f;
+    return figures.offload.empty() ? nullptr : &figures.offload.front();
+}
+
+std::vector<CopyWarning> copy_advice(const CopyFigures& now, const CopyFigures& after_plan) {
+    const OffloadFigures* n = reference_offload(now);
+    const OffloadFigures* a = reference_offload(after_plan);
+    if (n == nullptr || a == nullptr) return {};
+    const std::uint64_t A = n->commands;
+    const std::uint64_t B = a->commands;
+    const std::uint64_t C = a->relaid_commands;
+    const std::string at = " at " + size_text(a->transfer_size) + " transfers";
+    // B ≥ 1.1·A in integers: 10·B ≥ 11·A.
+    if (B > A && 10 * B >= 11 * A)
+        return {{"COPY_PLAN_SCATTERS",
+                 "this plan raises the offload commands of a full copy" + at + " from " + std::to_string(A) +
+                     " to " + std::to_string(B) +
+                     " (the container appends the blocks it writes new); re-lay "
+                     "the image after applying it (clone it, Storage vMotion, or `qemu-img convert`): " +
+                     std::to_string(C) + " commands, " + ratio_text(B, C) + "x fewer"}};
+    if (C > 0 && B >= 2 * C)
+        return {{"COPY_RELAY_AFTER_PLAN",
+                 "clone this image (template) after applying the plan: copies of the re-laid file issue " +
+                     ratio_text(B, C) + "x fewer offload commands" + at + " (" + std::to_string(B) + " -> " +
+                     std::to_string(C) + ")"}};
+    return {};
 }
 
 CopyFigures copy_figures(const CopySource& source, const CopyOptions& options) {
@@ -187,9 +266,7 @@ std::vector<CopyWarning> copy_warnings(const CopyFigures& figures) {
             worst = &f;
     }
     if (worst == nullptr) return {};
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.1f",
-                  static_cast<double>(worst->commands) / static_cast<double>(worst->relaid_commands));
+    const std::string ratio = ratio_text(worst->commands, worst->relaid_commands);
     return {{"COPY_LAYOUT_SCATTERED",
              "at " + size_text(worst->transfer_size) + " transfers a full copy issues " +
                  std::to_string(worst->commands) + " offload commands, " + ratio + "x the " +

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/estimate/device_model.hpp"
@@ -33,6 +34,12 @@ inline constexpr OffloadPreset kAllFlashVsphere6{
     "all-flash-vsphere6", 33.0 / 39800.0,
     (13.0 - 4200.0 * (33.0 / 39800.0)) / (65.0 * 1024.0 * 1024.0 * 1024.0)};
 
+/// Every preset `--copy-preset` names, the default first.
+inline constexpr OffloadPreset kOffloadPresets[] = {kAllFlashVsphere6};
+
+/// The preset called `name`; nullptr when there is none.
+[[nodiscard]] const OffloadPreset* find_offload_preset(std::string_view name) noexcept;
+
 /// The block size of a VMFS5 datastore: the most one offload command of a thin disk
 /// moved there (vSphere 5.x), whatever the transfer size.
 inline constexpr std::uint64_t kVmfs5ThinCap = kCopyMiB;
@@ -49,7 +56,8 @@ struct CopyOptions {
 };
 
 /// Throws Error(Unsupported) for an empty list, a transfer size that is 0, not a multiple
-/// of 512 bytes or above 16 MiB, or a host IO size that is 0 or not a multiple of 512.
+/// of 512 bytes or above 16 MiB, a host IO size that is 0 or not a multiple of 512, or a
+/// preset cost that is negative or not finite.
 void check_copy_options(const CopyOptions& options);
 
 /// What a full copy reads: the host runs of the data it copies, in guest order.
@@ -113,6 +121,38 @@ struct CopyWarning {
 /// COPY_LAYOUT_SCATTERED when, at some transfer size, the copy needs at least twice the
 /// offload commands of a re-laid copy (the worst size is named); empty otherwise.
 [[nodiscard]] std::vector<CopyWarning> copy_warnings(const CopyFigures& figures);
+
+/// A full copy of the whole image: the chain as a full clone reads it, or the one layer.
+[[nodiscard]] CopySource image_copy_source(std::span<const Layer> layers);
+
+/// The three states of docs/copy.md §7 side by side, for one plan. `now` is the image as
+/// it is (what analyze prints); `after_plan` is the image with its top layer as the plan
+/// leaves it, and its re-laid figures are the third state: the image after the plan, then
+/// re-laid by a clone, a Storage vMotion or `qemu-img convert`.
+struct CopyStates {
+    CopyFigures now;
+    CopyFigures after_plan;
+    std::vector<CopyWarning> advice;  ///< copy_advice(now, after_plan)
+};
+
+/// The copy states of `layers` (top first, non-empty) when the plan turns the top layer
+/// into `top_after` (impact's after-layout). Checks `options`. O(copy_figures of both).
+[[nodiscard]] CopyStates copy_states(std::span<const Layer> layers, const Layer& top_after,
+                                     const CopyOptions& options);
+
+/// The offload figures of `figures` at transfer size `transfer`; nullptr when not asked.
+[[nodiscard]] const OffloadFigures* offload_at(const CopyFigures& figures, std::uint64_t transfer) noexcept;
+
+/// The offload figures the advice compares: at 4 MiB (ESXi's default transfer size) when
+/// `figures` has them, else at its first transfer size; nullptr without any.
+[[nodiscard]] const OffloadFigures* reference_offload(const CopyFigures& figures) noexcept;
+
+/// What to do about the copies, from the states (docs/copy.md §7), at the reference size
+/// with A = commands now, B = after the plan, C = after the plan re-laid:
+/// COPY_PLAN_SCATTERS when B ≥ 1.1·A and B > A (the plan scatters the file: re-lay it after
+/// applying the plan); otherwise COPY_RELAY_AFTER_PLAN when B ≥ 2·C (re-laying after the
+/// plan cuts the commands at least in half); otherwise nothing.
+[[nodiscard]] std::vector<CopyWarning> copy_advice(const CopyFigures& now, const CopyFigures& after_plan);
 
 /// Where a raw or flat file lies on the host's device (FIEMAP): its extents, merged where
 /// one continues the previous one both in the file and on the device.

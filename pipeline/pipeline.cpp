@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "pipeline/pipeline.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/image/open_image.hpp"
@@ -59,6 +60,25 @@ Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& pl
     const VolumeMap& before = analysis.volumes.at(volume).map;
     check_identity(plan.identity, identity_of(opened, before));
     return assess_impact(*opened.image, analysis.table, before, plan, options, progress);
+}
+
+CopyStates plan_copy_states(const OpenedImage& opened, std::size_t volume, const Plan& plan,
+                            const CopyOptions& copy) {
+    const ImageAnalysis& analysis = *opened.analysis;
+    const VolumeMap& before = analysis.volumes.at(volume).map;
+    check_identity(plan.identity, identity_of(opened, before));
+    (void)apply_plan(before, plan);  // a move that does not apply throws here, before it is placed
+    const std::vector<Layer>& layers = opened.image->layers();
+    return copy_states(layers, top_layer_after_plan(layers.front(), before, plan).layer, copy);
+}
+
+void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& states) {
+    for (const CopyWarning& advice : states.advice)
+        warnings.push_back({advice.code,
+                            advice.code == "COPY_PLAN_SCATTERS" ? Severity::Warning : Severity::Info,
+                            states.after_plan.bytes, advice.message});
+    std::stable_sort(warnings.begin(), warnings.end(),
+                     [](const ImpactWarning& a, const ImpactWarning& b) { return a.severity > b.severity; });
 }
 
 VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,

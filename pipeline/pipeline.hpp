@@ -77,6 +77,20 @@ struct PlannedVolume {
 [[nodiscard]] Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& plan,
                                  const ImpactOptions& options = {}, const Progress& progress = {});
 
+/// The copy figures of the whole image now, after `plan` (made for volume `volume`; the
+/// top layer as impact places the plan's new blocks, top_layer_after_plan) and after
+/// re-laying it, with the advice they lead to (docs/copy.md §7), under `copy`. Throws
+/// Error(Corrupt) for a plan made for another or a changed volume or a move that does not
+/// apply, Error(Unsupported) for bad `copy`. Cost: apply_plan's and two copy_figures over
+/// the image's host runs.
+[[nodiscard]] CopyStates plan_copy_states(const OpenedImage& opened, std::size_t volume, const Plan& plan,
+                                          const CopyOptions& copy = {});
+
+/// Adds the copy advice of `states` to `warnings` as impact warnings (COPY_PLAN_SCATTERS a
+/// warning, COPY_RELAY_AFTER_PLAN an info, the bytes at stake those a full copy moves after
+/// the plan), keeping them most severe first: for front ends that list one set of warnings.
+void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& states);
+
 /// One volume's estimates of one workload: before, and after a plan when there is one.
 struct VolumeEstimate {
     int partition = 0;

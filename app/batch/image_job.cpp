@@ -37,7 +37,8 @@ VolumeResult volume_result(const VolumeAnalysis& v) {
     return r;
 }
 
-/// Plans volume `volume` and records the plan and its impact warnings in `r`; returns the plan.
+/// Plans volume `volume` and records the plan and its impact warnings (with the copy advice)
+/// in `r`; returns the plan.
 Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume, const JobOptions& options,
                  const std::stop_token& stop) {
     const ImageAnalysis& a = *opened.analysis;
@@ -45,6 +46,7 @@ Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
     plan_options.strategy = options.strategy.value_or(recommended_strategy(a.layers, a.virtual_size));
     const PlannedVolume planned = plan_volume(opened, volume, plan_options, Progress{{}, stop});
     r.warnings = plan_impact(opened, volume, planned.plan).warnings;
+    add_copy_advice(r.warnings, plan_copy_states(opened, volume, planned.plan));
     r.plan = VolumeResult::PlanResult{planned.plan.strategy, planned.plan.summary,
                                       plan_to_json(planned.plan, a.volumes[volume].map)};
     return planned.plan;
@@ -91,6 +93,9 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
         result.virtual_size = analysis.virtual_size;
         result.layers = static_cast<int>(analysis.layers.size());
         if (!analysis.layers.empty()) result.allocated_bytes = analysis.layers.front().allocated_bytes();
+        // The default copy options ask for both sizes.
+        result.copy_commands_4m = offload_at(analysis.copy.chain, 4 * kCopyMiB)->commands;
+        result.copy_commands_16m = offload_at(analysis.copy.chain, 16 * kCopyMiB)->commands;
         std::vector<Plan> plans;
         for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
             result.volumes.push_back(volume_result(analysis.volumes[volume]));

@@ -85,6 +85,10 @@ struct ImageResult {
     std::uint64_t virtual_size = 0;
     int layers = 0;
     std::uint64_t allocated_bytes = 0;  ///< top layer
+    /// Offload commands of a full copy now at 4 and 16 MiB transfers (docs/copy.md §2):
+    /// `analyze`'s image.copy.chain.
+    std::uint64_t copy_commands_4m = 0;
+    std::uint64_t copy_commands_16m = 0;
     std::vector<VolumeResult> volumes;  ///< also when only the apply failed
     std::optional<ApplyRecord> apply;   ///< with `batch --apply-to`, once the image was analysed
     std::uint64_t bytes_read = 0;  ///< image bytes read to produce this result

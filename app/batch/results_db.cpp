@@ -47,7 +47,9 @@ CREATE TABLE images (
   allocated_bytes INTEGER,
   bytes_read      INTEGER NOT NULL,
   seconds         REAL NOT NULL,
-  analyzed_at     TEXT NOT NULL
+  analyzed_at     TEXT NOT NULL,
+  copy_commands_4m  INTEGER,
+  copy_commands_16m INTEGER
 );
 CREATE INDEX images_by_path ON images(path, status);
 CREATE TABLE volumes (
@@ -179,11 +181,18 @@ void upgrade_to_3(Database& db) {
 /// Schema 4 adds the apply tables; older images simply have no apply rows.
 void upgrade_to_4(Database& db) { db.exec(kApplyTables); }
 
+/// Schema 5: the copy figures of each image (docs/copy.md); NULL in older rows ("not
+/// measured").
+void upgrade_to_5(Database& db) {
+    for (const char* column : {"copy_commands_4m INTEGER", "copy_commands_16m INTEGER"})
+        db.exec(std::string("ALTER TABLE images ADD COLUMN ") + column);
+}
+
 struct UpgradeStep {
     int to;
     void (*run)(Database&);
 };
-constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}};
+constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
@@ -215,6 +224,8 @@ void ResultsDb::create_schema() {
 }
 
 void ResultsDb::upgrade_from(std::int64_t version) {
+    // One step per schema, each taking the database from the version before it: a database
+    // of any older schema runs the steps it is missing, in order, in one transaction.
     Transaction t(db_);
     for (const UpgradeStep& step : kUpgrades)
         if (version < step.to) step.run(db_);
@@ -298,10 +309,11 @@ bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
 
 void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     Transaction t(db_);
-    Statement image(db_,
-                    "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
-                    "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement image(
+        db_,
+        "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
+        "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, "
+        "copy_commands_16m) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     image.bind(1, run).bind(2, r.path).bind(3, r.fingerprint.size).bind(4, r.fingerprint.mtime_ns);
     image.bind(5, r.fingerprint.header_hash).bind(6, r.ok ? "ok" : "failed");
     if (r.ok)
@@ -311,10 +323,12 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     // An image whose apply failed keeps the figures of its analysis.
     if (r.ok || r.apply) {
         image.bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
+        image.bind(15, r.copy_commands_4m).bind(16, r.copy_commands_16m);
     } else {
-        image.bind_null(8).bind_null(9).bind_null(10).bind_null(11);
+        image.bind_null(8).bind_null(9).bind_null(10).bind_null(11).bind_null(15).bind_null(16);
     }
-    image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now()).run();
+    image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now());
+    image.run();
     const std::int64_t image_id = db_.last_insert_id();
 
     Statement volume(db_,
@@ -427,7 +441,8 @@ void ResultsDb::merge_from(const std::string& other) {
                  "FROM source.runs ORDER BY run_id");
         db_.exec("INSERT INTO main.images SELECT image_id + " + images + ", run_id + " + runs +
                  ", path, size, mtime_ns, header_hash, status, error, format, virtual_size, layers, "
-                 "allocated_bytes, bytes_read, seconds, analyzed_at FROM source.images ORDER BY image_id");
+                 "allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, copy_commands_16m "
+                 "FROM source.images ORDER BY image_id");
         db_.exec("INSERT INTO main.volumes SELECT volume_id + " + volumes + ", image_id + " + images +
                  ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
                  "mft_records_in_use FROM source.volumes ORDER BY volume_id");

@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -49,7 +49,8 @@ public:
     /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
     /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
     /// runs' owner process and the claims table, schema 4 the applies and apply_skips
-    /// tables), one step per version, all in one transaction. Throws
+    /// tables, schema 5 the images' copy_commands_*), one step per version, all in one
+    /// transaction. Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);

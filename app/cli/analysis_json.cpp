@@ -24,29 +24,6 @@ Json layer_json(const Layer& layer, const HostLayout& host, const LayerProvision
             {"host", host_layout_json(host)}};
 }
 
-Json copy_figures_json(const CopyFigures& c) {
-    Json offload = Json::array();
-    for (const OffloadFigures& f : c.offload)
-        offload.push_back({{"transfer_size", f.transfer_size},
-                           {"command_limit", f.command_limit},
-                           {"now",
-                            {{"commands", f.commands},
-                             {"compressed_commands", f.compressed_commands},
-                             {"average_bytes", f.average_bytes},
-                             {"seconds", f.seconds}}},
-                           {"relaid",
-                            {{"commands", f.relaid_commands},
-                             {"average_bytes", f.relaid_average_bytes},
-                             {"seconds", f.relaid_seconds}}}});
-    return {{"bytes", c.bytes},
-            {"runs", c.runs},
-            {"relaid_runs", c.relaid_runs},
-            {"compressed_bytes", c.compressed_bytes},
-            {"compressed_transfers", c.compressed_transfers},
-            {"offload", std::move(offload)},
-            {"host_copy", {{"now", io_stats_json(c.host_copy)}, {"relaid", io_stats_json(c.host_copy_relaid)}}}};
-}
-
 Json physical_json(const std::vector<PhysicalFigures>& files) {
     Json out = Json::array();
     for (const PhysicalFigures& p : files) {
@@ -172,6 +149,30 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
 }
 
 }  // namespace
+
+Json copy_figures_json(const CopyFigures& c) {
+    Json offload = Json::array();
+    for (const OffloadFigures& f : c.offload)
+        offload.push_back({{"transfer_size", f.transfer_size},
+                           {"command_limit", f.command_limit},
+                           {"now",
+                            {{"commands", f.commands},
+                             {"compressed_commands", f.compressed_commands},
+                             {"average_bytes", f.average_bytes},
+                             {"seconds", f.seconds}}},
+                           {"relaid",
+                            {{"commands", f.relaid_commands},
+                             {"average_bytes", f.relaid_average_bytes},
+                             {"seconds", f.relaid_seconds}}}});
+    return {
+        {"bytes", c.bytes},
+        {"runs", c.runs},
+        {"relaid_runs", c.relaid_runs},
+        {"compressed_bytes", c.compressed_bytes},
+        {"compressed_transfers", c.compressed_transfers},
+        {"offload", std::move(offload)},
+        {"host_copy", {{"now", io_stats_json(c.host_copy)}, {"relaid", io_stats_json(c.host_copy_relaid)}}}};
+}
 
 Json host_layout_json(const HostLayout& h) {
     return {{"stored_bytes", h.stored_bytes},

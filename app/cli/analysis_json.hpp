@@ -9,12 +9,15 @@
 
 namespace guestfrag::cli {
 
-/// The `guestfrag.analysis.v1` document (docs/design.md §6, contract); streams only when
-/// `with_streams` (--files).
 /// A HostLayout (docs/metrics.md §6) as `analyze` and `impact` write it.
 [[nodiscard]] nlohmann::ordered_json host_layout_json(const HostLayout& host);
 
-/// Each layer's provisioning is `provisioning[i]` when given (one per layer), else as detected.
+/// One CopyFigures as `image.copy.chain` prints it (docs/copy.md §6).
+[[nodiscard]] nlohmann::ordered_json copy_figures_json(const CopyFigures& figures);
+
+/// The `guestfrag.analysis.v1` document (docs/design.md §6, contract); streams only when
+/// `with_streams` (--files). Each layer's provisioning is `provisioning[i]` when given (one
+/// per layer), else as detected.
 [[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis, bool with_streams,
                                                       std::span<const LayerProvisioning> provisioning = {});
 

@@ -92,8 +92,6 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
     }
 }
 
-std::string seconds_text(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
-
 void print_copy(std::ostream& out, const ImageAnalysis& a) {
     const ImageCopyCost& c = a.copy;
     const CopyFigures& f = c.chain;

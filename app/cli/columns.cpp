@@ -12,6 +12,8 @@ std::string fixed(double value, int decimals) {
     return buf.data();
 }
 
+std::string seconds_text(double seconds) { return fixed(seconds, seconds < 10 ? 2 : 1) + " s"; }
+
 std::string pad(const std::string& s, std::size_t width, bool right) {
     if (s.size() >= width) return s;
     return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');

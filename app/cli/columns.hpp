@@ -10,6 +10,9 @@ namespace guestfrag::cli {
 /// `value` with `decimals` digits after the point ("12.35").
 [[nodiscard]] std::string fixed(double value, int decimals);
 
+/// A duration in seconds, two decimals below 10 s and one above ("0.37 s", "45.9 s").
+[[nodiscard]] std::string seconds_text(double seconds);
+
 /// `s` padded with spaces to `width` columns, on the left when `right` aligns it right.
 [[nodiscard]] std::string pad(const std::string& s, std::size_t width, bool right = false);
 

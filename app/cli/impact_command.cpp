@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/copy_options.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/impact_json.hpp"
@@ -29,6 +30,7 @@ struct Options {
     std::string granule;
     std::string read_rate;
     ImageOptions image_options;
+    CopyOptionTexts copy;
     bool deep = false;
     bool json = false;
 };
@@ -58,17 +60,19 @@ void run(const Options& opts) {
     on_behalf_of(opts.image, [&] {
         const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, plan.identity.partition);
         Impact impact;
+        CopyStates copy;
         on_behalf_of(opts.plan, [&] {
             ProgressMeter meter("hashing chunks");
             impact = plan_impact(opened, 0, plan, options, meter.progress());
+            copy = plan_copy_states(opened, 0, plan, copy_options(opts.copy));
         });
         if (opts.json) {
-            std::cout << impact_to_json(impact, opened.image->path(), opts.plan).dump(2) << '\n';
+            std::cout << impact_to_json(impact, copy, opened.image->path(), opts.plan).dump(2) << '\n';
             return;
         }
         std::cout << "Impact of " << opts.plan << " (" << plan.strategy << ", " << plan.moves.size()
                   << " moves) on partition " << impact.partition << " of " << opened.image->path() << "\n\n";
-        print_impact(std::cout, impact);
+        print_impact(std::cout, impact, copy);
     });
 }
 
@@ -94,6 +98,7 @@ void add_impact_command(CLI::App& app) {
                     "Granule of growth and reclaimable figures (default: the plan's)")
         ->check(size_check());
     add_image_options(*cmd, opts->image_options);
+    add_copy_options(*cmd, opts->copy);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.impact.v1 JSON document");
     cmd->callback([opts] { run(*opts); });
 }

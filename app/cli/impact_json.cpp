@@ -22,9 +22,36 @@ Json dedup_json(const DedupFigures& d) {
     return j;
 }
 
+Json state_json(std::uint64_t commands, double average_bytes, double seconds) {
+    return {{"commands", commands}, {"average_bytes", average_bytes}, {"seconds", seconds}};
+}
+
 }  // namespace
 
-Json impact_to_json(const Impact& impact, const std::string& image, const std::string& plan) {
+Json copy_states_json(const CopyStates& states) {
+    Json table = Json::array();
+    for (std::size_t i = 0; i < states.now.offload.size() && i < states.after_plan.offload.size(); ++i) {
+        const OffloadFigures& n = states.now.offload[i];
+        const OffloadFigures& a = states.after_plan.offload[i];
+        table.push_back(
+            {{"transfer_size", n.transfer_size},
+             {"command_limit", n.command_limit},
+             {"now", state_json(n.commands, n.average_bytes, n.seconds)},
+             {"after_plan", state_json(a.commands, a.average_bytes, a.seconds)},
+             {"relaid", state_json(a.relaid_commands, a.relaid_average_bytes, a.relaid_seconds)}});
+    }
+    Json advice = Json::array();
+    for (const CopyWarning& w : states.advice) advice.push_back({{"code", w.code}, {"message", w.message}});
+    const OffloadFigures* reference = reference_offload(states.now);
+    return {{"states", std::move(table)},
+            {"reference_transfer_size", reference ? reference->transfer_size : 0},
+            {"advice", std::move(advice)},
+            {"now", copy_figures_json(states.now)},
+            {"after_plan", copy_figures_json(states.after_plan)}};
+}
+
+Json impact_to_json(const Impact& impact, const CopyStates& copy, const std::string& image,
+                    const std::string& plan) {
     Json snapshot = Json::array();
     for (const SnapshotDelta& s : impact.snapshot)
         snapshot.push_back({{"granularity", s.granularity}, {"tracker", s.tracker}, {"bytes", s.bytes}});
@@ -75,9 +102,10 @@ Json impact_to_json(const Impact& impact, const std::string& image, const std::s
                 {"sharing_lost_bytes", impact.clone.sharing_lost_bytes}}},
               {"host",
                {{"before", host_layout_json(impact.host.before)},
-                {"after", impact.host.after ? host_layout_json(*impact.host.after) : Json(nullptr)},
+                {"after", host_layout_json(impact.host.after)},
                 {"new_bytes", impact.host.new_bytes},
                 {"in_place", impact.host.in_place}}}}},
+            {"copy", copy_states_json(copy)},
             {"warnings", std::move(warnings)}};
 }
 

@@ -5,12 +5,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzers/copy_cost.hpp"
 #include "core/impact/impact.hpp"
 
 namespace guestfrag::cli {
 
-/// The `guestfrag.impact.v1` document (docs/design.md §5 contract, extra fields in docs/impact.md).
-[[nodiscard]] nlohmann::ordered_json impact_to_json(const Impact& impact, const std::string& image,
-                                                    const std::string& plan);
+/// The copy figures of the three states and their advice (docs/copy.md §7): `copy` of
+/// the impact document.
+[[nodiscard]] nlohmann::ordered_json copy_states_json(const CopyStates& states);
+
+/// The `guestfrag.impact.v1` document (docs/design.md §5 contract, extra fields in
+/// docs/impact.md), with the copy states as `copy`.
+[[nodiscard]] nlohmann::ordered_json impact_to_json(const Impact& impact, const CopyStates& copy,
+                                                    const std::string& image, const std::string& plan);
 
 }  // namespace guestfrag::cli

@@ -21,7 +21,7 @@ std::string ratio(double r) { return fixed(r, 2) + ":1"; }
 
 }  // namespace
 
-void print_impact(std::ostream& out, const Impact& impact) {
+void print_impact(std::ostream& out, const Impact& impact, const CopyStates& copy) {
     out << "Storage growth (granule " << format_size(impact.granule_size) << ")\n";
     row(out, "data moved", format_size(impact.moved_bytes));
     row(out, "data written", format_size(impact.written_bytes));
@@ -81,15 +81,34 @@ void print_impact(std::ostream& out, const Impact& impact) {
 
     out << "\nImage file layout over the volume (top layer)\n";
     row(out, "before", host_layout_text(impact.host.before));
-    if (impact.host.after) {
-        row(out, "after", host_layout_text(*impact.host.after));
-        row(out, "newly allocated",
-            format_size(impact.host.new_bytes) +
-                (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
-    }
+    row(out, "after", host_layout_text(impact.host.after));
+    row(out, "newly allocated",
+        format_size(impact.host.new_bytes) +
+            (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
+
+    print_copy_states(out, copy);
 
     out << "\nWarnings\n";
     print_warnings(out, impact.warnings);
+}
+
+void print_copy_states(std::ostream& out, const CopyStates& copy) {
+    out << "\nFull copy of the image (clone, deploy, Storage vMotion): offload commands\n";
+    out << "  " << pad("transfer", 10) << pad("now", 12, true) << pad("after plan", 12, true)
+        << pad("re-laid", 12, true) << pad("time now", 12, true) << pad("after plan", 12, true)
+        << pad("re-laid", 10, true) << '\n';
+    for (std::size_t i = 0; i < copy.now.offload.size() && i < copy.after_plan.offload.size(); ++i) {
+        const OffloadFigures& n = copy.now.offload[i];
+        const OffloadFigures& a = copy.after_plan.offload[i];
+        out << "  " << pad(format_size(n.transfer_size), 10) << pad(std::to_string(n.commands), 12, true)
+            << pad(std::to_string(a.commands), 12, true) << pad(std::to_string(a.relaid_commands), 12, true)
+            << pad(seconds_text(n.seconds), 12, true) << pad(seconds_text(a.seconds), 12, true)
+            << pad(seconds_text(a.relaid_seconds), 10, true) << '\n';
+    }
+    out << "  (re-laid: the image after the plan, copied once by a clone or `qemu-img convert`; "
+        << format_size(copy.now.bytes) << " copied now, " << format_size(copy.after_plan.bytes)
+        << " after)\n";
+    for (const CopyWarning& w : copy.advice) out << "  " << pad(w.code, 24) << w.message << '\n';
 }
 
 void print_warnings(std::ostream& out, const std::vector<ImpactWarning>& warnings) {

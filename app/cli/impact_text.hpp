@@ -3,13 +3,18 @@
 
 #include <ostream>
 
+#include "analyzers/copy_cost.hpp"
 #include "core/impact/impact.hpp"
 
 namespace guestfrag::cli {
 
 /// The impact figures and warnings for people: storage growth, snapshot deltas,
-/// deduplication, VSS, alignment, linked clone, then the warnings most severe first.
-void print_impact(std::ostream& out, const Impact& impact);
+/// deduplication, VSS, alignment, linked clone, the image file's layout, what a full copy
+/// costs in the three states (`copy`) with its advice, then the warnings most severe first.
+void print_impact(std::ostream& out, const Impact& impact, const CopyStates& copy);
+
+/// The copy states side by side, one row per transfer size, then the advice.
+void print_copy_states(std::ostream& out, const CopyStates& copy);
 
 /// One line per warning ("  warning  THIN_GROWTH   28.7 MiB  message"), or "  none".
 void print_warnings(std::ostream& out, const std::vector<ImpactWarning>& warnings);

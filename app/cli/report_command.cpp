@@ -8,20 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
+#include "app/cli/copy_options.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
+#include "app/cli/impact_json.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/strategy_option.hpp"
 #include "core/estimate/workload.hpp"
+#include "core/plan/plan_io.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 std::string why(const ImageAnalysis& analysis, Strategy strategy, bool chosen_by_user) {
     if (chosen_by_user) return "as requested";
@@ -38,8 +44,10 @@ void add_report_command(CLI::App& app) {
         std::optional<std::string> strategy;
         std::optional<int> partition;
         ImageOptions image_options;
+        CopyOptionTexts copy;
         std::string workload = "scan";
         std::size_t top = 10;
+        bool json = false;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
@@ -50,36 +58,61 @@ void add_report_command(CLI::App& app) {
         ->check(strategy_check());
     cmd->add_option("--partition", opts->partition, "Report only this partition number");
     add_image_options(*cmd, opts->image_options);
+    add_copy_options(*cmd, opts->copy);
     cmd->add_option("--workload", opts->workload, "Workload of the IO estimate (see `estimate`)")
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list")->capture_default_str();
+    cmd->add_flag(
+        "--json", opts->json,
+        "Print the guestfrag.report.v1 JSON document (analysis, and per volume its plan and impact)");
     cmd->callback([opts] {
         on_behalf_of(opts->image, [&] {
             const Workload workload = parse_workload(opts->workload);
-            const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, opts->partition);
+            const CopyOptions copy = copy_options(opts->copy);
+            const OpenedImage opened =
+                open_and_analyze_image(opts->image, opts->image_options, opts->partition, copy);
             const ImageAnalysis& analysis = *opened.analysis;
-            print_analysis(std::cout, analysis, opts->top, false);
+            if (!opts->json) print_analysis(std::cout, analysis, opts->top, false);
 
             PlanOptions options;
             options.strategy = opts->strategy ? *parse_strategy(*opts->strategy)
                                               : recommended_strategy(analysis.layers, analysis.virtual_size);
             std::vector<VolumeEstimate> estimates;
+            Json volumes = Json::array();
             for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
                 const VolumeMap& before = analysis.volumes[volume].map;
-                std::cout << "\nRecommended strategy for partition " << before.partition << ": "
-                          << strategy_name(options.strategy) << " ("
-                          << why(analysis, options.strategy, opts->strategy.has_value()) << ")\n";
+                const std::string reason = why(analysis, options.strategy, opts->strategy.has_value());
                 const PlannedVolume planned = [&] {
                     ProgressMeter meter("planning");
                     return plan_volume(opened, volume, options, meter.progress());
                 }();
+                const Impact impact = plan_impact(opened, volume, planned.plan);
+                const CopyStates states = plan_copy_states(opened, volume, planned.plan, copy);
+                if (opts->json) {
+                    volumes.push_back({{"partition", before.partition},
+                                       {"strategy", std::string(strategy_name(options.strategy))},
+                                       {"why", reason},
+                                       {"plan", Json::parse(plan_to_json(planned.plan, before))},
+                                       {"impact", impact_to_json(impact, states, opened.image->path(), "")}});
+                    continue;
+                }
+                std::cout << "\nRecommended strategy for partition " << before.partition << ": "
+                          << strategy_name(options.strategy) << " (" << reason << ")\n";
                 print_plan_summary(std::cout, planned.plan, before, opts->image);
                 const Frontier frontier = plan_frontier(before, analysis.layers, planned.plan, options);
                 if (const std::string knee = knee_text(frontier); !knee.empty())
                     std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";
-                print_impact(std::cout, plan_impact(opened, volume, planned.plan));
+                print_impact(std::cout, impact, states);
                 estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, planned.after.get()));
+            }
+            if (opts->json) {
+                // The IO estimate is `estimate --plan PLAN --json` with each volume's plan.
+                const Json doc = {{"schema", "guestfrag.report.v1"},
+                                  {"analysis", analysis_to_json(analysis, false)},
+                                  {"volumes", std::move(volumes)}};
+                std::cout << doc.dump(2) << '\n';
+                return;
             }
             std::cout << '\n';
             print_estimate(std::cout, opened.image->path(), estimates.back().workload,

@@ -406,6 +406,15 @@ void MainWindow::update_summary() {
                     .arg(h.backward_seeks)
                     .arg(h.fragmentation_percent, 0, 'f', 1);
     }
+    // What a full copy (clone, deploy, migration) costs the array now and re-laid (docs/copy.md).
+    if (const OffloadFigures* o = reference_offload(a.copy.chain)) {
+        text += tr(" · a full copy: %1 offload commands at %2, %3 re-laid")
+                    .arg(o->commands)
+                    .arg(size_text(o->transfer_size))
+                    .arg(o->relaid_commands);
+        for (const CopyWarning& w : a.copy.warnings)
+            text += QStringLiteral("<br><b>%1</b>: %2").arg(qstr(w.code), qstr(w.message).toHtmlEscaped());
+    }
     summary_->setText(text);
 }
 

@@ -14,6 +14,7 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
     out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, out.after.get(), {}, progress);
     try {
         out.impact = plan_impact(opened, volume, out.plan, request.impact, progress);
+        add_copy_advice(out.impact->warnings, plan_copy_states(opened, volume, out.plan));
     } catch (const Error& e) {
         if (e.kind() == ErrorKind::Cancelled) throw;
         out.impact_error = e.what();

@@ -29,7 +29,8 @@ struct PlanResult : PlannedVolume {
 };
 
 /// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo), plan_impact
-/// and the plan's frontier, in the order the window shows them. An impact failure does not lose the
+/// (its warnings with the copy advice of plan_copy_states added) and the plan's frontier, in
+/// the order the window shows them. An impact failure does not lose the
 /// plan: it is reported in impact_error. Throws Error (Cancelled from `progress`,
 /// Unsupported for a bad workload, ...) for the rest.
 [[nodiscard]] PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const PlanRequest& request,

@@ -38,6 +38,7 @@ Layer map_layer(const LayerFile& file, int depth) {
     layer.granule_size = file.granule_size();
     layer.growth_unit = file.growth_unit();
     layer.warnings = file.warnings();
+    layer.file_spans = file.file_spans();
     const std::uint64_t size = file.virtual_size();
     for (std::uint64_t offset = 0; offset < size;) {
         const Mapping m = file.map(offset);

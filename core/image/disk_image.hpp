@@ -136,6 +136,17 @@ struct PhysicalFile {
     [[nodiscard]] bool known() const noexcept { return note.empty(); }
 };
 
+/// One file of a layer whose files split the virtual disk between them (a VMDK's extents).
+struct LayerFileSpan {
+    std::uint64_t start = 0;  ///< where the file's range of the virtual disk begins
+    /// For a file that holds its range in place (a FLAT extent): the file offset of
+    /// `start`, so that a write lands at its own place. Absent for a file that appends
+    /// what is written new (a sparse extent) and for a ZERO extent.
+    std::optional<std::uint64_t> in_place_offset;
+
+    bool operator==(const LayerFileSpan&) const = default;
+};
+
 /// Allocation of one layer of a (possibly layered) virtual disk.
 /// depth 0 is the image that was named; depth 1 its parent (backing file), and so on.
 struct Layer {
@@ -152,6 +163,11 @@ struct Layer {
     /// (neighbours are never contiguous in both). Compressed data has no place and is
     /// missing, so these cover `allocated` less its compressed bytes.
     std::vector<HostExtent> host_extents;
+    /// The layer's files in disk order where files split the disk between them (a VMDK's
+    /// extents, ZERO ones included): file i (HostExtent::file) holds [file_spans[i].start,
+    /// file_spans[i + 1].start). Empty for the single-file formats. Tells where a write
+    /// that allocates lands.
+    std::vector<LayerFileSpan> file_spans;
     /// What is wrong with the layer's file although it can be read (LayerFile::warnings),
     /// one line each; front ends show them.
     std::vector<std::string> warnings;

@@ -108,6 +108,10 @@ public:
     /// every byte of the disk (its map has no unallocated or zero run).
     [[nodiscard]] virtual LayerProvisioning provisioning(bool fully_allocated) const = 0;
 
+    /// Layer::file_spans: the layer's files where they split the disk between them; empty
+    /// for the single-file formats.
+    [[nodiscard]] virtual std::vector<LayerFileSpan> file_spans() const { return {}; }
+
     /// DiskImage::physical_files for this layer: its raw or flat files' physical extents
     /// (FIEMAP, read now); empty for container files. Throws Error(Io).
     [[nodiscard]] virtual std::vector<PhysicalFile> physical_files() const { return {}; }

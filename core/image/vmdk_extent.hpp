@@ -60,6 +60,10 @@ public:
     /// nullopt for the others, whose host runs are their tables' (Layer::host_extents).
     [[nodiscard]] virtual std::optional<PhysicalFile> physical_file() const { return std::nullopt; }
 
+    /// Whether a write lands at its own place in the file (FLAT), rather than where the
+    /// extent puts new grains.
+    [[nodiscard]] virtual bool writes_in_place() const { return false; }
+
     /// Short name of the extent kind for messages and tests ("flat", "zero", "sparse",
     /// "stream-optimized sparse", "cowd", "sesparse").
     [[nodiscard]] virtual std::string kind() const = 0;

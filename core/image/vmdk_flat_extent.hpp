@@ -28,6 +28,7 @@ public:
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
     [[nodiscard]] std::string kind() const override { return "flat"; }
+    [[nodiscard]] bool writes_in_place() const override { return true; }
     [[nodiscard]] std::optional<PhysicalFile> physical_file() const override { return file_.source().physical_layout(); }
 
     [[nodiscard]] const HostFile& file() const noexcept { return file_; }

@@ -99,6 +99,16 @@ std::uint64_t VmdkLayer::held_bytes() const {
     return total;
 }
 
+std::vector<LayerFileSpan> VmdkLayer::file_spans() const {
+    std::vector<LayerFileSpan> out;
+    for (const Placed& p : extents_) {
+        LayerFileSpan span{p.start, std::nullopt};
+        if (p.extent->writes_in_place()) span.in_place_offset = p.extent->file_start();
+        out.push_back(span);
+    }
+    return out;
+}
+
 std::vector<PhysicalFile> VmdkLayer::physical_files() const {
     std::vector<PhysicalFile> out;
     for (std::size_t i = 0; i < extents_.size(); ++i) {

@@ -49,6 +49,8 @@ public:
     /// The sum over the extents: each names a file of its own (open_vmdk refuses a
     /// sparse extent file named twice).
     [[nodiscard]] std::uint64_t held_bytes() const override;
+    /// One span per extent (the extent index is the file index), FLAT ones in place.
+    [[nodiscard]] std::vector<LayerFileSpan> file_spans() const override;
     /// One entry per FLAT extent, with the extent's index as its file.
     [[nodiscard]] std::vector<PhysicalFile> physical_files() const override;
     /// Sparse kinds: thin in grains; ddb.thinProvisioned = 1: thin in VMFS file blocks;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <iterator>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/impact/content_map.hpp"
@@ -106,56 +107,88 @@ std::uint64_t vss_copy_bytes(const VolumeMap& volume, const ContentMap& content)
     return granule_bytes(relative, kVssBlock);
 }
 
-/// §9: the top layer's file before and after the plan. Growth units the plan newly
-/// allocates in the top layer land in the order the moves first write them: appended at
-/// the end of the file by the container formats, at their own offset in a raw file.
+/// §9: the top layer's file before and after the plan, over the volume's bytes.
 HostFigures host_figures(const Layer& top, const VolumeMap& volume, const Plan& plan) {
-    const std::uint64_t cs = volume.cluster_size;
     const std::uint64_t begin = volume.partition_offset;
-    const std::uint64_t end = begin + static_cast<std::uint64_t>(volume.total_clusters) * cs;
+    const std::uint64_t end = begin + static_cast<std::uint64_t>(volume.total_clusters) * volume.cluster_size;
+    const LayerAfterPlan after = top_layer_after_plan(top, volume, plan);
     HostFigures out;
     out.before = analyze_host_layout(top, begin, end);
-    if (std::any_of(top.host_extents.begin(), top.host_extents.end(),
-                    [](const HostExtent& e) { return e.file != 0; }))
-        return out;
-    out.in_place = top.format == ImageFormat::Raw;
+    out.after = analyze_host_layout(after.layer, begin, end);
+    out.new_bytes = after.new_bytes;
+    out.in_place = after.in_place;
+    return out;
+}
+
+}  // namespace
+
+LayerAfterPlan top_layer_after_plan(const Layer& top, const VolumeMap& volume, const Plan& plan) {
+    const std::uint64_t cs = volume.cluster_size;
+    const std::uint64_t begin = volume.partition_offset;
+    const std::vector<LayerFileSpan>& spans = top.file_spans;
+    LayerAfterPlan out;
+    out.in_place = spans.empty() ? top.format == ImageFormat::Raw
+                                 : std::all_of(spans.begin(), spans.end(), [](const LayerFileSpan& f) {
+                                       return f.in_place_offset.has_value();
+                                   });
     const std::uint64_t unit = std::max<std::uint64_t>(top.growth_granule(), 1);
     ByteSet held = whole_granules_touching(top.allocated, unit);
-    std::uint64_t file_end = 0;
-    for (const HostExtent& e : top.host_extents) file_end = std::max(file_end, e.file_offset + e.length);
+    // Each file appends what is written new at its end, except a raw file and a VMDK's FLAT
+    // extents, which hold every byte at its own place.
+    std::vector<std::uint64_t> file_end(std::max<std::size_t>(spans.size(), 1), 0);
+    for (const HostExtent& e : top.host_extents) {
+        if (file_end.size() <= e.file) file_end.resize(std::size_t{e.file} + 1, 0);
+        file_end[e.file] = std::max(file_end[e.file], e.file_offset + e.length);
+    }
+    const auto place = [&](std::uint64_t offset) -> HostExtent {
+        if (spans.empty()) {
+            if (top.format == ImageFormat::Raw) return {offset, offset, unit, 0};
+            return {offset, std::exchange(file_end[0], file_end[0] + unit), unit, 0};
+        }
+        const auto next =
+            std::upper_bound(spans.begin(), spans.end(), offset,
+                             [](std::uint64_t v, const LayerFileSpan& f) { return v < f.start; });
+        const auto file = static_cast<std::uint32_t>(next == spans.begin() ? 0 : next - spans.begin() - 1);
+        const LayerFileSpan& span = spans[file];
+        if (span.in_place_offset) return {offset, *span.in_place_offset + (offset - span.start), unit, file};
+        return {offset, std::exchange(file_end[file], file_end[file] + unit), unit, file};
+    };
     std::vector<HostExtent> added;
+    ByteSet added_bytes;
     for (const Move& m : plan.moves) {
         const std::uint64_t lo = begin + static_cast<std::uint64_t>(m.to_lcn) * cs;
         const std::uint64_t hi = lo + static_cast<std::uint64_t>(m.clusters) * cs;
         for (std::uint64_t g = lo / unit * unit; g < hi; g += unit) {
             if (boost::icl::contains(held, g)) continue;
             held.add(Bytes::right_open(g, g + unit));
-            added.push_back({g, out.in_place ? g : file_end, unit, 0});
-            if (!out.in_place) file_end += unit;
+            added_bytes.add(Bytes::right_open(g, g + unit));
+            added.push_back(place(g));
             out.new_bytes += unit;
         }
     }
     // The after-layer: the stored extents and the new units, in disk order (they never
     // overlap: a new unit holds no stored byte).
-    Layer after;
+    Layer& after = out.layer;
+    after.depth = top.depth;
+    after.path = top.path;
+    after.format = top.format;
     after.granule_size = top.granule_size;
     after.growth_unit = unit;
-    after.allocated = top.allocated;
-    for (const HostExtent& e : added)
-        after.allocated.add(Bytes::right_open(e.virtual_offset, e.virtual_offset + e.length));
+    after.allocated = top.allocated + added_bytes;
+    after.zero = top.zero - added_bytes;
+    after.file_spans = top.file_spans;
+    after.warnings = top.warnings;
     const auto in_disk_order = [](const HostExtent& a, const HostExtent& b) {
         return a.virtual_offset < b.virtual_offset;
     };
     std::sort(added.begin(), added.end(), in_disk_order);
     std::vector<HostExtent> merged;
+    merged.reserve(top.host_extents.size() + added.size());
     std::merge(top.host_extents.begin(), top.host_extents.end(), added.begin(), added.end(),
                std::back_inserter(merged), in_disk_order);
     for (const HostExtent& e : merged) append_host_extent(after.host_extents, e);
-    out.after = analyze_host_layout(after, begin, end);
     return out;
 }
-
-}  // namespace
 
 std::string_view severity_name(Severity severity) noexcept {
     switch (severity) {

@@ -103,14 +103,27 @@ struct CloneFigures {
 /// §9: where the top layer's file keeps the volume's data, before and after the plan.
 struct HostFigures {
     HostLayout before;
-    /// Absent for a layer of several files (twoGbMaxExtentSparse): which extent file a new
-    /// grain goes to is not recorded in the layer.
-    std::optional<HostLayout> after;
+    HostLayout after;
     std::uint64_t new_bytes = 0;  ///< growth units the plan newly allocates in the top layer
     bool in_place = false;        ///< raw: they land at their own offset, not at the file's end
 
     friend bool operator==(const HostFigures&, const HostFigures&) = default;
 };
+
+/// §9: the top layer as the plan would leave it. Every growth unit the plan newly
+/// allocates there is placed as the container places a new block: appended to the end of
+/// its file (for a multi-file VMDK, the sparse extent file holding its offset), in the
+/// order the moves first write it; in a raw file or a VMDK's FLAT extent at its own place.
+struct LayerAfterPlan {
+    Layer layer;                  ///< `top` with those units stored (and no longer zero)
+    std::uint64_t new_bytes = 0;  ///< the units' bytes
+    bool in_place = false;        ///< every file writes in place (raw, FLAT extents only)
+};
+
+/// The after-layout of `top` (the image's top layer) under `plan` for `volume`.
+/// O(top's host extents + units written · log).
+[[nodiscard]] LayerAfterPlan top_layer_after_plan(const Layer& top, const VolumeMap& volume,
+                                                  const Plan& plan);
 
 /// Everything `guestfrag impact` prints for one plan.
 struct Impact {

@@ -60,7 +60,7 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
                            " of its files read through to the base); the plan copies " + size_text(b) +
                            " of shared base data into the clone. Defragment the parent, then recompose the clones"});
     }
-    if (const auto& h = impact.host; h.after && h.after->seeks > h.before.seeks) {
+    if (const auto& h = impact.host; h.after.seeks > h.before.seeks) {
         const std::string file = layers.empty() ? "the image file" : layers.front().path;
         out.push_back({"HOST_FRAGMENTATION", Severity::Info, h.new_bytes,
                        "the plan places " + size_text(h.new_bytes) + " of new " +
@@ -68,7 +68,7 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
                            " units at the end of " + file +
                            ", out of disk order: a sequential read of the volume "
                            "seeks " +
-                           std::to_string(h.before.seeks) + " -> " + std::to_string(h.after->seeks) +
+                           std::to_string(h.before.seeks) + " -> " + std::to_string(h.after.seeks) +
                            " times in the file; rewrite the file in order afterwards (qemu-img convert, "
                            "vmkfstools -i, Convert-VHD) or use thin-safe"});
     }

@@ -18,6 +18,7 @@
 #include <QtTest>
 
 #include "analyzers/analysis.hpp"
+#include "analyzers/copy_cost.hpp"
 #include "app/gui/cluster_map_widget.hpp"
 #include "app/gui/files_model.hpp"
 #include "app/gui/histogram_chart.hpp"
@@ -29,6 +30,7 @@
 #include "core/estimate/estimate.hpp"
 #include "core/plan/frontier.hpp"
 #include "core/image/open_image.hpp"
+#include "core/impact/impact.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
 #include "gui_image.hpp"
@@ -119,9 +121,25 @@ private slots:
                                                         .arg(host.backward_seeks)),
                  qPrintable(window.summary()->text()));
 
-        // Warnings: the impact's warnings, one row each.
+        // ...and what a full copy costs the array now and re-laid (docs/copy.md).
+        const OffloadFigures* copy = reference_offload(analysis_.copy.chain);
+        QVERIFY(copy != nullptr);
+        QVERIFY2(window.summary()->text().contains(
+                     QStringLiteral("a full copy: %1 offload commands at ").arg(copy->commands)),
+                 qPrintable(window.summary()->text()));
+        QVERIFY2(window.summary()->text().contains(QStringLiteral(", %1 re-laid").arg(copy->relaid_commands)),
+                 qPrintable(window.summary()->text()));
+
+        // Warnings: the impact's warnings with the plan's copy advice, one row each.
         QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
         QCOMPARE(window.warnings_model()->rowCount(), static_cast<int>(plan.impact->warnings.size()));
+        const CopyStates states = copy_states(
+            image_->layers(), top_layer_after_plan(image_->layers().front(), before, plan.plan).layer, {});
+        std::multiset<std::string> advice, shown;
+        for (const CopyWarning& w : states.advice) advice.insert(w.code);
+        for (const ImpactWarning& w : plan.impact->warnings)
+            if (w.code.starts_with("COPY_")) shown.insert(w.code);
+        QVERIFY(advice == shown);
     }
 
     void labelsFitTheDefaultWindow() {

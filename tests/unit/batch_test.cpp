@@ -88,6 +88,24 @@ std::int64_t count(const fs::path& db, const std::string& sql) {
     return s.integer(0);
 }
 
+/// The offload commands `analyze --json` document `a` reports for a full copy now at
+/// `transfer` bytes.
+std::int64_t analyze_commands(const Json& a, std::uint64_t transfer) {
+    for (const Json& f : a["image"]["copy"]["chain"]["offload"])
+        if (f["transfer_size"] == transfer) return f["now"]["commands"].get<std::int64_t>();
+    FAIL("analyze reports no figures at transfer size " << transfer);
+    return -1;
+}
+
+/// The newest row of `path` holds the copy commands analyze reports at 4 and 16 MiB.
+void check_copy_columns(const fs::path& db, const std::string& path, const Json& a) {
+    const std::string newest = " FROM images WHERE path = '" + path + "' ORDER BY image_id DESC LIMIT 1";
+    const std::int64_t at4 = count(db, "SELECT copy_commands_4m" + newest);
+    CHECK(at4 > 0);
+    CHECK(at4 == analyze_commands(a, 4ull << 20));
+    CHECK(count(db, "SELECT copy_commands_16m" + newest) == analyze_commands(a, 16ull << 20));
+}
+
 }  // namespace
 
 TEST_CASE("batch records every image, the corrupt one with its error, and equals analyze", "[batch]") {
@@ -135,6 +153,8 @@ TEST_CASE("batch records every image, the corrupt one with its error, and equals
         CHECK(count(db, "SELECT m.host_seeks" + volume_metrics) == host["seeks"].get<std::int64_t>());
         CHECK(count(db, "SELECT m.host_backward_seeks" + volume_metrics) ==
               host["backward_seeks"].get<std::int64_t>());
+        // The copy figures of the whole image, as analyze reports them.
+        check_copy_columns(db, path, a);
     }
     // --plan recorded one plan per volume with its JSON, and the plan replays on the image.
     CHECK(count(db, "SELECT count(*) FROM plans") == 4);
@@ -214,7 +234,8 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const std::int64_t stored = count(db, "SELECT count(*) FROM metrics");
     REQUIRE(stored == 4);
     {
-        // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables.
+        // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables,
+        // no copy columns.
         batch::Database d(db.string(), false);
         for (const char* column :
              {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
@@ -224,6 +245,8 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
         d.exec("DROP TABLE claims");
         d.exec("DROP TABLE apply_skips");
         d.exec("DROP TABLE applies");
+        for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
+            d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("PRAGMA user_version = 1");
     }
     const std::string image = (dir / "vm41.img").string();
@@ -235,6 +258,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     CHECK(rows[0]["host_seeks"].is_null());  // not measured then, not invented now
     CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
     CHECK(count(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
+    CHECK(count(db, "SELECT count(*) FROM images WHERE copy_commands_4m IS NULL") == 5);
 
     // A new run adds measured rows beside the old ones.
     REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
@@ -245,6 +269,42 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     CHECK(both[1]["host_seeks"] == a["volumes"][0]["layers"][0]["host"]["seeks"]);
     const auto text = test::run_cli({"history", image, "--db", db.string()});
     CHECK(text.out.find("host %") != std::string::npos);
+}
+
+TEST_CASE("a schema-4 results database gains the copy columns in place and keeps its rows",
+          "[batch][schema][copy]") {
+    const Scratch store{make_datastore("batch-schema3")};
+    const fs::path& dir = store.dir;
+    const fs::path db = dir / "v3.sqlite";
+    REQUIRE(test::run_cli({"batch", dir.string(), "--db", db.string()}).status == 2);  // broken.img fails
+    const std::int64_t images = count(db, "SELECT count(*) FROM images");
+    const std::int64_t metrics = count(db, "SELECT count(*) FROM metrics");
+    REQUIRE(images == 5);
+    const std::int64_t seeks = count(db, "SELECT sum(host_seeks) FROM metrics");
+    {
+        // What schema 4 wrote: everything but the images' copy columns.
+        batch::Database d(db.string(), false);
+        for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
+            d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
+        d.exec("PRAGMA user_version = 4");
+    }
+    const std::string image = (dir / "vm42.img").string();
+    const auto history = test::run_cli({"history", image, "--db", db.string(), "--json"});
+    INFO(history.err);
+    REQUIRE(history.status == 0);
+    CHECK(Json::parse(history.out).size() == 1);
+    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(count(db, "SELECT count(*) FROM images") == images);
+    CHECK(count(db, "SELECT count(*) FROM metrics") == metrics);
+    CHECK(count(db, "SELECT sum(host_seeks) FROM metrics") == seeks);
+    CHECK(count(db,
+                "SELECT count(*) FROM images WHERE copy_commands_4m IS NULL AND copy_commands_16m IS NULL") ==
+          images);  // not measured then, not invented now
+
+    // A new run stores the figures analyze reports, beside the old rows.
+    REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
+    CHECK(count(db, "SELECT count(*) FROM images") == images + 1);
+    check_copy_columns(db, image, Json::parse(test::run_cli({"analyze", image, "--json"}).out));
 }
 
 TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch][rate]") {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -23,6 +24,7 @@
 #include "core/image/byte_source.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/unique_fd.hpp"
+#include "core/impact/impact.hpp"
 #include "support/fixtures.hpp"
 #include "support/qemu_tools.hpp"
 #include "support/vhdx_writer.hpp"
@@ -169,6 +171,58 @@ TEST_CASE("offload commands, averages and times of a hand-built layer", "[analyz
           std::string::npos);
 }
 
+TEST_CASE("three copy states and the advice they lead to", "[analyzers][copy]") {
+    // Now: 16 MiB in one run, 4 commands at 4 MiB.
+    const Layer now = layer_of({{0, 0, 16 * M, 0}});
+    const std::vector<Layer> image{now};
+
+    // A plan writing 64 KiB new at 8 MiB that the container appends at the file's end:
+    // 2 + 1 + 2 commands; 5 ≥ 1.1 · 4, re-laid 4.
+    Layer scattered = layer_of(
+        {{0, 0, 8 * M, 0}, {8 * M, 16 * M, 64 * K, 0}, {8 * M + 64 * K, 8 * M + 64 * K, 8 * M - 64 * K, 0}});
+    const CopyStates grown = copy_states(image, scattered, {});
+    CHECK(at(grown.now, 4 * M).commands == 4);
+    CHECK(at(grown.after_plan, 4 * M).commands == 5);
+    CHECK(at(grown.after_plan, 4 * M).relaid_commands == 4);
+    REQUIRE(grown.advice.size() == 1);
+    CHECK(grown.advice[0].code == "COPY_PLAN_SCATTERS");
+    CHECK(grown.advice[0].message.find("at 4 MiB transfers from 4 to 5") != std::string::npos);
+    CHECK(grown.advice[0].message.find("4 commands, 1.2x fewer") != std::string::npos);
+
+    // Eight runs of 1 MiB in reverse order in the file, which the plan leaves alone: 8
+    // commands now and after, 2 re-laid.
+    std::vector<HostExtent> reversed;
+    for (std::uint64_t i = 0; i < 8; ++i) reversed.push_back({i * M, (7 - i) * M, 1 * M, 0});
+    const Layer template_layer = layer_of(reversed);
+    const CopyStates kept = copy_states(std::vector<Layer>{template_layer}, template_layer, {});
+    CHECK(at(kept.now, 4 * M).commands == 8);
+    CHECK(at(kept.after_plan, 4 * M).commands == 8);
+    REQUIRE(kept.advice.size() == 1);
+    CHECK(kept.advice[0].code == "COPY_RELAY_AFTER_PLAN");
+    CHECK(kept.advice[0].message.find("4.0x fewer offload commands at 4 MiB transfers (8 -> 2)") !=
+          std::string::npos);
+
+    // Contiguous before and after: nothing to advise.
+    CHECK(copy_states(image, now, {}).advice.empty());
+    // Below the 10 % threshold: 10 commands now, 11 after is advice; 11 now, 12 after is not.
+    CopyFigures a, b;
+    a.offload = {OffloadFigures{4 * M, 4 * M, 10}};
+    b.offload = {OffloadFigures{4 * M, 4 * M, 11}};
+    b.offload[0].relaid_commands = 10;
+    CHECK(copy_advice(a, b).at(0).code == "COPY_PLAN_SCATTERS");
+    a.offload[0].commands = 11;
+    b.offload[0].commands = 12;
+    CHECK(copy_advice(a, b).empty());
+    // Without 4 MiB figures the first size asked is compared.
+    CopyOptions sizes;
+    sizes.transfer_sizes = {16 * M, 1 * M};
+    const CopyStates at16 = copy_states(image, scattered, sizes);
+    REQUIRE(reference_offload(at16.now) != nullptr);
+    CHECK(reference_offload(at16.now)->transfer_size == 16 * M);
+    REQUIRE(at16.advice.size() == 1);
+    CHECK(at16.advice[0].message.find("at 16 MiB transfers from 1 to 3") != std::string::npos);
+}
+
 TEST_CASE("a host-side copy reads the runs in guest order, files one after another", "[analyzers][copy]") {
     const Layer layer = layer_of(
         {{0, 1 * M, 5 * M, 0}, {5 * M, 10 * M, 2 * M, 0}, {8 * M, 12 * M, 1 * M, 0}, {9 * M, 0, 512 * K, 1}});
@@ -249,6 +303,42 @@ TEST_CASE("the worked 65 GiB example of docs/copy.md", "[analyzers][copy]") {
     CHECK(copy_warnings(thin).empty());
 }
 
+TEST_CASE("the three states of the worked 65 GiB example of docs/copy.md", "[analyzers][copy][impact]") {
+    // The thin template of the worked example, and a plan (a defrag in the guest) that
+    // writes 2,000 pieces of 1.5 MiB into the free space after its data, last first.
+    constexpr std::uint64_t runs = 44000, run = 3 * M / 2, pieces = 2000;
+    std::vector<HostExtent> extents;
+    for (std::uint64_t i = 0; i < runs; ++i) extents.push_back({i * run, (runs - 1 - i) * run, run, 0});
+    Layer layer = layer_of(extents);
+    layer.format = ImageFormat::Vmdk;  // a sparse file: what is written new goes to its end
+    VolumeMap volume;
+    volume.partition = 1;
+    volume.cluster_size = 4 * K;
+    volume.total_clusters = static_cast<std::int64_t>((runs + pieces) * run / (4 * K));
+    Plan plan;
+    for (std::uint64_t k = pieces; k-- > 0;)
+        plan.moves.push_back({64, "$DATA", 0, 0, static_cast<std::int64_t>((runs + k) * run / (4 * K)),
+                              static_cast<std::int64_t>(run / (4 * K))});
+    const LayerAfterPlan after = top_layer_after_plan(layer, volume, plan);
+    CHECK(after.new_bytes == pieces * run);
+    CopyOptions o;
+    o.transfer_sizes = {16 * M};
+    const CopyStates states = copy_states(std::vector<Layer>{layer}, after.layer, o);
+    CHECK(at(states.now, 16 * M).commands == 44000);
+    CHECK(at(states.now, 16 * M).seconds == Approx(45.92).epsilon(0.001));
+    // Each piece lands at the file's end after the one written before it: a run of its own.
+    CHECK(at(states.after_plan, 16 * M).commands == 46000);
+    CHECK(at(states.after_plan, 16 * M).seconds == Approx(48.01).epsilon(0.001));
+    // Re-laid: 69,000 MiB in one range.
+    CHECK(at(states.after_plan, 16 * M).relaid_commands == 4313);
+    CHECK(at(states.after_plan, 16 * M).relaid_seconds == Approx(13.44).epsilon(0.001));
+    // 46,000 < 1.1 · 44,000: the plan does not scatter it much more; re-laying pays.
+    REQUIRE(states.advice.size() == 1);
+    CHECK(states.advice[0].code == "COPY_RELAY_AFTER_PLAN");
+    CHECK(states.advice[0].message.find("10.7x fewer offload commands at 16 MiB transfers (46000 -> 4313)") !=
+          std::string::npos);
+}
+
 TEST_CASE("copy options outside ESXi's range are refused", "[analyzers][copy]") {
     CopyOptions o;
     o.transfer_sizes = {32 * M};
@@ -259,6 +349,14 @@ TEST_CASE("copy options outside ESXi's range are refused", "[analyzers][copy]") 
     CHECK_THROWS_AS(check_copy_options(o), Error);
     o.transfer_sizes = {512 * K};
     CHECK_NOTHROW(check_copy_options(o));
+    // Costs a user gives in place of the preset's must be finite and not negative.
+    o.preset.command_seconds = -0.001;
+    CHECK_THROWS_AS(check_copy_options(o), Error);
+    o.preset.command_seconds = 0;
+    o.preset.byte_seconds = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(check_copy_options(o), Error);
+    CHECK(find_offload_preset("all-flash-vsphere6") == &kOffloadPresets[0]);
+    CHECK(find_offload_preset("none") == nullptr);
 }
 
 TEST_CASE("offload commands of qcow2, VMDK and VHD written out of order equal qemu-img map's count",
@@ -400,6 +498,67 @@ TEST_CASE("a twoGbMaxExtentSparse VMDK is counted across its extent files", "[an
     CHECK(cost.chain.relaid_runs == 3);
     CHECK(at(cost.chain, 16 * M).commands == 4);
     CHECK(at(cost.chain, 16 * M).relaid_commands == 3);
+}
+
+TEST_CASE("after a plan, a twoGbMaxExtentSparse VMDK's new grains are counted where qemu puts them",
+          "[analyzers][copy][impact][qemu]") {
+    test::require_tools({"qemu-img", "qemu-io"});
+    const test::WorkDir dir("copy-split-plan");
+    std::uint64_t runs_by_qemu = 0;
+    (void)split_vmdk_cost(dir, "split", "twoGbMaxExtentSparse", runs_by_qemu);
+    const fs::path image = dir / "split.vmdk";
+    const auto disk = open_image(image.string());
+    const Layer& top = disk->layers().front();
+    const std::vector<LayerFileSpan> spans = {
+        {0, std::nullopt}, {2048 * M, std::nullopt}, {4096 * M, std::nullopt}};
+    CHECK(top.file_spans == spans);
+
+    // A volume of 64 KiB clusters over the whole disk, and writes into each extent file:
+    // the second file twice (the later write continues the earlier one), the empty third
+    // file, the first file.
+    VolumeMap volume;
+    volume.partition = 1;
+    volume.cluster_size = 64 * K;
+    volume.total_clusters = static_cast<std::int64_t>(5 * 1024 * M / (64 * K));
+    const auto lcn = [](std::uint64_t offset) { return static_cast<std::int64_t>(offset / (64 * K)); };
+    const std::vector<std::pair<std::uint64_t, std::uint64_t>> writes = {{3072 * M + 1 * M, 1 * M},
+                                                                         {4096 * M + 640 * K, 128 * K},
+                                                                         {10 * M, 256 * K},
+                                                                         {3072 * M + 2 * M, 64 * K}};
+    Plan plan;
+    std::vector<std::string> qemu_writes;
+    for (const auto& [offset, length] : writes) {
+        plan.moves.push_back({64, "$DATA", 0, 0, lcn(offset), lcn(length)});
+        qemu_writes.push_back("write -P 9 " + std::to_string(offset) + " " + std::to_string(length));
+    }
+    const LayerAfterPlan after = top_layer_after_plan(top, volume, plan);
+    CHECK(after.new_bytes == 1 * M + 128 * K + 256 * K + 64 * K);
+    const CopyStates states = copy_states(disk->layers(), after.layer, {});
+
+    // qemu carries the writes out on a copy of the disk: its map, and our reader, count the
+    // commands the after-plan state predicts.
+    const test::WorkDir applied_dir("copy-split-applied");
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+        if (entry.path().filename().string().starts_with("split"))
+            fs::copy_file(entry.path(), applied_dir / entry.path().filename().string());
+    const fs::path applied = applied_dir / "split.vmdk";
+    test::qemu_io(applied, "vmdk", qemu_writes);
+    const auto map = test::qemu_map(applied, "vmdk");
+    const auto file_of = [](std::uint64_t offset) { return offset / (2048 * M); };
+    const ImageCopyCost applied_cost = analyze_copy_cost(*open_image(applied.string()));
+    for (const std::uint64_t t : {1 * M, 4 * M, 16 * M}) {
+        INFO("transfer " << t);
+        CHECK(at(states.after_plan, t).commands == qemu_commands(map, t, file_of));
+        CHECK(at(states.after_plan, t).commands == at(applied_cost.chain, t).commands);
+        CHECK(at(states.after_plan, t).relaid_commands == at(applied_cost.chain, t).relaid_commands);
+    }
+    // 4 runs now; after: 3 more (the second file's two writes are one run), 7 commands at
+    // 16 MiB, 5 re-laid.
+    CHECK(at(states.now, 16 * M).commands == 4);
+    CHECK(at(states.after_plan, 16 * M).commands == 7);
+    CHECK(at(states.after_plan, 16 * M).relaid_commands == 5);
+    REQUIRE(states.advice.size() == 1);
+    CHECK(states.advice[0].code == "COPY_PLAN_SCATTERS");
 }
 
 TEST_CASE("a twoGbMaxExtentFlat VMDK: runs across its flat files, each file's physical extents",

@@ -102,6 +102,30 @@ bool has_warning(const Json& doc, const std::string& code) {
     return false;
 }
 
+/// Offload commands of a full copy at 4 MiB transfers in `state` ("now", "after_plan",
+/// "relaid") of an impact document's copy states, which must sit beside the full figures.
+std::uint64_t copy_commands(const Json& doc, const std::string& state) {
+    const Json& copy = doc["copy"];
+    REQUIRE(copy["reference_transfer_size"] == 4u << 20);
+    for (const Json& row : copy["states"]) {
+        if (row["transfer_size"] != 4u << 20) continue;
+        // The table is the full figures side by side.
+        for (const Json& f : copy[state == "now" ? "now" : "after_plan"]["offload"])
+            if (f["transfer_size"] == 4u << 20)
+                CHECK(row[state]["commands"] == f[state == "relaid" ? "relaid" : "now"]["commands"]);
+        return row[state]["commands"].get<std::uint64_t>();
+    }
+    FAIL("no copy state at 4 MiB");
+    return 0;
+}
+
+/// The advice codes of an impact document's copy states.
+std::vector<std::string> advice_codes(const Json& doc) {
+    std::vector<std::string> codes;
+    for (const Json& a : doc["copy"]["advice"]) codes.push_back(a["code"]);
+    return codes;
+}
+
 fs::path small_disk(const std::string& key, std::uint32_t seed, std::string table = "msdos",
                     std::uint32_t cluster = 4096) {
     MkImageOptions o;
@@ -159,6 +183,15 @@ TEST_CASE("impact growth on linked clones and thin disks equals granule counts f
             CHECK(f["reclaimable_bytes_after"] == plan["summary"]["reclaimable_bytes_after"]);
             CHECK(expected.thin > 0);
             CHECK(has_warning(doc, "THIN_GROWTH"));
+            // The container appends what the plan writes new: a full copy needs more
+            // offload commands after the plan than now (docs/copy.md §7).
+            const Json top_analysis = run_json({"analyze", top.string(), "--json"});
+            CHECK(doc["copy"]["now"]["offload"] == top_analysis["image"]["copy"]["chain"]["offload"]);
+            const std::uint64_t now = copy_commands(doc, "now"), grown = copy_commands(doc, "after_plan");
+            CHECK(grown > now);
+            CHECK(copy_commands(doc, "relaid") <= grown);
+            if (10 * grown >= 11 * now)
+                CHECK(advice_codes(doc) == std::vector<std::string>{"COPY_PLAN_SCATTERS"});
             if (c.clone) {
                 CHECK(expected.clone_delta > 0);
                 CHECK(has_warning(doc, "CLONE_DELTA_GROWTH"));
@@ -177,6 +210,10 @@ TEST_CASE("impact growth on linked clones and thin disks equals granule counts f
             CHECK(safe["figures"]["thin_growth_bytes"] == 0);
             CHECK(safe["figures"]["clone_delta_growth_bytes"] == 0);
             CHECK_FALSE(has_warning(safe, "THIN_GROWTH"));
+            // ...and the copies cost what they cost now.
+            CHECK(copy_commands(safe, "after_plan") == copy_commands(safe, "now"));
+            CHECK(safe["copy"]["now"]["offload"] == doc["copy"]["now"]["offload"]);
+            for (const std::string& code : advice_codes(safe)) CHECK(code != "COPY_PLAN_SCATTERS");
         }
     }
 }

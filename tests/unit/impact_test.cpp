@@ -249,3 +249,55 @@ TEST_CASE("rate limiter never lets reads run faster than the rate", "[impact][ra
     RateLimiter unlimited(0);
     unlimited.acquire(std::uint64_t{1} << 40);  // returns at once
 }
+
+TEST_CASE("the after-plan layout places new grains in the extent file that covers them", "[impact][host]") {
+    // A VMDK of three extents: sparse files for [0, 512K) and [512K, 768K), a FLAT file for
+    // the rest, whose byte 4096 holds disk byte 768K.
+    Layer top = memory_layer(0, "split.vmdk");
+    top.format = ImageFormat::Vmdk;
+    top.file_spans = {{0, std::nullopt}, {512 * K, std::nullopt}, {768 * K, 4096}};
+    top.host_extents = {{0, 64 * K, 448 * K, 0}, {576 * K, 128 * K, 64 * K, 1}, {768 * K, 4096, 64 * K, 2}};
+    top.allocated.add(bytes(0, 448 * K));
+    top.allocated.add(bytes(576 * K, 640 * K));
+    top.allocated.add(bytes(768 * K, 832 * K));
+    top.zero.add(bytes(832 * K, 1024 * K));
+    Plan p;
+    p.moves = {
+        {64, "$DATA", 0, 10, 100, 2},  // disk 464K: granule 448K, file 0, appended at its end (512K)
+        {65, "$DATA", 0, 30, 150, 1},  // disk 664K: granule 640K, file 1, appended at 192K
+        {64, "$DATA", 2, 20, 210, 1},  // disk 904K: granule 896K, the FLAT file, in place
+        {64, "$DATA", 3, 21, 152, 1},  // disk 672K: granule 640K, already new
+        {64, "$DATA", 2, 210, 170, 1},  // disk 744K: granule 704K, file 1 again, at 256K
+    };
+    const LayerAfterPlan after = top_layer_after_plan(top, volume(), p);
+    CHECK(after.new_bytes == 4 * 64 * K);
+    CHECK_FALSE(after.in_place);
+    // Each file's new grains continue its last run, in the file and on the disk.
+    const std::vector<HostExtent> expected = {{0, 64 * K, 512 * K, 0},
+                                              {576 * K, 128 * K, 192 * K, 1},
+                                              {768 * K, 4096, 64 * K, 2},
+                                              {896 * K, 4096 + 128 * K, 64 * K, 2}};
+    CHECK(after.layer.host_extents == expected);
+    ByteSet allocated;
+    allocated.add(bytes(0, 512 * K));
+    allocated.add(bytes(576 * K, 832 * K));
+    allocated.add(bytes(896 * K, 960 * K));
+    CHECK(after.layer.allocated == allocated);
+    ByteSet zero;
+    zero.add(bytes(832 * K, 896 * K));
+    zero.add(bytes(960 * K, 1024 * K));
+    CHECK(after.layer.zero == zero);
+    CHECK(after.layer.file_spans == top.file_spans);
+
+    // Every file in place (FLAT extents only), as a raw file.
+    top.file_spans = {{0, 0}, {512 * K, 0}, {768 * K, 4096}};
+    const LayerAfterPlan flat = top_layer_after_plan(top, volume(), p);
+    CHECK(flat.in_place);
+    CHECK(std::find(flat.layer.host_extents.begin(), flat.layer.host_extents.end(),
+                    HostExtent{448 * K, 448 * K, 64 * K, 0}) != flat.layer.host_extents.end());
+
+    // The impact's host figures now come with a layer of several files too.
+    const Impact impact = assess_impact(test::MemoryImage(disk(), {top}), table(), volume(), p);
+    CHECK(impact.host.new_bytes == 4 * 64 * K);
+    CHECK(impact.host.in_place);
+}

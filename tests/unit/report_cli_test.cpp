@@ -2,11 +2,13 @@
 // `guestfrag report` reproduces what `plan` and `estimate --plan` compute separately.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
 
 using namespace guestfrag;
 
@@ -57,4 +59,66 @@ TEST_CASE("report on bad input exits 2 with one line", "[cli][report][bad-input]
     const auto r = test::run_cli({"report", (test::scratch_dir() / "no-such.img").string()});
     CHECK(r.status == 2);
     CHECK(r.err.rfind("guestfrag: error: ", 0) == 0);
+}
+
+TEST_CASE("report shows a full copy's three states, in text and JSON, as impact does",
+          "[cli][report][copy][qemu]") {
+    test::require_tools({"qemu-img"});
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.files = 200;
+    o.seed = 17;
+    const auto raw = test::generated_image("report-copy", o);
+    const test::WorkDir dir("report-copy");
+    const std::string image = (dir / "thin.qcow2").string();
+    test::run_ok({"qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw.string(), image});
+
+    const auto text = test::run_cli({"report", image, "--strategy", "optimize"});
+    INFO(text.err);
+    REQUIRE(text.status == 0);
+    const auto section =
+        text.out.find("Full copy of the image (clone, deploy, Storage vMotion): offload commands");
+    REQUIRE(section != std::string::npos);
+    const std::string states = text.out.substr(section);
+    std::smatch row;
+    REQUIRE(std::regex_search(states, row, std::regex(R"(\n  4\.00 MiB\s+(\d+)\s+(\d+)\s+(\d+)\s)")));
+
+    const auto r = test::run_cli({"report", image, "--strategy", "optimize", "--json"});
+    REQUIRE(r.status == 0);
+    const auto doc = nlohmann::json::parse(r.out);
+    CHECK(doc["schema"] == "guestfrag.report.v1");
+    CHECK(doc["analysis"]["image"]["copy"]["chain"]["offload"].size() == 4);
+    REQUIRE(doc["volumes"].size() == 1);
+    const auto& volume = doc["volumes"][0];
+    CHECK(volume["strategy"] == "optimize");
+    const auto& copy = volume["impact"]["copy"];
+    nlohmann::json at4;
+    for (const auto& s : copy["states"])
+        if (s["transfer_size"] == 4u << 20) at4 = s;
+    REQUIRE(at4.is_object());
+    // The text's row is the JSON's, and the plan grows the thin disk: more commands after.
+    CHECK(std::stoull(row[1]) == at4["now"]["commands"].get<std::uint64_t>());
+    CHECK(std::stoull(row[2]) == at4["after_plan"]["commands"].get<std::uint64_t>());
+    CHECK(std::stoull(row[3]) == at4["relaid"]["commands"].get<std::uint64_t>());
+    CHECK(volume["impact"]["figures"]["thin_growth_bytes"].get<std::uint64_t>() > 0);
+    CHECK(at4["after_plan"]["commands"] > at4["now"]["commands"]);
+
+    // `impact` of the same plan carries the same states.
+    const std::string plan = (dir / "plan.json").string();
+    std::ofstream(plan) << volume["plan"].dump();
+    const auto impact = test::run_cli({"impact", image, "--plan", plan, "--json"});
+    INFO(impact.err);
+    REQUIRE(impact.status == 0);
+    CHECK(nlohmann::json::parse(impact.out)["copy"] == copy);
+
+    // The preset's costs can be replaced: 1 ms a command and 1 GiB/s.
+    const auto costs = test::run_cli({"impact", image, "--plan", plan, "--json", "--offload-command-ms", "1",
+                                      "--offload-rate", "1GiB/s", "--transfer-size", "4M"});
+    REQUIRE(costs.status == 0);
+    const auto costed = nlohmann::json::parse(costs.out)["copy"];
+    REQUIRE(costed["states"].size() == 1);
+    const double bytes = costed["now"]["bytes"].get<double>();
+    CHECK(costed["states"][0]["now"]["seconds"].get<double>() ==
+          Approx(at4["now"]["commands"].get<double>() * 0.001 + bytes / double(1u << 30)));
+    CHECK(test::run_cli({"impact", image, "--plan", plan, "--copy-preset", "no-such"}).status == 1);
 }
