@@ -67,6 +67,10 @@ CommandResult run_cli_measured(const std::vector<std::string>& args);
 /// A generated image cached in the scratch directory under `key` (made once per build).
 std::filesystem::path generated_image(const std::string& key, MkImageOptions options);
 
+/// The 32 MiB disk the CLI tests of estimate and provisioning share (300 files, interleave 8,
+/// seed 23), a generated_image.
+std::filesystem::path small_cli_image();
+
 /// SHA-256-free but strong enough content fingerprint (FNV-1a 64 over all bytes) used to
 /// prove images are not modified.
 std::uint64_t file_fingerprint(const std::filesystem::path& path);

@@ -32,4 +32,13 @@ fs::path generated_image(const std::string& key, MkImageOptions options) {
     return options.output;
 }
 
+fs::path small_cli_image() {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.files = 300;
+    o.interleave = 8;
+    o.seed = 23;
+    return generated_image("estimate-small", o);
+}
+
 }  // namespace guestfrag::test

@@ -25,15 +25,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-MkImageOptions small_image() {
-    MkImageOptions o;
-    o.disk_size = 32ull << 20;
-    o.files = 300;
-    o.interleave = 8;
-    o.seed = 23;
-    return o;
-}
-
 std::uint64_t sum(const Json& counts) {
     std::uint64_t total = 0;
     for (const Json& c : counts) total += c.get<std::uint64_t>();
@@ -82,7 +73,7 @@ void check_report(const Json& r) {
 }  // namespace
 
 TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][json][estimate]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const auto r = test::run_cli({"estimate", image.string(), "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -124,7 +115,7 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
 }
 
 TEST_CASE("estimate text output shows totals and histograms", "[cli][estimate]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const auto r = test::run_cli({"estimate", image.string()});
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -137,7 +128,7 @@ TEST_CASE("estimate text output shows totals and histograms", "[cli][estimate]")
 }
 
 TEST_CASE("estimate write:N and trace:FILE", "[cli][json][estimate]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
 
     const auto w = test::run_cli({"estimate", image.string(), "--json", "--workload", "write:40"});
     INFO(w.err);
@@ -188,7 +179,7 @@ TEST_CASE("estimate write:N and trace:FILE", "[cli][json][estimate]") {
 }
 
 TEST_CASE("estimate --plan reports the volume before and after the plan", "[cli][json][estimate][plan]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const auto disk = open_image(image.string());
     const ImageAnalysis a = analyze_image(*disk);
     const VolumeMap& m = a.volumes[0].map;
@@ -276,7 +267,7 @@ TEST_CASE("estimate --plan reports the volume before and after the plan", "[cli]
 }
 
 TEST_CASE("estimate refuses bad options and inputs", "[cli][estimate]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     CHECK(test::run_cli({"estimate", image.string(), "--max-io", "1000"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--max-io", "lots"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--workload", "read"}).status == 1);

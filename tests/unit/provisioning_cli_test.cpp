@@ -16,21 +16,8 @@
 using namespace guestfrag;
 using Json = nlohmann::json;
 
-namespace {
-
-MkImageOptions small_image() {
-    MkImageOptions o;
-    o.disk_size = 32ull << 20;
-    o.files = 300;
-    o.interleave = 8;
-    o.seed = 23;
-    return o;
-}
-
-}  // namespace
-
 TEST_CASE("analyze reports each layer's provisioning", "[cli][json][provisioning]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const LayerProvisioning detected = open_image(image.string())->layers().front().provisioning;
     const auto r = test::run_cli({"analyze", image.string(), "--json"});
     INFO(r.err);
@@ -57,7 +44,7 @@ TEST_CASE("analyze reports each layer's provisioning", "[cli][json][provisioning
 }
 
 TEST_CASE("estimate shows eager, lazy and thin side by side", "[cli][json][estimate][provisioning]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const auto r = test::run_cli({"estimate", image.string(), "--json", "--workload", "write:40", "--provisioning",
                                   "thin", "--zero-block", "64K"});
     INFO(r.err);
@@ -114,7 +101,7 @@ TEST_CASE("estimate shows eager, lazy and thin side by side", "[cli][json][estim
 }
 
 TEST_CASE("provisioning options refuse bad values", "[cli][estimate][provisioning]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     for (const std::vector<std::string>& bad :
          {std::vector<std::string>{"--provisioning", "thick"}, {"--provisioning", "0=foo"}, {"--provisioning", "=thin"},
           {"--zero-block", "1000"}, {"--zero-block", "0"}, {"--zero-block", "lots"}, {"--preset", "fast"}}) {
@@ -133,7 +120,7 @@ TEST_CASE("provisioning options refuse bad values", "[cli][estimate][provisionin
 }
 
 TEST_CASE("estimate fio: a job on the disk, and bad options exit 1 naming the option", "[cli][estimate][fio]") {
-    const auto image = test::generated_image("estimate-small", small_image());
+    const auto image = test::small_cli_image();
     const auto ok = test::run_cli(
         {"estimate", image.string(), "--json", "--workload", "fio:rw=randwrite,bs=4k,size=1m,randseed=5"});
     INFO(ok.err);
