@@ -140,7 +140,11 @@ void PlanPanel::set_apply_enabled(bool enabled) { apply_button_->setEnabled(enab
 void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* before) {
     QChart* chart = frontier_->chart();
     chart->removeAllSeries();
-    for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
+    // removeAxis() hands the axis back to the caller: delete it, or every plan leaks two.
+    for (QAbstractAxis* axis : chart->axes()) {
+        chart->removeAxis(axis);
+        delete axis;
+    }
     if (!result || !before) {
         summary_->clear();
         return;
