@@ -80,8 +80,10 @@ void print_provisioned(std::ostream& out, const std::string& title, const IoStat
     line("First writes", [&](const ProvisionedSeconds& p) { return std::to_string(p.first_writes); });
     const std::pair<const char*, double DeviceSeconds::*> models[] = {
         {"HDD", &DeviceSeconds::hdd}, {"SSD", &DeviceSeconds::ssd}, {"Array", &DeviceSeconds::array}};
-    for (const auto& [name, member] : models) {
-        const std::string model = name;
+    for (const auto& entry : models) {
+        // Not a structured binding: clang before 16 cannot capture one in a lambda.
+        const std::string model = entry.first;
+        const auto member = entry.second;
         line(model + " time", [&](const ProvisionedSeconds& p) { return format_seconds(p.device_seconds.*member); });
         line(model + " IOPS", [&](const ProvisionedSeconds& p) {
             return fixed(throughput(s.ios, s.bytes, p.device_seconds.*member).iops, 0);
