@@ -17,7 +17,6 @@
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
-#include "core/image/unique_fd.hpp"
 #include "core/image/writable_raw_file.hpp"
 #include "core/plan/apply.hpp"
 #include "pipeline/pipeline.hpp"
