@@ -4,28 +4,53 @@
 #include <QChart>
 #include <QChartView>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <QScrollBar>
+#include <QSplitter>
+#include <QTableView>
 #include <QVBoxLayout>
 
 #include "app/gui/histogram_chart.hpp"
+#include "app/gui/provisioned_model.hpp"
 
 namespace guestfrag::gui {
 
 HistogramPanel::HistogramPanel(QWidget* parent)
-    : QWidget(parent), headline_(new QLabel), io_length_(new QChartView), seek_distance_(new QChartView) {
+    : QWidget(parent),
+      headline_(new QLabel),
+      io_length_(new QChartView),
+      seek_distance_(new QChartView),
+      provisioned_(new ProvisionedModel(this)),
+      provisioned_view_(new QTableView),
+      split_(new QSplitter(Qt::Horizontal)) {
     headline_->setWordWrap(true);
     headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     for (QChartView* view : {io_length_, seek_distance_}) {
         view->setRenderHint(QPainter::Antialiasing);
         view->setMinimumHeight(220);
     }
-    auto* charts = new QHBoxLayout;
-    charts->addWidget(io_length_);
-    charts->addWidget(seek_distance_);
+    provisioned_view_->setModel(provisioned_);
+    provisioned_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
+    provisioned_view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    provisioned_view_->setToolTip(
+        tr("The workload on eager-zeroed, lazy-zeroed and thin storage, as guestfrag estimate prints it"));
+    // Beside the charts, not under them: the tab is short and the table has 14 rows.
+    auto* charts = new QWidget;
+    auto* charts_layout = new QHBoxLayout(charts);
+    charts_layout->setContentsMargins(0, 0, 0, 0);
+    charts_layout->addWidget(io_length_);
+    charts_layout->addWidget(seek_distance_);
+    split_->addWidget(charts);
+    split_->addWidget(provisioned_view_);
+    split_->setStretchFactor(0, 1);
+    split_->setStretchFactor(1, 0);
+    // Dragging the handle (to give the charts more room) is the user's choice: kept from then on.
+    connect(split_, &QSplitter::splitterMoved, this, [this] { table_fitted_by_user_ = true; });
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(headline_);
-    layout->addLayout(charts, 1);
+    layout->addWidget(split_, 1);
     show_result(nullptr);
 }
 
@@ -43,8 +68,27 @@ void HistogramPanel::show_result(const PlanResult* result) {
                                                   before.seek_distance, after ? &after->seek_distance : nullptr));
     delete old_io;
     delete old_seek;
+    provisioned_->set_estimate(result ? &result->estimate : nullptr);
+    provisioned_view_->resizeColumnsToContents();
+    fit_table();
     headline_->setText(result ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
                               : tr("Plan a volume to compare its IO before and after."));
+}
+
+void HistogramPanel::fit_table() {
+    if (table_fitted_by_user_) return;
+    // As wide as its columns, so that no figure is cut off; the charts take the rest.
+    const int table = provisioned_view_->verticalHeader()->sizeHint().width() +
+                      provisioned_view_->horizontalHeader()->length() +
+                      provisioned_view_->verticalScrollBar()->sizeHint().width() + 2 * provisioned_view_->frameWidth();
+    const int charts = split_->width() - split_->handleWidth() - table;
+    // A hidden tab is not laid out (its width is stale): it is fitted when it is resized.
+    if (charts > 0) split_->setSizes({charts, table});
+}
+
+void HistogramPanel::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fit_table();  // the layout has already resized the splitter
 }
 
 QChart* HistogramPanel::io_length_chart() const { return io_length_->chart(); }

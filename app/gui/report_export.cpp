@@ -6,6 +6,7 @@
 
 #include "analyzers/fragmentation.hpp"
 #include "app/gui/files_model.hpp"
+#include "app/gui/provisioned_model.hpp"
 
 namespace guestfrag::gui {
 
@@ -74,6 +75,21 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
                 .arg(s.moves)
                 .arg(size_text(s.moved_bytes), size_text(s.thin_growth_bytes), size_text(s.clone_delta_growth_bytes));
     html += QStringLiteral("<h2>IO estimate</h2>\n<p>%1</p>\n").arg(headline);
+    // The histogram tab's "Eager, lazy and thin" table, from the same model.
+    ProvisionedModel provisioned;
+    provisioned.set_estimate(&plan.estimate);
+    html += QStringLiteral("<h3>Eager, lazy and thin</h3>\n<table>\n<tr><th></th>");
+    for (int c = 0; c < provisioned.columnCount(); ++c)
+        html += QStringLiteral("<th>%1</th>").arg(provisioned.column_title(c).toHtmlEscaped());
+    html += QStringLiteral("</tr>\n");
+    for (int r = 0; r < provisioned.rowCount(); ++r) {
+        html += QStringLiteral("<tr><th>%1</th>")
+                    .arg(provisioned.headerData(r, Qt::Vertical, Qt::DisplayRole).toString().toHtmlEscaped());
+        for (int c = 0; c < provisioned.columnCount(); ++c)
+            html += QStringLiteral("<td>%1</td>").arg(provisioned.index(r, c).data().toString().toHtmlEscaped());
+        html += QStringLiteral("</tr>\n");
+    }
+    html += QStringLiteral("</table>\n");
     html += QStringLiteral("<p><img alt=\"IO length histogram\" src=\"%1\"> <img alt=\"seek distance histogram\" src=\"%2\"></p>\n")
                 .arg(png_data_url(io_length_chart), png_data_url(seek_distance_chart));
     html += QStringLiteral("<h2>Storage impact</h2>\n");

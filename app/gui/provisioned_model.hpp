@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <QAbstractTableModel>
+#include <QString>
+
+#include "pipeline/pipeline.hpp"
+
+namespace guestfrag::gui {
+
+/// One figure of the "Eager, lazy and thin" table: as IoStats and throughput() give it,
+/// and as the CLI's text prints it.
+struct ProvisionedCell {
+    double value = 0;
+    QString text;
+};
+
+/// One row of the table: the CLI's row label ("IOs", "HDD time", ...) and its figure on
+/// eager, lazy and thin storage, in IoStats::provisioned's order.
+struct ProvisionedRow {
+    QString label;
+    std::array<ProvisionedCell, 3> cells;
+};
+
+/// The rows of `estimate`'s "Eager, lazy and thin" block for `stats` (docs/estimate.md
+/// §8.2): IOs, first writes, then per device model (HDD, SSD, array) the device time, IOPS,
+/// MB/s and mean latency, from throughput(). Pure formatting: computes nothing new.
+[[nodiscard]] std::vector<ProvisionedRow> provisioned_rows(const IoStats& stats);
+
+/// A duration as the CLI's estimate text prints it: "12.3 ms" below 1 s, "4.56 s" below
+/// 600 s, "12.5 min" above.
+[[nodiscard]] QString estimate_seconds_text(double seconds);
+
+/// A queue-depth-1 latency as the CLI's estimate text prints it: below 1 ms in µs with one
+/// decimal ("85.3 µs"; the CLI writes "us"), otherwise estimate_seconds_text.
+[[nodiscard]] QString latency_text(double seconds);
+
+/// `estimate`'s "Eager, lazy and thin" blocks of one volume estimate as a table: a row per
+/// ProvisionedRow (row labels in the vertical header), a column per state (before, after
+/// the plan when there is one) and provisioning type. The header of the disk's own type
+/// (VolumeEstimate::provisioning) says "(this disk)" and its cells are bold.
+class ProvisionedModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    /// Qt::UserRole: the cell's figure as a double (ProvisionedCell::value).
+    static constexpr int kValueRole = Qt::UserRole;
+
+    explicit ProvisionedModel(QObject* parent = nullptr);
+
+    /// Shows `estimate` (nullptr: an empty table).
+    void set_estimate(const VolumeEstimate* estimate);
+
+    [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
+    [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
+    [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
+    [[nodiscard]] QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
+
+    /// What column `column` shows: after the plan or before, and which provisioning type.
+    [[nodiscard]] bool after(int column) const { return column >= 3; }
+    [[nodiscard]] Provisioning type(int column) const { return types_[static_cast<std::size_t>(column % 3)]; }
+    /// The column's header: "before" or "after", `separator`, the type, and " (this disk)"
+    /// on the disk's own type ("before, thin (this disk)"; the header has a line break).
+    [[nodiscard]] QString column_title(int column, const QString& separator = QStringLiteral(", ")) const;
+
+private:
+    std::vector<ProvisionedRow> before_;
+    std::vector<ProvisionedRow> after_;
+    bool has_after_ = false;
+    std::array<Provisioning, 3> types_{Provisioning::Eager, Provisioning::Lazy, Provisioning::Thin};
+    Provisioning disk_ = Provisioning::Eager;
+};
+
+}  // namespace guestfrag::gui
