@@ -191,8 +191,9 @@ void add_estimate_command(CLI::App& app) {
     cmd->add_option(
            "--workload", opts->workload,
            "scan (read every file), trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
-           "write:N (create N files) or fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
-           "randseed=, target=disk|file)")
+           "write:N (create N files), fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
+           "randseed=, target=disk|file) or install:N[,writers=W,chunk=SIZE] (N files appended in chunks "
+           "by W writers at once; defaults 4, 64k)")
         ->check(workload_validator())
         ->capture_default_str();
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
