@@ -21,8 +21,11 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
             prepared.trace_paths = load_trace(workload.trace_source, image, volume);
             break;
         case Workload::Kind::Write:
+            prepared.write_sizes = write_file_sizes(volume, workload.files);
+            break;
         case Workload::Kind::Install:
             prepared.write_sizes = write_file_sizes(volume, workload.files);
+            check_install_writes(workload.install, prepared.write_sizes);
             break;
         case Workload::Kind::Fio:
             prepared.disk_size = image.size();

@@ -31,9 +31,9 @@ struct PreparedWorkload {
 };
 
 /// Settles `workload` for `volume` of `image`: loads the trace's paths (load_trace),
-/// samples the write's or install's file sizes (write_file_sizes) or checks a fio job's target against
-/// the disk or the volume's free space (check_fio_target). Throws Error(Unsupported) for an
-/// invalid max_io, and whatever those throw.
+/// samples the write's or install's file sizes (write_file_sizes; check_install_writes) or
+/// checks a fio job's target against the disk or the volume's free space (check_fio_target).
+/// Throws Error(Unsupported) for an invalid max_io, and whatever those throw.
 [[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io,
                                                 const DiskImage& image, const VolumeMap& volume);
 

@@ -46,6 +46,21 @@ InstallJob parse_install_job(std::string_view options) {
     return job;
 }
 
+std::uint64_t install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes) {
+    std::uint64_t writes = 0;
+    for (const std::uint64_t size : sizes) writes += size / job.chunk + (size % job.chunk != 0 ? 1 : 0);
+    return writes;
+}
+
+void check_install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes) {
+    const std::uint64_t writes = install_writes(job, sizes);
+    if (writes > InstallJob::kMaxWrites)
+        bad_workload_option(kInstall, "chunk",
+                            std::to_string(sizes.size()) + " files of the volume's sizes take " + std::to_string(writes) +
+                                " writes of " + std::to_string(job.chunk) + " bytes, more than " +
+                                std::to_string(InstallJob::kMaxWrites) + " (raise chunk or lower N)");
+}
+
 WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes, const InstallJob& job,
                      std::uint64_t max_io) {
     check_max_io(max_io);
@@ -53,13 +68,12 @@ WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> siz
         throw Error(ErrorKind::Unsupported, "cluster size " + std::to_string(volume.cluster_size));
     if (job.writers == 0 || job.chunk == 0 || job.chunk % kSectorBytes != 0)
         throw Error(ErrorKind::Internal, "install_ios: job not from parse_install_job");
+    check_install_writes(job, sizes);
     const std::uint64_t cs = volume.cluster_size;
 
     WriteIos result;
     result.outcome.files = sizes.size();
-    std::uint64_t writes = 0;
-    for (const std::uint64_t size : sizes) writes += size / job.chunk + 1;
-    result.ios.reserve(writes);
+    result.ios.reserve(install_writes(job, sizes));
 
     NewFilePlacer placer(volume);
     std::vector<Writer> writers(job.writers);

@@ -15,6 +15,8 @@ namespace guestfrag {
 /// writers do.
 struct InstallJob {
     static constexpr unsigned kMaxWriters = 64;
+    /// Most writes one job may make (each is at least one 24-byte Io in memory).
+    static constexpr std::uint64_t kMaxWrites = 10'000'000;
 
     unsigned writers = 4;                 ///< files written at once, 1 … kMaxWriters
     std::uint64_t chunk = 64 << 10;       ///< bytes one write appends, a positive multiple of 512
@@ -26,6 +28,13 @@ struct InstallJob {
 /// chunk that is 0 or not a multiple of 512. An empty list gives the defaults.
 [[nodiscard]] InstallJob parse_install_job(std::string_view options);
 
+/// The writes the job makes for files of `sizes`: Σ ⌈size / chunk⌉.
+[[nodiscard]] std::uint64_t install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes);
+
+/// Throws Error(Unsupported, "install option 'chunk': ...") when the files of `sizes` would
+/// take more than InstallJob::kMaxWrites writes: the IO list would outgrow the model.
+void check_install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes);
+
 /// Writes files of `sizes` (queued in order) with `job.writers` writers on a copy of the
 /// volume's free space. Writer w takes the next file from the queue when it has none; the
 /// writers take turns, one chunk each (writer 0, writer 1, …). Each write appends
@@ -36,7 +45,7 @@ struct InstallJob {
 /// A file whose chunk finds no room is stopped there (its earlier writes stay in the
 /// stream; it is not counted in files_written). The outcome's fragments and
 /// fragmented_files count the files written in full. Only data IOs are modelled.
-/// Throws as append_stream_ios for a bad `max_io` or cluster size.
+/// Throws as append_stream_ios for a bad `max_io` or cluster size, and as check_install_writes.
 /// O(free extents + IOs + writes · log free extents).
 [[nodiscard]] WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes,
                                    const InstallJob& job, std::uint64_t max_io);

@@ -310,7 +310,9 @@ TEST_CASE("estimate install:N reports its files and refuses bad options", "[cli]
          {std::pair{"install:40,chunk=1000", "install option 'chunk': must be a positive multiple of 512"},
           {"install:40,writers=65", "install option 'writers': must be 1 to 64"},
           {"install:40,depth=2", "install option 'depth': unknown"},
-          {"install:0", "install workload needs a file count"}}) {
+          {"install:0", "install workload needs a file count"},
+          // The volume's files in 512-byte writes: more than 10,000,000 writes.
+          {"install:10000000,chunk=512", "install option 'chunk': 10000000 files of the volume's sizes take"}}) {
         const auto refused = test::run_cli({"estimate", image.string(), "--workload", bad});
         INFO(bad << ": " << refused.err);
         CHECK(refused.status == 1);

@@ -106,6 +106,22 @@ TEST_CASE("install: bad input names the option", "[estimate][install]") {
     CHECK(refusal("install").starts_with("unknown workload 'install'"));
 }
 
+TEST_CASE("install: the number of writes is bounded", "[estimate][install]") {
+    // ⌈12288/8192⌉ + ⌈6000/8192⌉ + ⌈8192/8192⌉ + 0 = 2 + 1 + 1 + 0.
+    CHECK(install_writes(job(1, 8 * KiB), std::vector<std::uint64_t>{12288, 6000, 8192, 0}) == 4);
+    const std::vector<std::uint64_t> at_limit = {InstallJob::kMaxWrites * 512};
+    const std::vector<std::uint64_t> beyond = {InstallJob::kMaxWrites * 512 + 1};
+    CHECK_NOTHROW(check_install_writes(job(4, 512), at_limit));
+    try {
+        check_install_writes(job(4, 512), beyond);
+        FAIL("accepted 10,000,001 writes");
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).starts_with("install option 'chunk': 1 files of the volume's sizes take 10000001 "
+                                                "writes of 512 bytes, more than 10000000"));
+    }
+    CHECK_THROWS_AS(install_ios(volume_with(one_run()), beyond, job(4, 512), MiB), Error);
+}
+
 TEST_CASE("install: one writer on one large free run writes every file contiguous", "[estimate][install]") {
     // Files A 12288 B (3 clusters), B 6000 B (2), C 8192 B (2); chunks of 8 KiB (2 clusters).
     //  A chunk 1: 2 cl, first chunk looks from the volume hint 0 → [100,102)       hint 102
