@@ -48,7 +48,11 @@ InstallJob parse_install_job(std::string_view options) {
 
 std::uint64_t install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes) {
     std::uint64_t writes = 0;
-    for (const std::uint64_t size : sizes) writes += size / job.chunk + (size % job.chunk != 0 ? 1 : 0);
+    for (const std::uint64_t size : sizes) {
+        // Saturates: sizes from a corrupt map must not wrap the sum below the limit.
+        const std::uint64_t add = size / job.chunk + (size % job.chunk != 0 ? 1 : 0);
+        writes = add > UINT64_MAX - writes ? UINT64_MAX : writes + add;
+    }
     return writes;
 }
 

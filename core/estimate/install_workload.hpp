@@ -28,7 +28,7 @@ struct InstallJob {
 /// chunk that is 0 or not a multiple of 512. An empty list gives the defaults.
 [[nodiscard]] InstallJob parse_install_job(std::string_view options);
 
-/// The writes the job makes for files of `sizes`: Σ ⌈size / chunk⌉.
+/// The writes the job makes for files of `sizes`: Σ ⌈size / chunk⌉, saturating at 2^64 − 1.
 [[nodiscard]] std::uint64_t install_writes(const InstallJob& job, std::span<const std::uint64_t> sizes);
 
 /// Throws Error(Unsupported, "install option 'chunk': ...") when the files of `sizes` would

@@ -120,6 +120,11 @@ TEST_CASE("install: the number of writes is bounded", "[estimate][install]") {
                                                 "writes of 512 bytes, more than 10000000"));
     }
     CHECK_THROWS_AS(install_ios(volume_with(one_run()), beyond, job(4, 512), MiB), Error);
+    // Sizes of a corrupt map: the sum saturates instead of wrapping below the limit.
+    // 600 files of 2^64 − 1 bytes: 600 · 2^55 writes of 512 bytes, beyond 64 bits.
+    const std::vector<std::uint64_t> huge(600, UINT64_MAX);
+    CHECK(install_writes(job(1, 512), huge) == UINT64_MAX);
+    CHECK_THROWS_AS(check_install_writes(job(1, 512), huge), Error);
 }
 
 TEST_CASE("install: one writer on one large free run writes every file contiguous", "[estimate][install]") {
