@@ -292,3 +292,18 @@ TEST_CASE("install: thin >= lazy >= eager on a fresh written map", "[estimate][i
     CHECK(t.ssd > l.ssd);
     CHECK(l.ssd > e.ssd);
 }
+
+TEST_CASE("install: the MFT zone joins only when the rest is full", "[estimate][install]") {
+    // Zone [0,100) with [50,100) free; outside it only [200,204). One 32 KiB file (8
+    // clusters) in 16 KiB chunks: chunk 1 looks from the zone's end 100 → [200,204); chunk 2
+    // finds nothing outside the zone, the zone joins, nothing at or after the hint 204 →
+    // wrap to [50,54).
+    VolumeMap v = volume_with(ClusterSet{});
+    v.mft_zone.add(test::r(0, 100));
+    v.free.add(test::r(50, 100));
+    v.free.add(test::r(200, 204));
+    const WriteIos w = install_ios(v, std::vector<std::uint64_t>{32768}, job(4, 16 * KiB), MiB);
+    CHECK(w.ios == std::vector<Io>{{sector_of(200), 16384, true}, {sector_of(50), 16384, true}});
+    CHECK(w.outcome.fragments == 2);
+    CHECK(w.outcome.fragmented_files == 1);
+}
