@@ -191,8 +191,9 @@ void add_estimate_command(CLI::App& app) {
     cmd->add_option(
            "--workload", opts->workload,
            "scan (read every file), trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
-           "write:N (create N files) or fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
-           "randseed=, target=disk|file)")
+           "write:N (create N files), fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
+           "randseed=, target=disk|file) or install:N[,writers=W,chunk=SIZE] (N files appended in chunks "
+           "by W writers at once; defaults 4, 64k)")
         ->check(workload_validator())
         ->capture_default_str();
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
@@ -243,6 +244,17 @@ void add_estimate_command(CLI::App& app) {
                     } catch (const Error& e) {
                         throw Failure(opts->image, e.what(), kUsage);
                     }
+            if (workload.kind == Workload::Kind::Install)
+                // Too many writes for the files is a bad chunk (exit 1); a volume without
+                // files to take sizes from is refused as for write:N (exit 2).
+                for (const VolumeAnalysis& v : opened.analysis->volumes) {
+                    const std::vector<std::uint64_t> sizes = write_file_sizes(v.map, workload.files);
+                    try {
+                        check_install_writes(workload.install, sizes);
+                    } catch (const Error& e) {
+                        throw Failure(opts->image, e.what(), kUsage);
+                    }
+                }
             for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
                 std::optional<PlannedVolume> planned;
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });

@@ -54,7 +54,8 @@ PlanPanel::PlanPanel(QWidget* parent)
     }
     max_growth_->setPlaceholderText(tr("no limit"));
     max_moved_->setPlaceholderText(tr("no limit"));
-    workload_->setToolTip(tr("scan, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout) or write:N"));
+    workload_->setToolTip(tr("scan, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), write:N, "
+                             "fio:OPTIONS or install:N[,writers=W,chunk=SIZE]"));
     summary_->setTextFormat(Qt::RichText);
     summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     summary_->setWordWrap(true);

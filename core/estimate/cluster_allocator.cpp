@@ -46,14 +46,14 @@ std::int64_t ClusterAllocator::take(std::size_t i, std::int64_t n) {
     return lcn;
 }
 
-std::vector<Extent> ClusterAllocator::allocate(std::int64_t clusters) {
+std::vector<Extent> ClusterAllocator::allocate(std::int64_t clusters, std::int64_t hint) {
     std::vector<Extent> out;
     if (clusters <= 0 || clusters > free_) return out;
 
-    // Runs are used from their front, so starts stay ascending and the hint, the end of
-    // the last allocation, is the start of the run it came from (or lies in used space).
+    // Runs are used from their front, so starts stay ascending and a hint, the end of an
+    // earlier allocation, is the start of the run it came from (or lies in used space).
     const auto at_hint = static_cast<std::size_t>(
-        std::lower_bound(runs_.begin(), runs_.end(), hint_,
+        std::lower_bound(runs_.begin(), runs_.end(), hint,
                          [](const Run& r, std::int64_t lcn) { return r.start < lcn; }) -
         runs_.begin());
 

@@ -18,6 +18,8 @@ namespace guestfrag {
 ///     whole in address order from the hint (wrapping), the last one in part, as
 ///     ntfs-3g's ntfs_cluster_alloc does, so free-space fragmentation becomes fragmented
 ///     files.
+/// The install:N workload passes its own hint per call (the cluster after the growing
+/// file's last run), so a file keeps growing in place while its neighbour is free.
 /// Owns a copy of the free extents it was given; nothing is ever freed.
 /// Memory O(extents); each allocation O(log extents) per run it returns.
 class ClusterAllocator {
@@ -27,7 +29,11 @@ public:
 
     /// Allocates `clusters` clusters and returns their runs in order, VCNs from 0. Returns
     /// an empty vector, allocating nothing, when `clusters` ≤ 0 or fewer clusters are free.
-    [[nodiscard]] std::vector<Extent> allocate(std::int64_t clusters);
+    [[nodiscard]] std::vector<Extent> allocate(std::int64_t clusters) { return allocate(clusters, hint_); }
+    /// The same, looking from `hint` instead of the end of the previous allocation (which
+    /// still moves to the end of the last run handed out). When the free extent that
+    /// starts at `hint` holds the request, the request continues there, contiguous.
+    [[nodiscard]] std::vector<Extent> allocate(std::int64_t clusters, std::int64_t hint);
 
     [[nodiscard]] std::int64_t free_clusters() const noexcept { return free_; }
     /// Where the next allocation starts looking: the end of the last run handed out.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/estimate/estimate.hpp"
 
+#include "core/estimate/install_workload.hpp"
 #include "core/estimate/scan_workload.hpp"
 #include "core/estimate/stream_ios.hpp"
 #include "core/estimate/trace_source.hpp"
@@ -21,6 +22,10 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
             break;
         case Workload::Kind::Write:
             prepared.write_sizes = write_file_sizes(volume, workload.files);
+            break;
+        case Workload::Kind::Install:
+            prepared.write_sizes = write_file_sizes(volume, workload.files);
+            check_install_writes(workload.install, prepared.write_sizes);
             break;
         case Workload::Kind::Fio:
             prepared.disk_size = image.size();
@@ -51,6 +56,12 @@ WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& worklo
         case Workload::Kind::Fio:
             out.ios = fio_ios(workload.workload.fio, workload.disk_size, volume);
             break;
+        case Workload::Kind::Install: {
+            WriteIos write = install_ios(volume, workload.write_sizes, workload.workload.install, workload.max_io);
+            out.ios = std::move(write.ios);
+            out.write = write.outcome;
+            break;
+        }
     }
     return out;
 }

@@ -26,14 +26,14 @@ struct PreparedWorkload {
     Workload workload;
     std::uint64_t max_io = kDefaultMaxIo;
     std::vector<std::string> trace_paths;    ///< Trace: volume paths in order
-    std::vector<std::uint64_t> write_sizes;  ///< Write: sizes of the files to create, in order
+    std::vector<std::uint64_t> write_sizes;  ///< Write, Install: sizes of the files to create, in order
     std::uint64_t disk_size = 0;             ///< Fio: the virtual disk's size
 };
 
 /// Settles `workload` for `volume` of `image`: loads the trace's paths (load_trace),
-/// samples the write's file sizes (write_file_sizes) or checks a fio job's target against
-/// the disk or the volume's free space (check_fio_target). Throws Error(Unsupported) for an
-/// invalid max_io, and whatever those throw.
+/// samples the write's or install's file sizes (write_file_sizes; check_install_writes) or
+/// checks a fio job's target against the disk or the volume's free space (check_fio_target).
+/// Throws Error(Unsupported) for an invalid max_io, and whatever those throw.
 [[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io,
                                                 const DiskImage& image, const VolumeMap& volume);
 
@@ -41,10 +41,11 @@ struct PreparedWorkload {
 struct WorkloadIos {
     std::vector<Io> ios;
     std::optional<TraceOutcome> trace;  ///< Trace only
-    std::optional<WriteOutcome> write;  ///< Write only
+    std::optional<WriteOutcome> write;  ///< Write and Install only
 };
 
-/// Generates the IO stream of `workload` on `volume` (scan_ios, trace_ios or write_ios).
+/// Generates the IO stream of `workload` on `volume` (scan_ios, trace_ios, write_ios,
+/// fio_ios or install_ios).
 /// Throws as those do. Cost: O(IOs) plus the generator's indexing.
 [[nodiscard]] WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& workload);
 

@@ -1,53 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/estimate/fio_workload.hpp"
 
-#include <charconv>
 #include <random>
 
 #include "core/error.hpp"
 #include "core/estimate/new_file_placer.hpp"
+#include "core/estimate/workload_options.hpp"
 
 namespace guestfrag {
 
 namespace {
 
+constexpr std::string_view kFio = "fio";
+
 [[noreturn]] void bad_option(std::string_view key, const std::string& reason) {
-    throw Error(ErrorKind::Unsupported, "fio option '" + std::string(key) + "': " + reason);
+    bad_workload_option(kFio, key, reason);
 }
 
 std::uint64_t parse_number(std::string_view key, std::string_view text) {
-    std::uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-        bad_option(key, "'" + std::string(text) + "' is not a non-negative whole number");
-    return value;
+    return parse_option_number(kFio, key, text);
 }
 
-/// A size as fio writes it: digits with an optional k, m, g or t (any case, an optional
-/// trailing b or ib), binary multiples (fio's default kb_base=1024).
 std::uint64_t parse_fio_size(std::string_view key, std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    std::string suffix(text.substr(digits));
-    for (char& c : suffix) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    for (const std::string_view unit : {"ib", "b"})
-        if (suffix.size() > unit.size() && suffix.ends_with(unit)) suffix.resize(suffix.size() - unit.size());
-    unsigned shift = 0;
-    if (suffix.size() == 1) {
-        switch (suffix[0]) {
-            case 'k': shift = 10; break;
-            case 'm': shift = 20; break;
-            case 'g': shift = 30; break;
-            case 't': shift = 40; break;
-            default: bad_option(key, "'" + std::string(text) + "' is not a size (e.g. 4k, 10g)");
-        }
-    } else if (!suffix.empty() && suffix != "b") {
-        bad_option(key, "'" + std::string(text) + "' is not a size (e.g. 4k, 10g)");
-    }
-    if (digits == 0) bad_option(key, "'" + std::string(text) + "' is not a size (e.g. 4k, 10g)");
-    const std::uint64_t value = parse_number(key, text.substr(0, digits));
-    if (value > (UINT64_MAX >> shift)) bad_option(key, "'" + std::string(text) + "' is too large");
-    return value << shift;
+    return parse_option_size(kFio, key, text);
 }
 
 FioJob::Rw parse_rw(std::string_view text) {
@@ -86,14 +61,7 @@ private:
 
 FioJob parse_fio_job(std::string_view options) {
     FioJob job;
-    while (!options.empty()) {
-        const std::size_t comma = options.find(',');
-        const std::string_view item = options.substr(0, comma);
-        options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
-        const std::size_t eq = item.find('=');
-        const std::string_view key = item.substr(0, eq);
-        if (eq == std::string_view::npos) bad_option(key, "needs a value (KEY=VALUE)");
-        const std::string_view value = item.substr(eq + 1);
+    for_each_workload_option(kFio, options, [&](std::string_view key, std::string_view value) {
         if (key == "rw" || key == "readwrite") {
             job.rw = parse_rw(value);
         } else if (key == "bs") {
@@ -126,7 +94,7 @@ FioJob parse_fio_job(std::string_view options) {
         } else {
             bad_option(key, "unknown (rw, bs, size, offset, rwmixread, number_ios, randseed, target)");
         }
-    }
+    });
     if (job.target == FioJob::Target::File && !job.size) bad_option("size", "a new file needs a size");
     return job;
 }

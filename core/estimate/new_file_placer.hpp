@@ -19,7 +19,12 @@ public:
 
     /// The runs (VCN from 0) of a new file of `clusters` clusters; empty when it does not
     /// fit in what is left (the zone included): nothing is taken then.
-    [[nodiscard]] std::vector<Extent> place(std::int64_t clusters);
+    [[nodiscard]] std::vector<Extent> place(std::int64_t clusters) { return place(clusters, allocator_.hint()); }
+    /// The same, looking from `hint` (ClusterAllocator::allocate with a hint): how a file
+    /// that grows write by write asks for room next to its last run.
+    [[nodiscard]] std::vector<Extent> place(std::int64_t clusters, std::int64_t hint);
+    /// The end of the last allocation (the zone's end before the first): where a new file starts looking.
+    [[nodiscard]] std::int64_t hint() const noexcept { return allocator_.hint(); }
 
 private:
     const VolumeMap* volume_;

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/estimate/fio_workload.hpp"
+#include "core/estimate/install_workload.hpp"
 
 namespace guestfrag {
 
@@ -16,23 +17,28 @@ struct Workload {
         Trace,  ///< "trace:SOURCE": read the files a trace names, in order
         Write,  ///< "write:N": create N files sized like the volume's files
         Fio,    ///< "fio:OPTIONS": a synthetic job in fio's vocabulary (FioJob)
+        Install,  ///< "install:N[,OPTIONS]": N files appended in chunks by several writers at once
     };
-    /// Most files a write workload may create (it is a model, not a benchmark).
+    /// Most files a write or install workload may create (it is a model, not a benchmark).
     static constexpr std::uint64_t kMaxWriteFiles = 10'000'000;
 
     Kind kind = Kind::Scan;
     std::string trace_source;  ///< Trace only: host file, "@prefetch" or "@layout" (load_trace)
-    std::uint64_t files = 0;   ///< Write only: N, 1 … kMaxWriteFiles
+    std::uint64_t files = 0;   ///< Write and Install: N, 1 … kMaxWriteFiles
     FioJob fio;                ///< Fio only
     std::string fio_options;   ///< Fio only: the options as given, for text()
+    InstallJob install;        ///< Install only
+    std::string install_options;  ///< Install only: the options as given (may be empty), for text()
 
-    /// The command-line spelling: "scan", "trace:SOURCE", "write:N", "fio:OPTIONS".
+    /// The command-line spelling: "scan", "trace:SOURCE", "write:N", "fio:OPTIONS",
+    /// "install:N" or "install:N,OPTIONS".
     [[nodiscard]] std::string text() const;
 };
 
 /// Parses "scan", "trace:SOURCE" (SOURCE non-empty), "write:N" (decimal N in
-/// 1 … Workload::kMaxWriteFiles) or "fio:OPTIONS" (parse_fio_job). Throws
-/// Error(Unsupported, reason) for anything else.
+/// 1 … Workload::kMaxWriteFiles), "fio:OPTIONS" (parse_fio_job) or "install:N[,OPTIONS]"
+/// (N as write:N, OPTIONS parse_install_job). Throws Error(Unsupported, reason) for
+/// anything else.
 [[nodiscard]] Workload parse_workload(std::string_view text);
 
 }  // namespace guestfrag

@@ -76,13 +76,13 @@ NewFilePlacer::NewFilePlacer(const VolumeMap& volume)
     : volume_(&volume),
       allocator_(volume.free - volume.mft_zone, volume.mft_zone.empty() ? 0 : boost::icl::upper(volume.mft_zone)) {}
 
-std::vector<Extent> NewFilePlacer::place(std::int64_t clusters) {
+std::vector<Extent> NewFilePlacer::place(std::int64_t clusters, std::int64_t hint) {
     if (clusters > allocator_.free_clusters() && !zone_released_) {
         // NTFS gives up the MFT zone to data only when the rest of the volume is full.
         allocator_ = ClusterAllocator(allocator_.remaining() + (volume_->free & volume_->mft_zone), allocator_.hint());
         zone_released_ = true;
     }
-    return allocator_.allocate(clusters);
+    return allocator_.allocate(clusters, hint);
 }
 
 }  // namespace guestfrag

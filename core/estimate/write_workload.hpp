@@ -18,10 +18,13 @@ namespace guestfrag {
 /// Throws Error(Unsupported) when P is empty. O(streams log streams + N).
 [[nodiscard]] std::vector<std::uint64_t> write_file_sizes(const VolumeMap& volume, std::uint64_t files);
 
-/// How the simulated files landed.
+/// How the simulated files landed (write:N and install:N).
 struct WriteOutcome {
     std::uint64_t files = 0;             ///< files asked for
-    std::uint64_t files_written = 0;     ///< files that found space (the others did not fit)
+    /// Files that found space for all their data. The others, files − files_written, did
+    /// not fit: write:N skips them whole; install:N stops them at the first chunk that
+    /// found no room (the chunks before it were written).
+    std::uint64_t files_written = 0;
     std::uint64_t bytes_written = 0;     ///< Σ sizes of the files written
     std::uint64_t fragments = 0;         ///< Σ fragments (runs) of the files written
     std::uint64_t fragmented_files = 0;  ///< files written in more than one run

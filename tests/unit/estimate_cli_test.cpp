@@ -281,3 +281,42 @@ TEST_CASE("estimate refuses bad options and inputs", "[cli][estimate]") {
     CHECK(missing.status == 2);
     CHECK(missing.err.find("guestfrag: error: ") == 0);
 }
+
+TEST_CASE("estimate install:N reports its files and refuses bad options", "[cli][json][estimate][install]") {
+    const auto image = test::small_cli_image();
+
+    const auto r = test::run_cli({"estimate", image.string(), "--json", "--workload", "install:40,writers=3,chunk=8k"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json d = Json::parse(r.out);
+    CHECK(d["workload"] == "install:40,writers=3,chunk=8k");
+    const Json& before = d["volumes"][0]["before"];
+    check_report(before);
+    CHECK(before["write"]["files"] == 40);
+    CHECK(before["write"]["files_written"] == 40);
+    CHECK(before["write"]["fragments"].get<std::uint64_t>() >= 40);
+    // Every write appends at most 8 KiB: at least one IO per 8 KiB written, all writes.
+    const std::uint64_t bytes = before["write"]["bytes_written"];
+    CHECK(before["ios"].get<std::uint64_t>() >= bytes / 8192);
+    CHECK(before["writes"] == before["ios"]);
+
+    const auto text = test::run_cli({"estimate", image.string(), "--workload", "install:40"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("install:40") != std::string::npos);
+    CHECK(text.out.find("New files (before)") != std::string::npos);
+
+    // A usage error, as fio's: one line naming the option (then CLI11's pointer to --help).
+    for (const auto& [bad, named] :
+         {std::pair{"install:40,chunk=1000", "install option 'chunk': must be a positive multiple of 512"},
+          {"install:40,writers=65", "install option 'writers': must be 1 to 64"},
+          {"install:40,depth=2", "install option 'depth': unknown"},
+          {"install:0", "install workload needs a file count"},
+          // The volume's files in 512-byte writes: more than 10,000,000 writes.
+          {"install:10000000,chunk=512", "install option 'chunk': 10000000 files of the volume's sizes take"}}) {
+        const auto refused = test::run_cli({"estimate", image.string(), "--workload", bad});
+        INFO(bad << ": " << refused.err);
+        CHECK(refused.status == 1);
+        const std::string first = refused.err.substr(0, refused.err.find('\n'));
+        CHECK(first.find(named) != std::string::npos);
+    }
+}
