@@ -307,3 +307,36 @@ TEST_CASE("install: the MFT zone joins only when the rest is full", "[estimate][
     CHECK(w.outcome.fragments == 2);
     CHECK(w.outcome.fragmented_files == 1);
 }
+
+TEST_CASE("install: with its defaults, files of up to a chunk fragment only on scattered free space",
+          "[estimate][install]") {
+    // The default job (4 writers, 64 KiB chunks) writing eight 16 KiB files (4 clusters):
+    // each file is one chunk, so the writers' turns never cut a file. Before: twelve free
+    // extents of 3 clusters ([100,103), [110,113), … [210,213)), none holds a file, so every
+    // file is split. After a consolidation plan the same 36 free clusters are one run
+    // [100,136): every file is one run, one IO.
+    ClusterSet pieces;
+    for (std::int64_t lo = 100; lo < 220; lo += 10) pieces.add(test::r(lo, lo + 3));
+    ClusterSet merged;
+    merged.add(test::r(100, 136));
+    const VolumeMap before = volume_with(pieces);
+    const VolumeMap after = volume_with(merged);
+
+    PreparedWorkload w;
+    w.workload = parse_workload("install:8");
+    REQUIRE(w.workload.install.writers == 4);
+    REQUIRE(w.workload.install.chunk == 64 * KiB);
+    w.write_sizes.assign(8, 16 * KiB);
+    const WorkloadEstimate b = estimate_workload(before, w);
+    const WorkloadEstimate a = estimate_workload(after, w);
+    REQUIRE(b.write);
+    REQUIRE(a.write);
+    CHECK(b.write->files_written == 8);
+    CHECK(b.write->fragmented_files == 8);
+    CHECK(b.stats.ios > 8);
+    CHECK(a.write->files_written == 8);
+    CHECK(a.write->fragments == 8);
+    CHECK(a.write->fragmented_files == 0);
+    CHECK(a.stats.ios == 8);
+    CHECK(a.stats.bytes == b.stats.bytes);
+}
