@@ -247,8 +247,8 @@ void add_estimate_command(CLI::App& app) {
                 std::optional<PlannedVolume> planned;
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
                 // Trace errors name their source in the message; the subject stays the image.
-                volumes.push_back(estimate_volume(opened, volume, workload, max_io,
-                                                  planned ? planned->after.get() : nullptr, models, {}, top));
+                volumes.push_back(estimate_volume(opened, volume, workload, max_io, planned ? &*planned : nullptr,
+                                                  models, {}, top));
             }
             if (opts->json)
                 std::cout << estimate_json(shown, volumes, models, opts->preset).dump(2) << '\n';

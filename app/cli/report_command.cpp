@@ -104,7 +104,7 @@ void add_report_command(CLI::App& app) {
                     std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";
                 print_impact(std::cout, impact, states);
-                estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, planned.after.get()));
+                estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, &planned));
             }
             if (opts->json) {
                 // The IO estimate is `estimate --plan PLAN --json` with each volume's plan.
