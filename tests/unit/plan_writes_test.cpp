@@ -244,6 +244,22 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
     CHECK(eager["figures"]["plan_writes"]["provisioning"]["type"] == "eager");
     CHECK(eager["figures"]["plan_writes"]["zero_block"] == 4096);
 
+    // A job writing every byte of the 32 MiB disk pays once for every block not yet
+    // written: after the plan, exactly the plan's first writes fewer (docs/estimate.md §8.1).
+    const Json estimate = run_json({"estimate", image, "--plan", plan_path, "--json", "--workload",
+                                    "fio:rw=write,bs=1m,size=32m"});
+    const Json& v = estimate["volumes"][0];
+    CHECK(v["provisioning"]["zero_block"] == w.stats.zero_block);
+    REQUIRE(w.stats.first_writes > 0);
+    CHECK(v["after"]["first_writes"].get<std::uint64_t>() ==
+          v["before"]["first_writes"].get<std::uint64_t>() - w.stats.first_writes);
+
+    // Bad storage options: usage errors (exit 1), a layer the chain lacks (exit 2).
+    CHECK(test::run_cli({"impact", image, "--plan", plan_path, "--preset", "fast"}).status == 1);
+    CHECK(test::run_cli({"impact", image, "--plan", plan_path, "--zero-block", "1000"}).status == 1);
+    CHECK(test::run_cli({"report", image, "--provisioning", "fat"}).status == 1);
+    CHECK(test::run_cli({"impact", image, "--plan", plan_path, "--provisioning", "3=thin"}).status == 2);
+
     // The text shows the section; report carries the same object for its plan.
     const auto text = test::run_cli({"impact", image, "--plan", plan_path});
     REQUIRE(text.status == 0);
