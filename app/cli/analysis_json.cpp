@@ -171,7 +171,10 @@ Json copy_figures_json(const CopyFigures& c) {
 }
 
 Json provisioning_json(const LayerProvisioning& p) {
-    return {{"type", provisioning_name(p.type)}, {"zero_block", p.zero_block}, {"assumed", p.assumed}, {"basis", p.basis}};
+    return {{"type", provisioning_name(p.type)},
+            {"zero_block", p.zero_block},
+            {"assumed", p.assumed},
+            {"basis", p.basis}};
 }
 
 Json host_layout_json(const HostLayout& h) {

@@ -44,7 +44,9 @@ Json plan_writes_json(const PlanWrites& w) {
             {"into_written_bytes", w.into_written_bytes},
             {"into_new_bytes", w.into_new_bytes},
             {"device_seconds",
-             {{"hdd", s.device_seconds.hdd}, {"ssd", s.device_seconds.ssd}, {"array", s.device_seconds.array}}},
+             {{"hdd", s.device_seconds.hdd},
+              {"ssd", s.device_seconds.ssd},
+              {"array", s.device_seconds.array}}},
             {"provisioned", provisioned_json(s)}};
 }
 

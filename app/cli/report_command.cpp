@@ -82,7 +82,8 @@ void add_report_command(CLI::App& app) {
             // workload's, as `impact` and `estimate` take them.
             ImpactOptions impact_options;
             impact_options.models = *device_preset(opts->preset);
-            impact_options.provisioning = layer_provisioning(opened.image->layers(), opts->provisioning).front();
+            impact_options.provisioning =
+                layer_provisioning(opened.image->layers(), opts->provisioning).front();
 
             PlanOptions options;
             options.strategy = opts->strategy ? *parse_strategy(*opts->strategy)

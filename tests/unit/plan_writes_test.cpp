@@ -32,7 +32,9 @@ constexpr std::uint64_t MiB = 1024 * KiB;
 /// The zeroing block of the fixture: 64 KiB = 16 clusters of 4 KiB.
 constexpr std::uint64_t kBlock = 64 * KiB;
 
-ByteSet::interval_type bytes(std::uint64_t lo, std::uint64_t hi) { return ByteSet::interval_type::right_open(lo, hi); }
+ByteSet::interval_type bytes(std::uint64_t lo, std::uint64_t hi) {
+    return ByteSet::interval_type::right_open(lo, hi);
+}
 
 /// 1000 clusters of 4 KiB at disk byte 1 MiB (cluster c = byte 1 MiB + 4096c = sector
 /// 2048 + 8c, in zeroing block 16 + ⌊c / 16⌋). File 64 at clusters 10-11 and 40-42, file 65
@@ -101,10 +103,8 @@ TEST_CASE("plan writes: each move read then written, in plan order, in blocks of
     // 257 clusters (1 MiB + 4 KiB) from 0 to 300 at the default 1 MiB: the mover's copy blocks.
     Plan big;
     big.moves = {{70, "$DATA", 0, 0, 300, 257}};
-    CHECK(plan_ios(volume(), big) == std::vector<Io>{{2048, MiB, false},
-                                                     {4448, MiB, true},
-                                                     {4096, 4096, false},
-                                                     {6496, 4096, true}});
+    CHECK(plan_ios(volume(), big) ==
+          std::vector<Io>{{2048, MiB, false}, {4448, MiB, true}, {4096, 4096, false}, {6496, 4096, true}});
     // Nothing outside the volume, no IO size that is not whole sectors.
     big.moves = {{70, "$DATA", 0, 0, 900, 257}};
     CHECK_THROWS_AS(plan_ios(volume(), big), Error);
@@ -143,15 +143,18 @@ TEST_CASE("plan writes: first writes, and bytes into written and into new blocks
     CHECK(result(s, Provisioning::Thin).device_seconds.ssd == Approx(eager + 2 * 65536 / 450e6 + 2 * 0.1e-3));
     CHECK(result(s, Provisioning::Thin).device_seconds.ssd == Approx(955.036e-6).epsilon(1e-5));
     for (double DeviceSeconds::*model : {&DeviceSeconds::hdd, &DeviceSeconds::ssd, &DeviceSeconds::array}) {
-        CHECK(result(s, Provisioning::Thin).device_seconds.*model > result(s, Provisioning::Lazy).device_seconds.*model);
-        CHECK(result(s, Provisioning::Lazy).device_seconds.*model > result(s, Provisioning::Eager).device_seconds.*model);
+        CHECK(result(s, Provisioning::Thin).device_seconds.*model >
+              result(s, Provisioning::Lazy).device_seconds.*model);
+        CHECK(result(s, Provisioning::Lazy).device_seconds.*model >
+              result(s, Provisioning::Eager).device_seconds.*model);
         CHECK(result(s, Provisioning::Eager).device_seconds.*model == s.device_seconds.*model);
     }
 
     // On a fully stored layer every destination block is written already.
     Layer full = top;
     full.allocated.add(bytes(0, 8 * MiB));
-    const PlanWrites f = assess_plan_writes(volume(), plan(), WrittenMap::from_layer(full, kBlock), top.provisioning);
+    const PlanWrites f =
+        assess_plan_writes(volume(), plan(), WrittenMap::from_layer(full, kBlock), top.provisioning);
     CHECK(f.stats.first_writes == 0);
     CHECK(f.into_written_bytes == 24576);
     CHECK(f.into_new_bytes == 0);
@@ -196,7 +199,8 @@ TEST_CASE("plan writes: a workload after the plan pays no first write where the 
           Approx(result(e.before.stats, Provisioning::Eager).device_seconds.ssd));
 }
 
-TEST_CASE("plan writes: impact --json and report --json carry the core's figures", "[plan-writes][cli][impact]") {
+TEST_CASE("plan writes: impact --json and report --json carry the core's figures",
+          "[plan-writes][cli][impact]") {
     const test::WorkDir dir("plan_writes_cli");
     const std::string image = test::small_cli_image().string();
     const std::string plan_path = (dir / "plan.json").string();
@@ -226,8 +230,10 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
         const ProvisionedSeconds& ps = w.stats.provisioned[i];
         CHECK(j["provisioned"][i]["type"] == std::string(provisioning_name(ps.type)));
         CHECK(j["provisioned"][i]["first_writes"] == ps.first_writes);
-        CHECK(j["provisioned"][i]["models"]["hdd"]["device_seconds"].get<double>() == Approx(ps.device_seconds.hdd));
-        CHECK(j["provisioned"][i]["models"]["ssd"]["device_seconds"].get<double>() == Approx(ps.device_seconds.ssd));
+        CHECK(j["provisioned"][i]["models"]["hdd"]["device_seconds"].get<double>() ==
+              Approx(ps.device_seconds.hdd));
+        CHECK(j["provisioned"][i]["models"]["ssd"]["device_seconds"].get<double>() ==
+              Approx(ps.device_seconds.ssd));
         CHECK(j["provisioned"][i]["models"]["array"]["device_seconds"].get<double>() ==
               Approx(ps.device_seconds.array));
     }
@@ -246,8 +252,8 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
 
     // A job writing every byte of the 32 MiB disk pays once for every block not yet
     // written: after the plan, exactly the plan's first writes fewer (docs/estimate.md §8.1).
-    const Json estimate = run_json({"estimate", image, "--plan", plan_path, "--json", "--workload",
-                                    "fio:rw=write,bs=1m,size=32m"});
+    const Json estimate = run_json(
+        {"estimate", image, "--plan", plan_path, "--json", "--workload", "fio:rw=write,bs=1m,size=32m"});
     const Json& v = estimate["volumes"][0];
     CHECK(v["provisioning"]["zero_block"] == w.stats.zero_block);
     REQUIRE(w.stats.first_writes > 0);
