@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/image/open_image.hpp"
+#include "core/impact/plan_writes.hpp"
 #include "core/plan/apply.hpp"
 
 namespace guestfrag {
@@ -82,7 +83,7 @@ void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& sta
 }
 
 VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
-                               std::uint64_t max_io, const VolumeMap* after, const DeviceModels& models,
+                               std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
                                const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
     const VolumeMap& before = opened.analysis->volumes.at(volume).map;
     VolumeEstimate out;
@@ -93,9 +94,11 @@ VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, co
     const WrittenMap written = WrittenMap::from_layer(top, out.provisioning.zero_block);
     out.workload = prepare_workload(workload, max_io, *opened.image, before);
     out.before = estimate_workload(before, out.workload, models, &written);
-    if (after) {
+    if (planned) {
         progress.update(0, 1);
-        out.after = estimate_workload(*after, out.workload, models, &written);
+        // The plan has written its destinations by then: those blocks are no first writes.
+        const WrittenMap after_plan = written_after_plan(written, before, planned->plan);
+        out.after = estimate_workload(*planned->after, out.workload, models, &after_plan);
     }
     progress.update(0, 1);
     return out;

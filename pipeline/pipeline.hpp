@@ -102,16 +102,18 @@ struct VolumeEstimate {
 };
 
 /// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
-/// replays it on that state and, when `after` is given (the volume after a plan), on that
-/// one too: the same IOs' sources both times. Checks `progress` for a stop between the
-/// steps (the estimator reports nothing itself). Throws Error(Unsupported) for a bad
-/// max_io, whatever prepare_workload throws (a trace that cannot be read) and
-/// Error(Cancelled). Cost: O(IOs) per state plus the trace's loading.
+/// replays it on that state and, when `planned` is given (a plan for this volume and the
+/// volume after it, from plan_volume or adopt_plan), on the volume after the plan too: the
+/// same IOs' sources both times. Checks `progress` for a stop between the steps (the
+/// estimator reports nothing itself). Throws Error(Unsupported) for a bad max_io, whatever
+/// prepare_workload throws (a trace that cannot be read) and Error(Cancelled). Cost: O(IOs)
+/// per state plus the trace's loading, and O(the plan's IOs) for the after-map.
 /// First writes are counted on the top layer's written map (WrittenMap::from_layer) at
 /// `provisioning`'s zeroing block: the top layer's detected provisioning unless given
-/// (effective_provisioning). Before and after a plan start from the same map.
+/// (effective_provisioning). Before starts from that map; after from that map with the
+/// blocks the plan's own writes touch added (written_after_plan, docs/estimate.md §8.1).
 [[nodiscard]] VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
-                                             std::uint64_t max_io, const VolumeMap* after,
+                                             std::uint64_t max_io, const PlannedVolume* planned,
                                              const DeviceModels& models = {}, const Progress& progress = {},
                                              const std::optional<LayerProvisioning>& provisioning = {});
 

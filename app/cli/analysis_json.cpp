@@ -16,11 +16,7 @@ Json layer_json(const Layer& layer, const HostLayout& host, const LayerProvision
             {"growth_unit", layer.growth_granule()},
             {"allocated_bytes", layer.allocated_bytes()},
             {"warnings", layer.warnings},
-            {"provisioning",
-             {{"type", provisioning_name(p.type)},
-              {"zero_block", p.zero_block},
-              {"assumed", p.assumed},
-              {"basis", p.basis}}},
+            {"provisioning", provisioning_json(p)},
             {"host", host_layout_json(host)}};
 }
 
@@ -172,6 +168,13 @@ Json copy_figures_json(const CopyFigures& c) {
         {"compressed_transfers", c.compressed_transfers},
         {"offload", std::move(offload)},
         {"host_copy", {{"now", io_stats_json(c.host_copy)}, {"relaid", io_stats_json(c.host_copy_relaid)}}}};
+}
+
+Json provisioning_json(const LayerProvisioning& p) {
+    return {{"type", provisioning_name(p.type)},
+            {"zero_block", p.zero_block},
+            {"assumed", p.assumed},
+            {"basis", p.basis}};
 }
 
 Json host_layout_json(const HostLayout& h) {

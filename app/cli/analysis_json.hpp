@@ -12,6 +12,10 @@ namespace guestfrag::cli {
 /// A HostLayout (docs/metrics.md §6) as `analyze` and `impact` write it.
 [[nodiscard]] nlohmann::ordered_json host_layout_json(const HostLayout& host);
 
+/// A layer's provisioning as `analyze`, `estimate` and `impact` write it: type, zero_block,
+/// assumed, basis.
+[[nodiscard]] nlohmann::ordered_json provisioning_json(const LayerProvisioning& p);
+
 /// One CopyFigures as `image.copy.chain` prints it (docs/copy.md §6).
 [[nodiscard]] nlohmann::ordered_json copy_figures_json(const CopyFigures& figures);
 

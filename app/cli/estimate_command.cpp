@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/analysis_json.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
@@ -31,26 +32,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 // ---- JSON (guestfrag.estimate.v1, docs/design.md §4 contract) ----
-
-Json provisioned_json(const IoStats& s) {
-    Json out = Json::array();
-    for (const ProvisionedSeconds& p : s.provisioned) {
-        const DeviceSeconds& t = p.device_seconds;
-        Json models = Json::object();
-        for (const auto& [name, seconds] : {std::pair{"hdd", t.hdd}, {"ssd", t.ssd}, {"array", t.array}}) {
-            const Throughput th = throughput(s.ios, s.bytes, seconds);
-            models[name] = {{"device_seconds", seconds},
-                            {"iops", th.iops},
-                            {"mb_per_second", th.mb_per_second},
-                            {"mean_latency_seconds", th.mean_latency_seconds}};
-        }
-        out.push_back({{"type", provisioning_name(p.type)},
-                       {"ios", s.ios},
-                       {"first_writes", p.first_writes},
-                       {"models", std::move(models)}});
-    }
-    return out;
-}
 
 Json stats_json(const WorkloadEstimate& e) {
     Json r = io_stats_json(e.stats);
@@ -111,10 +92,7 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
     for (const VolumeEstimate& v : volumes) {
         Json j;
         j["partition"] = v.partition;
-        j["provisioning"] = {{"type", provisioning_name(v.provisioning.type)},
-                             {"zero_block", v.provisioning.zero_block},
-                             {"assumed", v.provisioning.assumed},
-                             {"basis", v.provisioning.basis}};
+        j["provisioning"] = provisioning_json(v.provisioning);
         if (v.before.trace) {
             // The trace's files are the same before and after a plan (plans only move data).
             const TraceOutcome& t = *v.before.trace;
@@ -132,14 +110,6 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
 }
 
 // ---- option checks (usage errors, exit 1) ----
-
-CLI::Validator preset_validator() {
-    return CLI::Validator(
-        [](const std::string& text) {
-            return device_preset(text) ? std::string() : "'" + text + "' is not default or 3par-format";
-        },
-        "default|3par-format");
-}
 
 CLI::Validator workload_validator() {
     return CLI::Validator(
@@ -202,11 +172,7 @@ void add_estimate_command(CLI::App& app) {
     cmd->add_option("--partition", opts->partition, "Estimate only this partition number");
     add_image_options(*cmd, opts->image_options);
     add_provisioning_options(*cmd, opts->provisioning);
-    cmd->add_option("--preset", opts->preset,
-                    "Device parameters: default, or 3par-format (the array calibrated from a published full "
-                    "format of a 40 GiB disk on eager, lazy and thin)")
-        ->check(preset_validator())
-        ->capture_default_str();
+    add_preset_option(*cmd, opts->preset);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.estimate.v1 JSON document");
 
     cmd->callback([opts] {
@@ -259,8 +225,8 @@ void add_estimate_command(CLI::App& app) {
                 std::optional<PlannedVolume> planned;
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
                 // Trace errors name their source in the message; the subject stays the image.
-                volumes.push_back(estimate_volume(opened, volume, workload, max_io,
-                                                  planned ? planned->after.get() : nullptr, models, {}, top));
+                volumes.push_back(estimate_volume(opened, volume, workload, max_io, planned ? &*planned : nullptr,
+                                                  models, {}, top));
             }
             if (opts->json)
                 std::cout << estimate_json(shown, volumes, models, opts->preset).dump(2) << '\n';

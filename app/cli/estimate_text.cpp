@@ -65,7 +65,8 @@ void print_totals(std::ostream& out, const VolumeEstimate& v) {
          format_seconds(b.device_seconds.array), a ? format_seconds(a->device_seconds.array) : "");
 }
 
-/// Eager, lazy and thin side by side on each device model (docs/estimate.md §8).
+}  // namespace
+
 void print_provisioned(std::ostream& out, const std::string& title, const IoStats& s) {
     out << "\n  " << title << '\n';
     out << "  " << pad("", 24);
@@ -98,6 +99,8 @@ void print_provisioned(std::ostream& out, const std::string& title, const IoStat
         });
     }
 }
+
+namespace {
 
 /// `count` as a bar of up to `width` marks relative to `largest`; padded to `width` when
 /// another column follows.

@@ -16,4 +16,8 @@ namespace guestfrag::cli {
 void print_estimate(std::ostream& out, const std::string& image, const PreparedWorkload& w,
                     const std::optional<std::string>& plan_path, const std::vector<VolumeEstimate>& volumes);
 
+/// Eager, lazy and thin side by side on each device model (docs/estimate.md §8): a blank
+/// line, `title`, then IOs, first writes and per model time, IOPS, MB/s and mean latency.
+void print_provisioned(std::ostream& out, const std::string& title, const IoStats& s);
+
 }  // namespace guestfrag::cli

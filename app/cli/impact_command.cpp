@@ -13,6 +13,7 @@
 #include "app/cli/impact_json.hpp"
 #include "app/cli/impact_text.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "app/cli/size_option.hpp"
 #include "core/plan/plan_io.hpp"
 #include "pipeline/pipeline.hpp"
@@ -31,6 +32,8 @@ struct Options {
     std::string read_rate;
     ImageOptions image_options;
     CopyOptionTexts copy;
+    ProvisioningOptions provisioning;
+    std::string preset = "default";
     bool deep = false;
     bool json = false;
 };
@@ -56,9 +59,12 @@ void run(const Options& opts) {
     options.granule = size_option(opts.granule).value_or(plan.summary.granule_size);
     options.deep = opts.deep;
     options.read_rate = rate_option(opts.read_rate);
+    options.models = *device_preset(opts.preset);  // the validator accepted the name
 
     on_behalf_of(opts.image, [&] {
         const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, plan.identity.partition);
+        // The plan's writes go to the top layer, as estimate's do (docs/impact.md §10).
+        options.provisioning = layer_provisioning(opened.image->layers(), opts.provisioning).front();
         Impact impact;
         CopyStates copy;
         on_behalf_of(opts.plan, [&] {
@@ -99,6 +105,8 @@ void add_impact_command(CLI::App& app) {
         ->check(size_check());
     add_image_options(*cmd, opts->image_options);
     add_copy_options(*cmd, opts->copy);
+    add_provisioning_options(*cmd, opts->provisioning);
+    add_preset_option(*cmd, opts->preset);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.impact.v1 JSON document");
     cmd->callback([opts] { run(*opts); });
 }

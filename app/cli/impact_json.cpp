@@ -2,6 +2,7 @@
 #include "app/cli/impact_json.hpp"
 
 #include "app/cli/analysis_json.hpp"
+#include "app/cli/io_stats_json.hpp"
 
 namespace guestfrag::cli {
 
@@ -27,6 +28,27 @@ Json state_json(std::uint64_t commands, double average_bytes, double seconds) {
 }
 
 }  // namespace
+
+Json plan_writes_json(const PlanWrites& w) {
+    const IoStats& s = w.stats;
+    return {{"max_io", w.max_io},
+            {"provisioning", provisioning_json(w.provisioning)},
+            {"ios", s.ios},
+            {"bytes", s.bytes},
+            {"reads", s.ios - s.writes},
+            {"read_bytes", s.bytes - s.written_bytes},
+            {"writes", s.writes},
+            {"written_bytes", s.written_bytes},
+            {"zero_block", s.zero_block},
+            {"first_writes", s.first_writes},
+            {"into_written_bytes", w.into_written_bytes},
+            {"into_new_bytes", w.into_new_bytes},
+            {"device_seconds",
+             {{"hdd", s.device_seconds.hdd},
+              {"ssd", s.device_seconds.ssd},
+              {"array", s.device_seconds.array}}},
+            {"provisioned", provisioned_json(s)}};
+}
 
 Json copy_states_json(const CopyStates& states) {
     Json table = Json::array();
@@ -104,7 +126,8 @@ Json impact_to_json(const Impact& impact, const CopyStates& copy, const std::str
                {{"before", host_layout_json(impact.host.before)},
                 {"after", host_layout_json(impact.host.after)},
                 {"new_bytes", impact.host.new_bytes},
-                {"in_place", impact.host.in_place}}}}},
+                {"in_place", impact.host.in_place}}},
+              {"plan_writes", plan_writes_json(impact.plan_writes)}}},
             {"copy", copy_states_json(copy)},
             {"warnings", std::move(warnings)}};
 }

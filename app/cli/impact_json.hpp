@@ -10,6 +10,9 @@
 
 namespace guestfrag::cli {
 
+/// The plan's own IO (docs/impact.md §10): `figures.plan_writes` of the impact document.
+[[nodiscard]] nlohmann::ordered_json plan_writes_json(const PlanWrites& writes);
+
 /// The copy figures of the three states and their advice (docs/copy.md §7): `copy` of
 /// the impact document.
 [[nodiscard]] nlohmann::ordered_json copy_states_json(const CopyStates& states);

@@ -5,6 +5,8 @@
 
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/columns.hpp"
+#include "app/cli/estimate_text.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
@@ -86,10 +88,27 @@ void print_impact(std::ostream& out, const Impact& impact, const CopyStates& cop
         format_size(impact.host.new_bytes) +
             (impact.host.in_place ? ", each at its own offset" : ", appended to the file"));
 
+    print_plan_writes(out, impact.plan_writes);
+
     print_copy_states(out, copy);
 
     out << "\nWarnings\n";
     print_warnings(out, impact.warnings);
+}
+
+void print_plan_writes(std::ostream& out, const PlanWrites& w) {
+    const IoStats& s = w.stats;
+    out << "\nCarrying out the plan: its own IO (each move's source read, its destination written, in IOs of "
+        << "at most " << format_size(w.max_io) << ")\n";
+    row(out, "IOs of the plan", std::to_string(s.ios),
+        std::to_string(s.ios - s.writes) + " reads, " + std::to_string(s.writes) + " writes");
+    row(out, "data read", format_size(s.bytes - s.written_bytes));
+    row(out, "data written", format_size(s.written_bytes));
+    out << "  " << pad("provisioning", kNameWidth) << provisioning_text(w.provisioning) << '\n';
+    row(out, "into written blocks", format_size(w.into_written_bytes), "their zeroing block already written");
+    row(out, "into new blocks", format_size(w.into_new_bytes),
+        std::to_string(s.first_writes) + " first writes of a " + format_size(s.zero_block) + " block");
+    print_provisioned(out, "Eager, lazy and thin", s);
 }
 
 void print_copy_states(std::ostream& out, const CopyStates& copy) {

@@ -23,4 +23,24 @@ Json io_stats_json(const IoStats& s) {
     return r;
 }
 
+Json provisioned_json(const IoStats& s) {
+    Json out = Json::array();
+    for (const ProvisionedSeconds& p : s.provisioned) {
+        const DeviceSeconds& t = p.device_seconds;
+        Json models = Json::object();
+        for (const auto& [name, seconds] : {std::pair{"hdd", t.hdd}, {"ssd", t.ssd}, {"array", t.array}}) {
+            const Throughput th = throughput(s.ios, s.bytes, seconds);
+            models[name] = {{"device_seconds", seconds},
+                            {"iops", th.iops},
+                            {"mb_per_second", th.mb_per_second},
+                            {"mean_latency_seconds", th.mean_latency_seconds}};
+        }
+        out.push_back({{"type", provisioning_name(p.type)},
+                       {"ios", s.ios},
+                       {"first_writes", p.first_writes},
+                       {"models", std::move(models)}});
+    }
+    return out;
+}
+
 }  // namespace guestfrag::cli

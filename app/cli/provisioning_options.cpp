@@ -2,6 +2,7 @@
 #include "app/cli/provisioning_options.hpp"
 
 #include "app/cli/size_option.hpp"
+#include "core/estimate/device_model.hpp"
 #include "core/estimate/io.hpp"
 #include "pipeline/sizes.hpp"
 
@@ -31,6 +32,18 @@ void add_provisioning_options(CLI::App& cmd, ProvisioningOptions& options) {
                 return std::string();
             },
             "SIZE"));
+}
+
+void add_preset_option(CLI::App& cmd, std::string& preset) {
+    cmd.add_option("--preset", preset,
+                   "Device parameters: default, or 3par-format (the array calibrated from a published full "
+                   "format of a 40 GiB disk on eager, lazy and thin)")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                return device_preset(text) ? std::string() : "'" + text + "' is not default or 3par-format";
+            },
+            "default|3par-format"))
+        ->capture_default_str();
 }
 
 std::vector<LayerProvisioning> layer_provisioning(std::span<const Layer> layers, const ProvisioningOptions& options) {

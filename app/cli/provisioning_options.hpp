@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// --provisioning and --zero-block: the provisioning options of analyze and estimate, read in one place.
+// --provisioning, --zero-block and --preset: the storage options of analyze, estimate, impact and
+// report, read in one place.
 #pragma once
 
 #include <span>
@@ -21,6 +22,10 @@ struct ProvisioningOptions {
 /// Adds --provisioning [DEPTH=]thin|lazy|eager and --zero-block SIZE to `cmd`, storing into
 /// `options` (which must outlive the parse). Malformed values are usage errors (exit 1).
 void add_provisioning_options(CLI::App& cmd, ProvisioningOptions& options);
+
+/// Adds --preset default|3par-format (device_preset's names) to `cmd`, storing into `preset`
+/// (which must outlive the parse); another name is a usage error (exit 1).
+void add_preset_option(CLI::App& cmd, std::string& preset);
 
 /// Each layer's provisioning as `options` leave it (effective_provisioning); throws
 /// Error(Unsupported) for a depth the chain does not have.

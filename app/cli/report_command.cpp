@@ -19,6 +19,7 @@
 #include "app/cli/impact_text.hpp"
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "app/cli/strategy_option.hpp"
 #include "core/estimate/workload.hpp"
 #include "core/plan/plan_io.hpp"
@@ -45,6 +46,8 @@ void add_report_command(CLI::App& app) {
         std::optional<int> partition;
         ImageOptions image_options;
         CopyOptionTexts copy;
+        ProvisioningOptions provisioning;
+        std::string preset = "default";
         std::string workload = "scan";
         std::size_t top = 10;
         bool json = false;
@@ -59,6 +62,8 @@ void add_report_command(CLI::App& app) {
     cmd->add_option("--partition", opts->partition, "Report only this partition number");
     add_image_options(*cmd, opts->image_options);
     add_copy_options(*cmd, opts->copy);
+    add_provisioning_options(*cmd, opts->provisioning);
+    add_preset_option(*cmd, opts->preset);
     cmd->add_option("--workload", opts->workload, "Workload of the IO estimate (see `estimate`)")
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list")->capture_default_str();
@@ -73,6 +78,12 @@ void add_report_command(CLI::App& app) {
                 open_and_analyze_image(opts->image, opts->image_options, opts->partition, copy);
             const ImageAnalysis& analysis = *opened.analysis;
             if (!opts->json) print_analysis(std::cout, analysis, opts->top, false);
+            // One provisioning and one set of device models for the plan's own IO and the
+            // workload's, as `impact` and `estimate` take them.
+            ImpactOptions impact_options;
+            impact_options.models = *device_preset(opts->preset);
+            impact_options.provisioning =
+                layer_provisioning(opened.image->layers(), opts->provisioning).front();
 
             PlanOptions options;
             options.strategy = opts->strategy ? *parse_strategy(*opts->strategy)
@@ -86,7 +97,7 @@ void add_report_command(CLI::App& app) {
                     ProgressMeter meter("planning");
                     return plan_volume(opened, volume, options, meter.progress());
                 }();
-                const Impact impact = plan_impact(opened, volume, planned.plan);
+                const Impact impact = plan_impact(opened, volume, planned.plan, impact_options);
                 const CopyStates states = plan_copy_states(opened, volume, planned.plan, copy);
                 if (opts->json) {
                     volumes.push_back({{"partition", before.partition},
@@ -104,7 +115,8 @@ void add_report_command(CLI::App& app) {
                     std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";
                 print_impact(std::cout, impact, states);
-                estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, planned.after.get()));
+                estimates.push_back(estimate_volume(opened, volume, workload, kDefaultMaxIo, &planned,
+                                                    impact_options.models, {}, impact_options.provisioning));
             }
             if (opts->json) {
                 // The IO estimate is `estimate --plan PLAN --json` with each volume's plan.

@@ -11,7 +11,7 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
                            const Progress& progress) {
     const Workload workload = parse_workload(request.workload);
     PlanResult out{plan_volume(opened, volume, request.options, progress), {}, {}, {}, {}};
-    out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, out.after.get(), {}, progress);
+    out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, &out, {}, progress);
     try {
         out.impact = plan_impact(opened, volume, out.plan, request.impact, progress);
         add_copy_advice(out.impact->warnings, plan_copy_states(opened, volume, out.plan));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/estimate/written_map.hpp"
 
+#include <algorithm>
+
 namespace guestfrag {
 
 namespace {
@@ -36,6 +38,23 @@ std::uint64_t WrittenMap::replay(const Io& io) {
         already += boost::icl::length(*run & touched);
     blocks_ += touched;
     return (last - first + 1) - already;
+}
+
+std::uint64_t WrittenMap::bytes_in_written(const Io& io) const {
+    if (io.length == 0 || io.lbn < 0) return 0;
+    const std::uint64_t start = static_cast<std::uint64_t>(io.lbn) * kSectorBytes;
+    const std::uint64_t end = start + io.length;
+    const auto touched = Blocks::interval_type::closed(start / block_, (end - 1) / block_);
+    std::uint64_t bytes = 0;
+    const auto [from, to] = blocks_.equal_range(touched);
+    for (auto run = from; run != to; ++run) {
+        // The run's blocks as bytes, clipped to the IO.
+        const auto blocks = *run & touched;
+        const std::uint64_t lo = std::max(start, boost::icl::first(blocks) * block_);
+        const std::uint64_t hi = std::min(end, (boost::icl::last(blocks) + 1) * block_);
+        bytes += hi - lo;
+    }
+    return bytes;
 }
 
 }  // namespace guestfrag

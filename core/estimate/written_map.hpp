@@ -34,6 +34,11 @@ public:
     /// Cost: O(log runs + runs the IO overlaps).
     std::uint64_t replay(const Io& io);
 
+    /// Bytes of `io`'s range that lie in blocks already in the map (the rest lands in blocks
+    /// it would write for the first time); reads count as writes would. Does not change the
+    /// map. Cost: O(log runs + runs the IO overlaps).
+    [[nodiscard]] std::uint64_t bytes_in_written(const Io& io) const;
+
 private:
     std::uint64_t block_;
     boost::icl::interval_set<std::uint64_t> blocks_;

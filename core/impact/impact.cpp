@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// assess_impact: the figures of docs/impact.md §1–7 and §9 for one plan.
+// assess_impact: the figures of docs/impact.md §1–7, §9 and §10 for one plan.
 #include "core/impact/impact.hpp"
 
 #include <algorithm>
@@ -239,7 +239,13 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
 
     out.alignment = alignment_figures(table, chunks);
     out.clone = clone_figures(before, layers, content);
-    if (!layers.empty()) out.host = host_figures(layers.front(), before, plan);
+    if (!layers.empty()) {
+        out.host = host_figures(layers.front(), before, plan);
+        // Writes go to the top layer: its provisioning and written map decide first writes.
+        const LayerProvisioning provisioning = options.provisioning.value_or(layers.front().provisioning);
+        const WrittenMap written = WrittenMap::from_layer(layers.front(), provisioning.zero_block);
+        out.plan_writes = assess_plan_writes(before, plan, written, provisioning, options.models);
+    }
     out.warnings = impact_warnings(out, image);
     return out;
 }

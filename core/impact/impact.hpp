@@ -9,6 +9,7 @@
 
 #include "core/image/disk_image.hpp"
 #include "core/image/host_layout.hpp"
+#include "core/impact/plan_writes.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/partition/partition.hpp"
 #include "core/plan/growth.hpp"
@@ -141,6 +142,7 @@ struct Impact {
     std::vector<AlignmentFigures> alignment;  ///< every partition of the disk
     CloneFigures clone;
     HostFigures host;
+    PlanWrites plan_writes;                   ///< §10: the plan's own IO on the storage
     std::vector<ImpactWarning> warnings;      ///< most severe first
 };
 
@@ -155,6 +157,11 @@ struct ImpactOptions {
     bool deep = false;
     /// Cap on the deep pass's image reads, bytes per second (0: unlimited).
     std::uint64_t read_rate = 0;
+    /// §10: the device models the plan's own IO is timed on.
+    DeviceModels models;
+    /// §10: the top layer's provisioning its first writes are counted with; unset: the
+    /// detected one (Layer::provisioning), as `estimate` without --provisioning.
+    std::optional<LayerProvisioning> provisioning;
 };
 
 /// The impact of `plan` (checked against `before` by apply_plan) on `image`, whose partition

@@ -46,7 +46,7 @@ TEST_CASE("pipeline: plan, adopt, impact and estimate of one volume", "[pipeline
     const Impact impact = plan_impact(opened, 0, planned.plan);
     CHECK(impact.partition == before.partition);
 
-    const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, planned.after.get());
+    const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, &planned);
     CHECK(e.partition == before.partition);
     const PreparedWorkload w = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *opened.image, before);
     CHECK(e.before.stats.ios == estimate_workload(before, w).stats.ios);
