@@ -15,6 +15,7 @@
 #include "core/estimate/workload.hpp"
 #include "core/estimate/written_map.hpp"
 #include "support/hand_volume.hpp"
+#include "support/provisioned.hpp"
 
 using namespace guestfrag;
 
@@ -63,13 +64,6 @@ std::string refusal(const std::string& workload) {
     }
     FAIL("accepted: " << workload);
     return {};
-}
-
-const ProvisionedSeconds& result(const IoStats& s, Provisioning type) {
-    for (const ProvisionedSeconds& p : s.provisioned)
-        if (p.type == type) return p;
-    FAIL("no result for the type");
-    return s.provisioned.front();
 }
 
 }  // namespace
@@ -278,19 +272,15 @@ TEST_CASE("install: thin >= lazy >= eager on a fresh written map", "[estimate][i
     w.write_sizes = {12288, 6000, 8192};
     const WrittenMap nothing(64 * KiB);
     const IoStats s = estimate_workload(v, w, {}, &nothing).stats;
-    const DeviceSeconds& e = result(s, Provisioning::Eager).device_seconds;
-    const DeviceSeconds& l = result(s, Provisioning::Lazy).device_seconds;
-    const DeviceSeconds& t = result(s, Provisioning::Thin).device_seconds;
-    for (const auto member : {&DeviceSeconds::hdd, &DeviceSeconds::ssd, &DeviceSeconds::array}) {
-        CHECK(t.*member >= l.*member);
-        CHECK(l.*member >= e.*member);
-    }
+    test::check_thin_lazy_eager(s);
     CHECK(s.writes == s.ios);
     // Clusters 100–106 are bytes 1,458,176–1,486,847 of the disk: all inside the 64 KiB
     // block 22 ([1,441,792, 1,507,328)): one first write.
     CHECK(s.first_writes == 1);
-    CHECK(t.ssd > l.ssd);
-    CHECK(l.ssd > e.ssd);
+    CHECK(test::provisioned(s, Provisioning::Thin).device_seconds.ssd >
+          test::provisioned(s, Provisioning::Lazy).device_seconds.ssd);
+    CHECK(test::provisioned(s, Provisioning::Lazy).device_seconds.ssd >
+          test::provisioned(s, Provisioning::Eager).device_seconds.ssd);
 }
 
 TEST_CASE("install: the MFT zone joins only when the rest is full", "[estimate][install]") {

@@ -11,6 +11,7 @@
 #include "core/estimate/io_stats.hpp"
 #include "core/estimate/written_map.hpp"
 #include "support/hand_volume.hpp"
+#include "support/provisioned.hpp"
 
 using namespace guestfrag;
 
@@ -22,13 +23,6 @@ constexpr std::uint64_t MiB = 1024 * KiB;
 /// A write of `length` bytes at byte `offset` of the disk.
 Io write_at(std::uint64_t offset, std::uint64_t length) {
     return Io{static_cast<std::int64_t>(offset / kSectorBytes), length, true};
-}
-
-const ProvisionedSeconds& result(const IoStats& s, Provisioning type) {
-    for (const ProvisionedSeconds& p : s.provisioned)
-        if (p.type == type) return p;
-    FAIL("no result for the type");
-    return s.provisioned.front();
 }
 
 /// 4 KiB clusters at byte 1 MiB, 1000 clusters, free [100, 1000), one file in [0, 100).
@@ -93,9 +87,9 @@ TEST_CASE("first writes: eager never pays, lazy zeroes, thin also allocates", "[
     CHECK(s.written_bytes == 2 * MiB + 4 * KiB);
     CHECK(s.zero_block == MiB);
     CHECK(s.first_writes == 2);
-    const ProvisionedSeconds& eager = result(s, Provisioning::Eager);
-    const ProvisionedSeconds& lazy = result(s, Provisioning::Lazy);
-    const ProvisionedSeconds& thin = result(s, Provisioning::Thin);
+    const ProvisionedSeconds& eager = test::provisioned(s, Provisioning::Eager);
+    const ProvisionedSeconds& lazy = test::provisioned(s, Provisioning::Lazy);
+    const ProvisionedSeconds& thin = test::provisioned(s, Provisioning::Thin);
     CHECK(eager.first_writes == 0);
     CHECK(lazy.first_writes == 2);
     CHECK(thin.first_writes == 2);
@@ -115,7 +109,7 @@ TEST_CASE("first writes: eager never pays, lazy zeroes, thin also allocates", "[
     // Without a map no write is a first write, and the three agree.
     const IoStats none = summarize_ios(ios, models);
     CHECK(none.first_writes == 0);
-    CHECK(result(none, Provisioning::Thin).device_seconds.hdd == Approx(none.device_seconds.hdd));
+    CHECK(test::provisioned(none, Provisioning::Thin).device_seconds.hdd == Approx(none.device_seconds.hdd));
 }
 
 TEST_CASE("first writes: thin >= lazy >= eager for scan and write workloads", "[estimate][provisioning]") {
@@ -127,13 +121,10 @@ TEST_CASE("first writes: thin >= lazy >= eager for scan and write workloads", "[
     const WrittenMap nothing(64 * KiB);
     for (const PreparedWorkload* w : {&scan, &write}) {
         const IoStats s = estimate_workload(v, *w, {}, &nothing).stats;
-        const DeviceSeconds& e = result(s, Provisioning::Eager).device_seconds;
-        const DeviceSeconds& l = result(s, Provisioning::Lazy).device_seconds;
-        const DeviceSeconds& t = result(s, Provisioning::Thin).device_seconds;
-        for (const auto member : {&DeviceSeconds::hdd, &DeviceSeconds::ssd, &DeviceSeconds::array}) {
-            CHECK(t.*member >= l.*member);
-            CHECK(l.*member >= e.*member);
-        }
+        test::check_thin_lazy_eager(s);
+        const DeviceSeconds& e = test::provisioned(s, Provisioning::Eager).device_seconds;
+        const DeviceSeconds& l = test::provisioned(s, Provisioning::Lazy).device_seconds;
+        const DeviceSeconds& t = test::provisioned(s, Provisioning::Thin).device_seconds;
         if (w == &scan) {
             CHECK(s.writes == 0);
             CHECK(s.first_writes == 0);
@@ -163,12 +154,13 @@ TEST_CASE("first writes: the 3par-format preset reproduces the published format 
     REQUIRE(models);
     const IoStats s = summarize_ios(ios, *models, &fresh);
     CHECK(s.first_writes == 40960);
-    CHECK(result(s, Provisioning::Eager).device_seconds.array == Approx(537).epsilon(0.05));
-    CHECK(result(s, Provisioning::Lazy).device_seconds.array == Approx(667).epsilon(0.05));
-    CHECK(result(s, Provisioning::Thin).device_seconds.array == Approx(784).epsilon(0.05));
+    CHECK(test::provisioned(s, Provisioning::Eager).device_seconds.array == Approx(537).epsilon(0.05));
+    CHECK(test::provisioned(s, Provisioning::Lazy).device_seconds.array == Approx(667).epsilon(0.05));
+    CHECK(test::provisioned(s, Provisioning::Thin).device_seconds.array == Approx(784).epsilon(0.05));
     // The default array's writes are faster, its first-write costs the same.
     const IoStats d = summarize_ios(ios, DeviceModels{}, &fresh);
-    CHECK(result(d, Provisioning::Lazy).device_seconds.array - result(d, Provisioning::Eager).device_seconds.array ==
+    CHECK(test::provisioned(d, Provisioning::Lazy).device_seconds.array -
+              test::provisioned(d, Provisioning::Eager).device_seconds.array ==
           Approx(130).epsilon(0.05));
     CHECK_FALSE(device_preset("fast"));
 }

@@ -21,6 +21,7 @@
 #include "support/fixtures.hpp"
 #include "support/hand_volume.hpp"
 #include "support/memory_image.hpp"
+#include "support/provisioned.hpp"
 
 using namespace guestfrag;
 using Json = nlohmann::json;
@@ -68,13 +69,6 @@ Layer top_layer() {
     top.allocated.add(bytes(23 * kBlock, 24 * kBlock));
     top.provisioning = {Provisioning::Thin, kBlock, false, "test"};
     return top;
-}
-
-const ProvisionedSeconds& result(const IoStats& s, Provisioning type) {
-    for (const ProvisionedSeconds& p : s.provisioned)
-        if (p.type == type) return p;
-    FAIL("no result for the type");
-    return s.provisioned.front();
 }
 
 Json run_json(const std::vector<std::string>& args) {
@@ -130,24 +124,25 @@ TEST_CASE("plan writes: first writes, and bytes into written and into new blocks
     CHECK(w.provisioning == top.provisioning);
 
     // Eager pays no first write; lazy zeroes the 2 blocks, thin also allocates them.
-    CHECK(result(s, Provisioning::Eager).first_writes == 0);
-    CHECK(result(s, Provisioning::Lazy).first_writes == 2);
-    CHECK(result(s, Provisioning::Thin).first_writes == 2);
+    CHECK(test::provisioned(s, Provisioning::Eager).first_writes == 0);
+    CHECK(test::provisioned(s, Provisioning::Lazy).first_writes == 2);
+    CHECK(test::provisioned(s, Provisioning::Thin).first_writes == 2);
     // SSD (docs/estimate.md §8.2): reads 3 · 80 µs + 24576 B / 500 MB/s, writes 3 · 40 µs +
     // 24576 B / 450 MB/s: eager 463.765 µs; lazy + 2 · 65536 B / 450 MB/s = 755.036 µs; thin
     // + 2 · 0.1 ms = 955.036 µs.
     const double eager = 3 * 80e-6 + 24576 / 500e6 + 3 * 40e-6 + 24576 / 450e6;
     CHECK(eager == Approx(463.765e-6).epsilon(1e-5));
-    CHECK(result(s, Provisioning::Eager).device_seconds.ssd == Approx(eager));
-    CHECK(result(s, Provisioning::Lazy).device_seconds.ssd == Approx(eager + 2 * 65536 / 450e6));
-    CHECK(result(s, Provisioning::Thin).device_seconds.ssd == Approx(eager + 2 * 65536 / 450e6 + 2 * 0.1e-3));
-    CHECK(result(s, Provisioning::Thin).device_seconds.ssd == Approx(955.036e-6).epsilon(1e-5));
+    CHECK(test::provisioned(s, Provisioning::Eager).device_seconds.ssd == Approx(eager));
+    CHECK(test::provisioned(s, Provisioning::Lazy).device_seconds.ssd == Approx(eager + 2 * 65536 / 450e6));
+    CHECK(test::provisioned(s, Provisioning::Thin).device_seconds.ssd ==
+          Approx(eager + 2 * 65536 / 450e6 + 2 * 0.1e-3));
+    CHECK(test::provisioned(s, Provisioning::Thin).device_seconds.ssd == Approx(955.036e-6).epsilon(1e-5));
     for (double DeviceSeconds::*model : {&DeviceSeconds::hdd, &DeviceSeconds::ssd, &DeviceSeconds::array}) {
-        CHECK(result(s, Provisioning::Thin).device_seconds.*model >
-              result(s, Provisioning::Lazy).device_seconds.*model);
-        CHECK(result(s, Provisioning::Lazy).device_seconds.*model >
-              result(s, Provisioning::Eager).device_seconds.*model);
-        CHECK(result(s, Provisioning::Eager).device_seconds.*model == s.device_seconds.*model);
+        CHECK(test::provisioned(s, Provisioning::Thin).device_seconds.*model >
+              test::provisioned(s, Provisioning::Lazy).device_seconds.*model);
+        CHECK(test::provisioned(s, Provisioning::Lazy).device_seconds.*model >
+              test::provisioned(s, Provisioning::Eager).device_seconds.*model);
+        CHECK(test::provisioned(s, Provisioning::Eager).device_seconds.*model == s.device_seconds.*model);
     }
 
     // On a fully stored layer every destination block is written already.
@@ -192,11 +187,11 @@ TEST_CASE("plan writes: a workload after the plan pays no first write where the 
     CHECK(e.after->stats.writes == 4);
     // After: the plan wrote 24 and 25; only 22 is left.
     CHECK(e.after->stats.first_writes == 1);
-    CHECK(result(e.after->stats, Provisioning::Thin).device_seconds.ssd <
-          result(e.before.stats, Provisioning::Thin).device_seconds.ssd);
+    CHECK(test::provisioned(e.after->stats, Provisioning::Thin).device_seconds.ssd <
+          test::provisioned(e.before.stats, Provisioning::Thin).device_seconds.ssd);
     // Eager pays nothing either way; the IOs are the same.
-    CHECK(result(e.after->stats, Provisioning::Eager).device_seconds.ssd ==
-          Approx(result(e.before.stats, Provisioning::Eager).device_seconds.ssd));
+    CHECK(test::provisioned(e.after->stats, Provisioning::Eager).device_seconds.ssd ==
+          Approx(test::provisioned(e.before.stats, Provisioning::Eager).device_seconds.ssd));
 }
 
 TEST_CASE("plan writes: impact --json and report --json carry the core's figures",
