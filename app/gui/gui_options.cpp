@@ -33,8 +33,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
             out.screenshot = value();
         } else if (a == "--tab") {
             out.tab = value();
-            if (out.tab != "files" && out.tab != "histograms" && out.tab != "warnings")
-                throw std::invalid_argument("--tab: '" + out.tab + "' is not one of files, histograms, warnings");
+            if (out.tab != "files" && out.tab != "histograms" && out.tab != "impact" && out.tab != "warnings")
+                throw std::invalid_argument("--tab: '" + out.tab +
+                                            "' is not one of files, histograms, impact");
         } else if (a == "--map") {
             out.map = value();
             if (out.map != "allocation" && out.map != "layers")
@@ -65,7 +66,7 @@ std::string gui_usage() {
            "                     `guestfrag report` recommends for the disk)\n"
            "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"
            "                     window as a PNG and exit (0 ok, 2 bad image)\n"
-           "  --tab T            tab shown: files (default), histograms or warnings\n"
+           "  --tab T            tab shown: files (default), histograms or impact (also: warnings)\n"
            "  --map M            cluster map colouring: allocation (default) or layers\n"
            "  --version          print the version and exit\n"
            "  -h, --help         print this help and exit\n";

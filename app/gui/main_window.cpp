@@ -35,6 +35,7 @@
 #include "app/gui/files_model.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/plan_panel.hpp"
+#include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/warnings_model.hpp"
 
 namespace guestfrag::gui {
@@ -43,6 +44,9 @@ namespace {
 
 constexpr int kRecentFiles = 8;
 const QString kRecentKey = QStringLiteral("recentFiles");
+// The "Carrying out the plan" column of the Impact tab at the default window size: its
+// three table columns and its figures in a few wrapped lines.
+constexpr int kPlanWritesWidth = 480;
 
 QString qstr(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
@@ -83,6 +87,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       warnings_(new WarningsModel(this)),
       warnings_note_(new QLabel),
       warnings_view_(new QTableView),
+      plan_writes_(new PlanWritesPanel),
       tabs_(new QTabWidget),
       status_(new QLabel),
       progress_(new QProgressBar),
@@ -202,15 +207,23 @@ QWidget* MainWindow::build_central() {
     warnings_view_->horizontalHeader()->setSectionResizeMode(WarningsModel::Message, QHeaderView::Stretch);
     warnings_view_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     warnings_view_->setWordWrap(true);
+    // The plan's own IO is part of its impact (docs/impact.md §10): beside the warnings,
+    // whose messages wrap, rather than under them, where the tab has no room for its rows.
+    auto* impact_split = new QSplitter(Qt::Horizontal);
+    impact_split->addWidget(warnings_view_);
+    impact_split->addWidget(plan_writes_);
+    impact_split->setStretchFactor(0, 1);
+    impact_split->setStretchFactor(1, 0);
+    impact_split->setSizes({kWindowSize.width() - kPlanWritesWidth, kPlanWritesWidth});
     auto* warnings_page = new QWidget;
     auto* warnings_layout = new QVBoxLayout(warnings_page);
     warnings_layout->addWidget(warnings_note_);
-    warnings_layout->addWidget(warnings_view_);
+    warnings_layout->addWidget(impact_split, 1);
     warnings_note_->setWordWrap(true);
 
     tabs_->addTab(files_page, tr("Files"));
     tabs_->addTab(histograms_, tr("IO histograms"));
-    tabs_->addTab(warnings_page, tr("Warnings"));
+    tabs_->addTab(warnings_page, tr("Impact"));
 
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
@@ -259,7 +272,7 @@ QWidget* MainWindow::build_central() {
 void MainWindow::set_strategy(const std::string& name) { plan_panel_->set_strategy(name); }
 
 void MainWindow::set_tab(const std::string& name) {
-    tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "warnings" ? 2 : 0);
+    tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "impact" || name == "warnings" ? 2 : 0);
 }
 
 void MainWindow::set_map_mode(const std::string& name) { mode_box_->setCurrentIndex(name == "layers" ? 1 : 0); }
@@ -290,6 +303,7 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
     after_cells_.reset();
     files_->set_volume(nullptr);
     warnings_->set_warnings({});
+    plan_writes_->show_result(nullptr);
     histograms_->show_result(nullptr);
     plan_panel_->show_result(nullptr, nullptr);
     map_->show_volume(nullptr, nullptr, false);
@@ -362,6 +376,7 @@ void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
     files_view_->horizontalHeader()->setSectionResizeMode(FilesModel::Path, QHeaderView::Stretch);
     warnings_->set_warnings({});
     warnings_note_->clear();
+    plan_writes_->show_result(nullptr);
     histograms_->show_result(nullptr);
     plan_panel_->show_result(nullptr, nullptr);
     map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
@@ -462,6 +477,9 @@ void MainWindow::show_plan() {
     const VolumeAnalysis& v = opened_.analysis->volumes.at(plan_->volume);
     plan_panel_->show_result(&*plan_, &v);
     histograms_->show_result(&*plan_);
+    plan_writes_->show_result(&*plan_);
+    // Every column of its table in view; the handle can still widen it.
+    plan_writes_->setMinimumWidth(plan_writes_->table_width());
     if (plan_->impact) {
         warnings_->set_warnings(plan_->impact->warnings);
         warnings_note_->setText(plan_->impact->warnings.empty() ? tr("The plan raises no storage warnings.")

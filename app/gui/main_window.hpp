@@ -35,6 +35,7 @@ class FilesModel;
 class HistogramPanel;
 class MapLegend;
 class PlanPanel;
+class PlanWritesPanel;
 class WarningsModel;
 
 /// Size of the window in --screenshot mode (and its default size).
@@ -56,7 +57,8 @@ public:
     /// open_chain takes them), then plans its first volume with the plan panel's settings.
     void open_image(const QString& path, const std::vector<ParentOverride>& parents = {});
     void set_strategy(const std::string& name);
-    /// "files", "histograms" or "warnings".
+    /// "files", "histograms" or "impact" (the warnings and the plan's own IO; its older
+    /// name "warnings" too).
     void set_tab(const std::string& name);
     /// "allocation" or "layers".
     void set_map_mode(const std::string& name);
@@ -83,6 +85,8 @@ public:
     [[nodiscard]] QTableView* files_view() const { return files_view_; }
     [[nodiscard]] HistogramPanel* histograms() const { return histograms_; }
     [[nodiscard]] WarningsModel* warnings_model() const { return warnings_; }
+    /// The Impact tab's "Carrying out the plan" section, beside the warnings.
+    [[nodiscard]] PlanWritesPanel* plan_writes() const { return plan_writes_; }
     [[nodiscard]] QLabel* summary() const { return summary_; }
     [[nodiscard]] PlanPanel* plan_panel() const { return plan_panel_; }
 
@@ -154,6 +158,7 @@ private:
     WarningsModel* warnings_;
     QLabel* warnings_note_;
     QTableView* warnings_view_;
+    PlanWritesPanel* plan_writes_;
     QTabWidget* tabs_;
     QLabel* status_;
     QProgressBar* progress_;

@@ -78,34 +78,45 @@ std::vector<ProvisionedRow> provisioned_rows(const IoStats& s) {
 ProvisionedModel::ProvisionedModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void ProvisionedModel::set_estimate(const VolumeEstimate* estimate) {
+    if (!estimate) return show({}, IoStats{}, disk_);
+    std::vector<State> states;
+    states.push_back({tr("before"), provisioned_rows(estimate->before.stats)});
+    if (estimate->after) states.push_back({tr("after"), provisioned_rows(estimate->after->stats)});
+    show(std::move(states), estimate->before.stats, estimate->provisioning.type);
+}
+
+void ProvisionedModel::set_stats(const IoStats* stats, Provisioning disk) {
+    if (!stats) return show({}, IoStats{}, disk);
+    show({State{QString(), provisioned_rows(*stats)}}, *stats, disk);
+}
+
+void ProvisionedModel::show(std::vector<State> states, const IoStats& stats, Provisioning disk) {
     beginResetModel();
-    before_.clear();
-    after_.clear();
-    has_after_ = false;
-    if (estimate) {
-        before_ = provisioned_rows(estimate->before.stats);
-        for (std::size_t i = 0; i < types_.size(); ++i) types_[i] = estimate->before.stats.provisioned[i].type;
-        has_after_ = estimate->after.has_value();
-        if (has_after_) after_ = provisioned_rows(estimate->after->stats);
-        disk_ = estimate->provisioning.type;
-    }
+    states_ = std::move(states);
+    for (std::size_t i = 0; i < types_.size(); ++i) types_[i] = stats.provisioned[i].type;
+    disk_ = disk;
     endResetModel();
 }
 
 int ProvisionedModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : static_cast<int>(before_.size());
+    return parent.isValid() || states_.empty() ? 0 : static_cast<int>(states_.front().rows.size());
 }
 
 int ProvisionedModel::columnCount(const QModelIndex& parent) const {
-    if (parent.isValid() || before_.empty()) return 0;
-    return has_after_ ? 6 : 3;
+    return parent.isValid() || rowCount() == 0 ? 0 : static_cast<int>(3 * states_.size());
+}
+
+QString ProvisionedModel::state(int column) const {
+    return column < 0 || column >= columnCount() ? QString()
+                                                 : states_[static_cast<std::size_t>(column / 3)].name;
 }
 
 QVariant ProvisionedModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount() || index.column() >= columnCount()) return {};
     const auto row = static_cast<std::size_t>(index.row());
-    const ProvisionedCell& cell =
-        (after(index.column()) ? after_ : before_)[row].cells[static_cast<std::size_t>(index.column() % 3)];
+    const ProvisionedCell& cell = states_[static_cast<std::size_t>(index.column() / 3)]
+                                      .rows[row]
+                                      .cells[static_cast<std::size_t>(index.column() % 3)];
     switch (role) {
     case Qt::DisplayRole:
         return cell.text;
@@ -126,7 +137,8 @@ QVariant ProvisionedModel::data(const QModelIndex& index, int role) const {
 }
 
 QString ProvisionedModel::column_title(int column, const QString& separator) const {
-    QString title = (after(column) ? tr("after") : tr("before")) + separator + type_name(type(column));
+    const QString name = state(column);
+    QString title = (name.isEmpty() ? QString() : name + separator) + type_name(type(column));
     if (type(column) == disk_) title += tr(" (this disk)");
     return title;
 }
@@ -134,7 +146,7 @@ QString ProvisionedModel::column_title(int column, const QString& separator) con
 QVariant ProvisionedModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation == Qt::Vertical) {
         if (role != Qt::DisplayRole || section < 0 || section >= rowCount()) return {};
-        return before_[static_cast<std::size_t>(section)].label;
+        return states_.front().rows[static_cast<std::size_t>(section)].label;
     }
     if (section < 0 || section >= columnCount()) return {};
     // Two lines keep the columns narrow: the state above, the type below.

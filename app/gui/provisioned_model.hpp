@@ -39,10 +39,12 @@ struct ProvisionedRow {
 /// decimal ("85.3 µs"; the CLI writes "us"), otherwise estimate_seconds_text.
 [[nodiscard]] QString latency_text(double seconds);
 
-/// `estimate`'s "Eager, lazy and thin" blocks of one volume estimate as a table: a row per
-/// ProvisionedRow (row labels in the vertical header), a column per state (before, after
-/// the plan when there is one) and provisioning type. The header of the disk's own type
-/// (VolumeEstimate::provisioning) says "(this disk)" and its cells are bold.
+/// "Eager, lazy and thin" figures as a table: a row per ProvisionedRow (row labels in the
+/// vertical header) and a column per provisioning type of each state shown. set_estimate
+/// shows `estimate`'s blocks of one volume estimate, before and after the plan when there is
+/// one; set_stats shows one IoStats alone (the plan's own IO, PlanWrites::stats), its columns
+/// titled by the type only. The header of the disk's own type says "(this disk)" and its
+/// cells are bold.
 class ProvisionedModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -51,25 +53,36 @@ public:
 
     explicit ProvisionedModel(QObject* parent = nullptr);
 
-    /// Shows `estimate` (nullptr: an empty table).
+    /// Shows `estimate`: states "before" and, with a plan, "after"; the disk's type is
+    /// VolumeEstimate::provisioning (nullptr: an empty table).
     void set_estimate(const VolumeEstimate* estimate);
+    /// Shows `stats` as three columns without a state; `disk` is the disk's own type
+    /// (nullptr: an empty table).
+    void set_stats(const IoStats* stats, Provisioning disk);
 
     [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
     [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
     [[nodiscard]] QVariant data(const QModelIndex& index, int role) const override;
     [[nodiscard]] QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
-    /// What column `column` shows: after the plan or before, and which provisioning type.
-    [[nodiscard]] bool after(int column) const { return column >= 3; }
+    /// What column `column` shows: its state ("before", "after"; empty for set_stats) and
+    /// its provisioning type.
+    [[nodiscard]] QString state(int column) const;
     [[nodiscard]] Provisioning type(int column) const { return types_[static_cast<std::size_t>(column % 3)]; }
-    /// The column's header: "before" or "after", `separator`, the type, and " (this disk)"
-    /// on the disk's own type ("before, thin (this disk)"; the header has a line break).
+    /// The column's header: the state and `separator` when there is one, the type, and
+    /// " (this disk)" on the disk's own type ("before, thin (this disk)"; the header puts a
+    /// line break between state and type).
     [[nodiscard]] QString column_title(int column, const QString& separator = QStringLiteral(", ")) const;
 
 private:
-    std::vector<ProvisionedRow> before_;
-    std::vector<ProvisionedRow> after_;
-    bool has_after_ = false;
+    struct State {
+        QString name;
+        std::vector<ProvisionedRow> rows;
+    };
+    /// Resets to `states` (each of provisioned_rows' three columns), typed by `stats`.
+    void show(std::vector<State> states, const IoStats& stats, Provisioning disk);
+
+    std::vector<State> states_;
     std::array<Provisioning, 3> types_{Provisioning::Eager, Provisioning::Lazy, Provisioning::Thin};
     Provisioning disk_ = Provisioning::Eager;
 };

@@ -6,6 +6,7 @@
 
 #include "analyzers/fragmentation.hpp"
 #include "app/gui/files_model.hpp"
+#include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/provisioned_model.hpp"
 
 namespace guestfrag::gui {
@@ -26,6 +27,23 @@ QString tr_row(std::initializer_list<QString> cells, const char* tag = "td") {
     QString out = QStringLiteral("<tr>");
     for (const QString& c : cells) out += QStringLiteral("<%1>%2</%1>").arg(QString::fromLatin1(tag), c);
     return out + QStringLiteral("</tr>\n");
+}
+
+/// `model` as an HTML table: its column titles on one line, its row labels as row headers,
+/// every cell as shown on screen.
+QString provisioned_table(const ProvisionedModel& model) {
+    QString html = QStringLiteral("<table>\n<tr><th></th>");
+    for (int c = 0; c < model.columnCount(); ++c)
+        html += QStringLiteral("<th>%1</th>").arg(model.column_title(c).toHtmlEscaped());
+    html += QStringLiteral("</tr>\n");
+    for (int r = 0; r < model.rowCount(); ++r) {
+        html += QStringLiteral("<tr><th>%1</th>")
+                    .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString().toHtmlEscaped());
+        for (int c = 0; c < model.columnCount(); ++c)
+            html += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString().toHtmlEscaped());
+        html += QStringLiteral("</tr>\n");
+    }
+    return html + QStringLiteral("</table>\n");
 }
 
 }  // namespace
@@ -78,18 +96,7 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
     // The histogram tab's "Eager, lazy and thin" table, from the same model.
     ProvisionedModel provisioned;
     provisioned.set_estimate(&plan.estimate);
-    html += QStringLiteral("<h3>Eager, lazy and thin</h3>\n<table>\n<tr><th></th>");
-    for (int c = 0; c < provisioned.columnCount(); ++c)
-        html += QStringLiteral("<th>%1</th>").arg(provisioned.column_title(c).toHtmlEscaped());
-    html += QStringLiteral("</tr>\n");
-    for (int r = 0; r < provisioned.rowCount(); ++r) {
-        html += QStringLiteral("<tr><th>%1</th>")
-                    .arg(provisioned.headerData(r, Qt::Vertical, Qt::DisplayRole).toString().toHtmlEscaped());
-        for (int c = 0; c < provisioned.columnCount(); ++c)
-            html += QStringLiteral("<td>%1</td>").arg(provisioned.index(r, c).data().toString().toHtmlEscaped());
-        html += QStringLiteral("</tr>\n");
-    }
-    html += QStringLiteral("</table>\n");
+    html += QStringLiteral("<h3>Eager, lazy and thin</h3>\n") + provisioned_table(provisioned);
     html += QStringLiteral("<p><img alt=\"IO length histogram\" src=\"%1\"> <img alt=\"seek distance histogram\" src=\"%2\"></p>\n")
                 .arg(png_data_url(io_length_chart), png_data_url(seek_distance_chart));
     html += QStringLiteral("<h2>Storage impact</h2>\n");
@@ -102,6 +109,15 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
                             esc(w.code), size_text(w.bytes), esc(w.message)});
         html += QStringLiteral("</table>\n");
         if (plan.impact->warnings.empty()) html += QStringLiteral("<p>No warnings.</p>\n");
+        // The Impact tab's "Carrying out the plan" section: caption, figures, table.
+        const PlanWrites& writes = plan.impact->plan_writes;
+        QStringList lines;
+        for (const QString& line : plan_writes_lines(writes)) lines << line.toHtmlEscaped();
+        html += QStringLiteral("<h3>%1</h3>\n<p>%2</p>\n")
+                    .arg(plan_writes_caption(writes).toHtmlEscaped(), lines.join(QStringLiteral("<br>\n")));
+        ProvisionedModel own;
+        own.set_stats(&writes.stats, writes.provisioning.type);
+        html += provisioned_table(own);
     } else {
         html += QStringLiteral("<p>Not available: %1</p>\n").arg(esc(plan.impact_error));
     }

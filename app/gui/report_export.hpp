@@ -11,7 +11,9 @@ namespace guestfrag::gui {
 /// A self-contained HTML page of one volume: the image, the volume's fragmentation figures,
 /// the most fragmented files, the plan's summary, the workload's headline deltas, its
 /// "Eager, lazy and thin" table (ProvisionedModel), both histogram charts embedded as PNG
-/// (data: URLs) and the impact warnings. Pure text building.
+/// (data: URLs), the impact warnings and the plan's own IO ("Carrying out the plan":
+/// PlanWritesPanel's caption, figures and table), or why the impact is missing. Pure text
+/// building.
 [[nodiscard]] QString html_report(const OpenedImage& opened, const PlanResult& plan, const QString& headline,
                                   const QImage& io_length_chart, const QImage& seek_distance_chart);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The IO histograms tab's "Eager, lazy and thin" table: a write workload planned in the
 // window, every cell against the estimate's IoStats and against the CLI's `estimate --plan`
-// of the same image, plan and workload (its JSON figures and its text cells).
+// of the same image, plan and workload (its JSON figures and its text cells). The Impact
+// tab's "Carrying out the plan" section: every cell and line against `impact --plan`.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -21,10 +22,12 @@
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/main_window.hpp"
 #include "app/gui/plan_panel.hpp"
+#include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/provisioned_model.hpp"
 #include "app/gui/report_export.hpp"
 #include "core/plan/plan_io.hpp"
 #include "gui_image.hpp"
+#include "pipeline/sizes.hpp"
 
 using namespace guestfrag;
 using namespace guestfrag::gui;
@@ -90,6 +93,75 @@ std::vector<double> stats_figures(const IoStats& s, const ProvisionedSeconds& p)
         out.insert(out.end(), {seconds, t.iops, t.mb_per_second, t.mean_latency_seconds});
     }
     return out;
+}
+
+/// One row of the CLI's impact text: "  " + the name padded to 28 + the figure right-aligned
+/// in 12 + "   " + what follows it (impact_text.cpp row()). {figure, rest}; empty when the
+/// row is missing.
+std::pair<std::string, std::string> text_row(const std::string& text, const std::string& name) {
+    std::istringstream in(text);
+    std::string line;
+    const std::string start = "  " + name + std::string(28 - name.size(), ' ');
+    while (std::getline(in, line))
+        if (line.rfind(start, 0) == 0)
+            return {trim(line.substr(30, 12)), line.size() > 45 ? line.substr(45) : ""};
+    return {};
+}
+
+/// The first line of `text` that starts with `prefix` (empty when none does).
+std::string line_starting(const std::string& text, const std::string& prefix) {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind(prefix, 0) == 0) return line;
+    return {};
+}
+
+/// Compares every cell of `model` (three columns, one per type, no state) with the CLI's
+/// JSON `provisioned` array and its text block `text`; the disk's own type is `disk`.
+QStringList compare_provisioned(const ProvisionedModel& model, const nlohmann::json& provisioned,
+                                const std::array<std::string, 3>& text_header, const TextBlock& text,
+                                const std::string& disk) {
+    QStringList wrong;
+    if (model.columnCount() != 3 || model.rowCount() != 14 || text.size() != 14 || provisioned.size() != 3)
+        return {QStringLiteral("shape: %1 x %2, CLI text %3 rows, JSON %4 types")
+                    .arg(model.rowCount())
+                    .arg(model.columnCount())
+                    .arg(text.size())
+                    .arg(provisioned.size())};
+    for (int c = 0; c < 3; ++c) {
+        const auto k = static_cast<std::size_t>(c);
+        const std::string type = provisioned.at(k).at("type").get<std::string>();
+        const QString header = model.headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+        if (!model.state(c).isEmpty()) wrong << QStringLiteral("column %1 has a state").arg(c);
+        if (std::string(provisioning_name(model.type(c))) != type || text_header[k] != type)
+            wrong << QStringLiteral("column %1: %2, CLI %3").arg(c).arg(header, QString::fromStdString(type));
+        const QString title =
+            QString::fromStdString(type) + (type == disk ? QStringLiteral(" (this disk)") : QString());
+        if (header != title || model.column_title(c) != title)
+            wrong << QStringLiteral("header '%1', expected '%2'").arg(header, title);
+        const std::vector<double> from_cli = json_figures(provisioned.at(k));
+        for (int r = 0; r < 14; ++r) {
+            const auto row = static_cast<std::size_t>(r);
+            const QString label = model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString();
+            const QString where = QStringLiteral("%1 / %2: ").arg(label, title);
+            const double shown = model.index(r, c).data(ProvisionedModel::kValueRole).toDouble();
+            if (shown != from_cli[row])
+                wrong << where + QStringLiteral("%1, CLI JSON %2")
+                                     .arg(shown, 0, 'g', 17)
+                                     .arg(from_cli[row], 0, 'g', 17);
+            const auto& [cli_label, cells] = text[row];
+            if (label.toStdString() != cli_label)
+                wrong << where + QStringLiteral("label, CLI text %1").arg(QString::fromStdString(cli_label));
+            QString cli_cell = QString::fromStdString(cells[k]);
+            if (cli_cell.endsWith(QStringLiteral(" us")))
+                cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
+            const QString text_shown = model.index(r, c).data().toString();
+            if (text_shown != cli_cell)
+                wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
+        }
+    }
+    return wrong;
 }
 
 }  // namespace
@@ -161,7 +233,7 @@ private slots:
             const IoStats& s = is_after ? after : before;
             const auto& cli = volume.at(is_after ? "after" : "before").at("provisioned").at(k);
             const std::string type = cli.at("type").get<std::string>();
-            QCOMPARE(model.after(c), is_after);
+            QCOMPARE(model.state(c), is_after ? QStringLiteral("after") : QStringLiteral("before"));
             QCOMPARE(std::string(provisioning_name(model.type(c))), type);
             QCOMPARE(std::string(provisioning_name(s.provisioned[k].type)), type);
             QCOMPARE(text_header[is_after ? 1 : 0][k], type);
@@ -224,6 +296,119 @@ private slots:
             QVERIFY2(html.contains(row), qPrintable(row));
         }
         QVERIFY(html.contains(QStringLiteral("<th>before, %1 (this disk)</th>").arg(QString::fromStdString(disk))));
+    }
+
+    void planWritesAreTheCliImpact() {
+        MainWindow window(false);
+        window.set_strategy("defrag");
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        const PlanResult& plan = *window.plan();
+        QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
+        QVERIFY(!plan.plan.moves.empty());
+        const PlanWrites& writes = plan.impact->plan_writes;
+        // Moves into the image's holes pay first writes: otherwise eager, lazy and thin would
+        // agree and a column mix-up could pass.
+        QVERIFY2(writes.stats.first_writes > 0 && writes.into_new_bytes > 0, "the plan pays no first write");
+
+        // The CLI's impact of the same image and plan (the window's defaults are the CLI's).
+        const fs::path plan_json = scratch("impact_plan.json");
+        {
+            std::ofstream(plan_json) << plan_to_json(plan.plan,
+                                                     window.opened().analysis->volumes.front().map);
+        }
+        const std::vector<std::string> args{"impact", image_path_.string(), "--plan", plan_json.string()};
+        std::vector<std::string> json_args = args;
+        json_args.push_back("--json");
+        const auto cli_json = test::run_cli(json_args);
+        QVERIFY2(cli_json.status == 0, cli_json.err.c_str());
+        const auto cli_text = test::run_cli(args);
+        QVERIFY2(cli_text.status == 0, cli_text.err.c_str());
+        fs::remove(plan_json);
+        const auto doc = nlohmann::json::parse(cli_json.out);
+        QCOMPARE(doc.at("partition").get<int>(), plan.impact->partition);
+        const auto& j = doc.at("figures").at("plan_writes");
+        const std::string disk = j.at("provisioning").at("type").get<std::string>();
+        QCOMPARE(
+            j.at("into_written_bytes").get<std::uint64_t>() + j.at("into_new_bytes").get<std::uint64_t>(),
+            j.at("written_bytes").get<std::uint64_t>());
+
+        // The table: every cell against the JSON figures and the text's "Eager, lazy and thin".
+        const PlanWritesPanel& panel = *window.plan_writes();
+        std::array<std::string, 3> text_header;
+        const TextBlock text = text_block(cli_text.out, "Eager, lazy and thin", &text_header);
+        const QStringList wrong =
+            compare_provisioned(*panel.model(), j.at("provisioned"), text_header, text, disk);
+        QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
+
+        // The caption is the text's heading; each figure line the text's rows, and the
+        // zeroing block and block bytes the JSON fields.
+        QCOMPARE(panel.caption().toStdString(), line_starting(cli_text.out, "Carrying out the plan"));
+        const auto [ios, ios_more] = text_row(cli_text.out, "IOs of the plan");
+        const auto [read, read_more] = text_row(cli_text.out, "data read");
+        QVERIFY(!ios.empty() && !read.empty());
+        // "data written" is also a row of the storage growth section, above: the last one is the plan's.
+        const std::string written =
+            trim(cli_text.out.substr(cli_text.out.rfind("\n  data written ") + 31, 12));
+        const std::string provisioning = line_starting(cli_text.out, "  provisioning  ");
+        QVERIFY(provisioning.size() > 30);
+        const auto [into_written, into_written_more] = text_row(cli_text.out, "into written blocks");
+        const auto [into_new, into_new_more] = text_row(cli_text.out, "into new blocks");
+        const QStringList expected_text{
+            QString::fromStdString("IOs of the plan " + ios + " (" + ios_more + ")"),
+            QString::fromStdString("data read " + read + " · data written " + written),
+            QString::fromStdString("provisioning " + provisioning.substr(30)),
+            QString::fromStdString("into written blocks " + into_written + " (" + into_written_more + ")"),
+            QString::fromStdString("into new blocks " + into_new + " (" + into_new_more + ")")};
+        QCOMPARE(panel.details(), expected_text.join(QLatin1Char('\n')));
+        const QStringList lines = panel.details().split(QLatin1Char('\n'));
+        QCOMPARE(lines.value(3),
+                 QString::fromStdString("into written blocks " +
+                                        format_size(j.at("into_written_bytes").get<std::uint64_t>()) +
+                                        " (their zeroing block already written)"));
+        QCOMPARE(lines.value(4),
+                 QString::fromStdString(
+                     "into new blocks " + format_size(j.at("into_new_bytes").get<std::uint64_t>()) + " (" +
+                     std::to_string(j.at("first_writes").get<std::uint64_t>()) + " first writes of a " +
+                     format_size(j.at("zero_block").get<std::uint64_t>()) + " block)"));
+        QVERIFY(panel.details().contains(QString::fromStdString(
+            "zeroing block " + format_size(j.at("provisioning").at("zero_block").get<std::uint64_t>()))));
+
+        // On its tab, beside the warnings: every column in view at the default window size.
+        window.set_tab("impact");
+        QApplication::processEvents();
+        QVERIFY(panel.view()->isVisible());
+        QCOMPARE(panel.view()->horizontalScrollBar()->maximum(), 0);
+
+        // The HTML report carries the section: heading, figure lines, every row of the table.
+        const QString html =
+            html_report(window.opened(), plan, window.histograms()->headline(), QImage(), QImage());
+        QVERIFY(html.contains(QStringLiteral("<h3>%1</h3>").arg(panel.caption().toHtmlEscaped())));
+        for (const QString& line : expected_text)
+            QVERIFY2(html.contains(line.toHtmlEscaped()), qPrintable(line));
+        const ProvisionedModel& model = *panel.model();
+        for (int r = 0; r < model.rowCount(); ++r) {
+            QString row = QStringLiteral("<tr><th>%1</th>")
+                              .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
+            for (int c = 0; c < model.columnCount(); ++c)
+                row += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString());
+            QVERIFY2(html.contains(row), qPrintable(row));
+        }
+        QVERIFY(html.contains(QStringLiteral("<th>%1 (this disk)</th>").arg(QString::fromStdString(disk))));
+
+        // A failed impact: its reason in place of the section, on the tab and in the report.
+        PlanResult failed = plan;
+        failed.impact.reset();
+        failed.impact_error = "the plan does not apply";
+        PlanWritesPanel alone;
+        alone.show_result(&failed);
+        QCOMPARE(alone.details(), QStringLiteral("Not available: the plan does not apply"));
+        QCOMPARE(alone.model()->columnCount(), 0);
+        QVERIFY(alone.view()->isHidden());
+        const QString failed_html = html_report(window.opened(), failed, QString(), QImage(), QImage());
+        QVERIFY(failed_html.contains(QStringLiteral("Not available: the plan does not apply")));
+        QVERIFY(!failed_html.contains(QStringLiteral("Carrying out the plan")));
     }
 
     void formatsAsTheCli() {

@@ -25,6 +25,7 @@
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/main_window.hpp"
 #include "app/gui/plan_panel.hpp"
+#include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/report_export.hpp"
 #include "app/gui/warnings_model.hpp"
 #include "core/estimate/estimate.hpp"
@@ -151,18 +152,25 @@ private slots:
         window.open_image(QString::fromStdString(image_path_.string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         QCOMPARE(window.size(), gui::kWindowSize);
-        QApplication::processEvents();
-        int checked = 0;
-        for (const QLabel* label : window.findChildren<QLabel*>()) {
-            if (!label->isVisible() || label->text().isEmpty()) continue;
-            ++checked;
-            const QString what = label->text().left(60);
-            if (label->wordWrap())
-                QVERIFY2(label->height() >= label->heightForWidth(label->width()), qPrintable(what));
-            else
-                QVERIFY2(label->width() >= label->minimumSizeHint().width(), qPrintable(what));
+        // On every tab: the Impact tab's "Carrying out the plan" figures wrap in a narrow column.
+        for (const char* tab : {"files", "histograms", "impact"}) {
+            window.set_tab(tab);
+            QApplication::processEvents();
+            int checked = 0;
+            for (const QLabel* label : window.findChildren<QLabel*>()) {
+                if (!label->isVisible() || label->text().isEmpty()) continue;
+                ++checked;
+                const QString what = QString::fromLatin1(tab) + QStringLiteral(": ") + label->text().left(60);
+                if (label->wordWrap())
+                    QVERIFY2(label->height() >= label->heightForWidth(label->width()), qPrintable(what));
+                else
+                    QVERIFY2(label->width() >= label->minimumSizeHint().width(), qPrintable(what));
+            }
+            QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
         }
-        QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
+        // The Impact tab shows the plan's own IO: its caption and figures were among those checked.
+        QVERIFY(window.plan_writes()->isVisible());
+        QVERIFY(!window.plan_writes()->details().isEmpty());
     }
 
     void exportsPlanAndReport() {
