@@ -40,7 +40,8 @@ constexpr int kTimeoutMs = 120'000;
 constexpr const char* kWorkload = "write:300";
 
 fs::path scratch(const std::string& name) {
-    return test::scratch_dir() / ("gui_prov_" + std::to_string(QCoreApplication::applicationPid()) + "_" + name);
+    return test::scratch_dir() /
+           ("gui_prov_" + std::to_string(QCoreApplication::applicationPid()) + "_" + name);
 }
 
 /// One "Eager, lazy and thin" block of `estimate`'s text: row label → its three cells.
@@ -64,7 +65,8 @@ TextBlock text_block(const std::string& text, const std::string& title, std::arr
     if (!in) return block;
     auto cells = [](const std::string& l) {
         std::array<std::string, 3> out;
-        for (std::size_t i = 0; i < 3; ++i) out[i] = trim(l.size() > 26 + 14 * i ? l.substr(26 + 14 * i, 14) : "");
+        for (std::size_t i = 0; i < 3; ++i)
+            out[i] = trim(l.size() > 26 + 14 * i ? l.substr(26 + 14 * i, 14) : "");
         return out;
     };
     if (!std::getline(in, line)) return block;
@@ -164,6 +166,28 @@ QStringList compare_provisioned(const ProvisionedModel& model, const nlohmann::j
     return wrong;
 }
 
+/// The CLI's `COMMAND IMAGE --plan PLAN ...` on the window's plan (saved to a scratch file
+/// for the call), as JSON and as text: the independent path every figure is checked against.
+struct CliOnPlan {
+    nlohmann::json json;
+    std::string text;
+    std::string error;  ///< the CLI's stderr when either call failed
+};
+
+CliOnPlan cli_on_plan(const MainWindow& window, const PlanResult& plan, const std::string& command,
+                      const std::string& image, const std::vector<std::string>& extra = {}) {
+    const fs::path plan_json = scratch(command + "_plan.json");
+    { std::ofstream(plan_json) << plan_to_json(plan.plan, window.opened().analysis->volumes.front().map); }
+    std::vector<std::string> args{command, image, "--plan", plan_json.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto text = test::run_cli(args);
+    args.push_back("--json");
+    const auto json = test::run_cli(args);
+    fs::remove(plan_json);
+    if (text.status != 0 || json.status != 0) return {{}, {}, command + ": " + text.err + json.err};
+    return {nlohmann::json::parse(json.out), text.out, {}};
+}
+
 }  // namespace
 
 class GuiProvisionedTest : public QObject {
@@ -202,18 +226,10 @@ private slots:
         QCOMPARE(model.columnCount(), 6);
 
         // The CLI's estimate of the same image, plan and workload: JSON and text.
-        const fs::path plan_json = scratch("plan.json");
-        { std::ofstream(plan_json) << plan_to_json(plan.plan, window.opened().analysis->volumes.front().map); }
-        const std::vector<std::string> args{"estimate", image_path_.string(), "--plan", plan_json.string(),
-                                            "--workload", kWorkload};
-        std::vector<std::string> json_args = args;
-        json_args.push_back("--json");
-        const auto cli_json = test::run_cli(json_args);
-        QVERIFY2(cli_json.status == 0, cli_json.err.c_str());
-        const auto cli_text = test::run_cli(args);
-        QVERIFY2(cli_text.status == 0, cli_text.err.c_str());
-        fs::remove(plan_json);
-        const auto doc = nlohmann::json::parse(cli_json.out);
+        const CliOnPlan run =
+            cli_on_plan(window, plan, "estimate", image_path_.string(), {"--workload", kWorkload});
+        QVERIFY2(run.error.empty(), run.error.c_str());
+        const auto& doc = run.json;
         QCOMPARE(doc.at("volumes").size(), std::size_t{1});
         const auto& volume = doc.at("volumes").at(0);
         QCOMPARE(volume.at("partition").get<int>(), plan.estimate.partition);
@@ -221,9 +237,9 @@ private slots:
         QCOMPARE(volume.at("provisioning").at("type").get<std::string>(), disk);
 
         std::array<std::string, 3> text_header[2];
-        const TextBlock text[2] = {text_block(cli_text.out, "Eager, lazy and thin (before)", &text_header[0]),
-                                   text_block(cli_text.out, "Eager, lazy and thin (after)", &text_header[1])};
-        QVERIFY2(text[0].size() == 14 && text[1].size() == 14, cli_text.out.c_str());
+        const TextBlock text[2] = {text_block(run.text, "Eager, lazy and thin (before)", &text_header[0]),
+                                   text_block(run.text, "Eager, lazy and thin (after)", &text_header[1])};
+        QVERIFY2(text[0].size() == 14 && text[1].size() == 14, run.text.c_str());
 
         QStringList wrong;
         int disk_columns = 0;
@@ -248,22 +264,29 @@ private slots:
             const std::vector<double> from_stats = stats_figures(s, s.provisioned[k]);
             for (int r = 0; r < model.rowCount(); ++r) {
                 const auto row = static_cast<std::size_t>(r);
-                const QString where = QStringLiteral("%1 / %2: ").arg(
-                    model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString(), model.column_title(c));
+                const QString where = QStringLiteral("%1 / %2: ")
+                                          .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString(),
+                                               model.column_title(c));
                 const double shown = model.index(r, c).data(ProvisionedModel::kValueRole).toDouble();
                 // Exact: the same double the CLI wrote (nlohmann prints doubles round-trip).
                 if (shown != from_stats[row])
-                    wrong << where + QStringLiteral("%1, IoStats %2").arg(shown, 0, 'g', 17).arg(from_stats[row], 0, 'g', 17);
+                    wrong << where + QStringLiteral("%1, IoStats %2")
+                                         .arg(shown, 0, 'g', 17)
+                                         .arg(from_stats[row], 0, 'g', 17);
                 if (shown != from_cli[row])
-                    wrong << where + QStringLiteral("%1, CLI JSON %2").arg(shown, 0, 'g', 17).arg(from_cli[row], 0, 'g', 17);
+                    wrong << where + QStringLiteral("%1, CLI JSON %2")
+                                         .arg(shown, 0, 'g', 17)
+                                         .arg(from_cli[row], 0, 'g', 17);
                 const auto& [label, cells] = text[is_after ? 1 : 0][row];
                 if (model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString().toStdString() != label)
                     wrong << where + QStringLiteral("label, CLI text %1").arg(QString::fromStdString(label));
                 // The CLI's ASCII "us" is "µs" on screen; everything else is character for character.
                 QString cli_cell = QString::fromStdString(cells[k]);
-                if (cli_cell.endsWith(QStringLiteral(" us"))) cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
+                if (cli_cell.endsWith(QStringLiteral(" us")))
+                    cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
                 const QString text_shown = model.index(r, c).data().toString();
-                if (text_shown != cli_cell) wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
+                if (text_shown != cli_cell)
+                    wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
             }
         }
         QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
@@ -276,7 +299,8 @@ private slots:
         const QTableView* view = window.histograms()->provisioned_view();
         QVERIFY(view->isVisible());
         QCOMPARE(view->horizontalScrollBar()->maximum(), 0);
-        for (int c = 0; c < model.columnCount(); ++c) QVERIFY(view->horizontalHeader()->sectionViewportPosition(c) >= 0);
+        for (int c = 0; c < model.columnCount(); ++c)
+            QVERIFY(view->horizontalHeader()->sectionViewportPosition(c) >= 0);
         QVERIFY(window.histograms()->io_length_chart() != nullptr);
         // The charts still export as drawn.
         const QImage io = window.histograms()->chart_image(HistogramPanel::IoLength);
@@ -290,12 +314,14 @@ private slots:
         const QString html = html_report(window.opened(), plan, window.histograms()->headline(), io, seek);
         QVERIFY(html.contains(QStringLiteral("<h3>Eager, lazy and thin</h3>")));
         for (int r = 0; r < model.rowCount(); ++r) {
-            QString row = QStringLiteral("<tr><th>%1</th>").arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
+            QString row = QStringLiteral("<tr><th>%1</th>")
+                              .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
             for (int c = 0; c < model.columnCount(); ++c)
                 row += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString());
             QVERIFY2(html.contains(row), qPrintable(row));
         }
-        QVERIFY(html.contains(QStringLiteral("<th>before, %1 (this disk)</th>").arg(QString::fromStdString(disk))));
+        QVERIFY(html.contains(
+            QStringLiteral("<th>before, %1 (this disk)</th>").arg(QString::fromStdString(disk))));
     }
 
     void planWritesAreTheCliImpact() {
@@ -313,20 +339,9 @@ private slots:
         QVERIFY2(writes.stats.first_writes > 0 && writes.into_new_bytes > 0, "the plan pays no first write");
 
         // The CLI's impact of the same image and plan (the window's defaults are the CLI's).
-        const fs::path plan_json = scratch("impact_plan.json");
-        {
-            std::ofstream(plan_json) << plan_to_json(plan.plan,
-                                                     window.opened().analysis->volumes.front().map);
-        }
-        const std::vector<std::string> args{"impact", image_path_.string(), "--plan", plan_json.string()};
-        std::vector<std::string> json_args = args;
-        json_args.push_back("--json");
-        const auto cli_json = test::run_cli(json_args);
-        QVERIFY2(cli_json.status == 0, cli_json.err.c_str());
-        const auto cli_text = test::run_cli(args);
-        QVERIFY2(cli_text.status == 0, cli_text.err.c_str());
-        fs::remove(plan_json);
-        const auto doc = nlohmann::json::parse(cli_json.out);
+        const CliOnPlan run = cli_on_plan(window, plan, "impact", image_path_.string());
+        QVERIFY2(run.error.empty(), run.error.c_str());
+        const auto& doc = run.json;
         QCOMPARE(doc.at("partition").get<int>(), plan.impact->partition);
         const auto& j = doc.at("figures").at("plan_writes");
         const std::string disk = j.at("provisioning").at("type").get<std::string>();
@@ -337,24 +352,23 @@ private slots:
         // The table: every cell against the JSON figures and the text's "Eager, lazy and thin".
         const PlanWritesPanel& panel = *window.plan_writes();
         std::array<std::string, 3> text_header;
-        const TextBlock text = text_block(cli_text.out, "Eager, lazy and thin", &text_header);
+        const TextBlock text = text_block(run.text, "Eager, lazy and thin", &text_header);
         const QStringList wrong =
             compare_provisioned(*panel.model(), j.at("provisioned"), text_header, text, disk);
         QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
 
         // The caption is the text's heading; each figure line the text's rows, and the
         // zeroing block and block bytes the JSON fields.
-        QCOMPARE(panel.caption().toStdString(), line_starting(cli_text.out, "Carrying out the plan"));
-        const auto [ios, ios_more] = text_row(cli_text.out, "IOs of the plan");
-        const auto [read, read_more] = text_row(cli_text.out, "data read");
+        QCOMPARE(panel.caption().toStdString(), line_starting(run.text, "Carrying out the plan"));
+        const auto [ios, ios_more] = text_row(run.text, "IOs of the plan");
+        const auto [read, read_more] = text_row(run.text, "data read");
         QVERIFY(!ios.empty() && !read.empty());
         // "data written" is also a row of the storage growth section, above: the last one is the plan's.
-        const std::string written =
-            trim(cli_text.out.substr(cli_text.out.rfind("\n  data written ") + 31, 12));
-        const std::string provisioning = line_starting(cli_text.out, "  provisioning  ");
+        const std::string written = trim(run.text.substr(run.text.rfind("\n  data written ") + 31, 12));
+        const std::string provisioning = line_starting(run.text, "  provisioning  ");
         QVERIFY(provisioning.size() > 30);
-        const auto [into_written, into_written_more] = text_row(cli_text.out, "into written blocks");
-        const auto [into_new, into_new_more] = text_row(cli_text.out, "into new blocks");
+        const auto [into_written, into_written_more] = text_row(run.text, "into written blocks");
+        const auto [into_new, into_new_more] = text_row(run.text, "into new blocks");
         const QStringList expected_text{
             QString::fromStdString("IOs of the plan " + ios + " (" + ios_more + ")"),
             QString::fromStdString("data read " + read + " · data written " + written),
@@ -433,8 +447,10 @@ private slots:
         ProvisionedModel model;
         model.set_estimate(&e);
         QCOMPARE(model.columnCount(), 3);
-        QCOMPARE(model.headerData(1, Qt::Horizontal, Qt::DisplayRole).toString(), QStringLiteral("before\nlazy (this disk)"));
-        QCOMPARE(model.headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(), QStringLiteral("before\nthin"));
+        QCOMPARE(model.headerData(1, Qt::Horizontal, Qt::DisplayRole).toString(),
+                 QStringLiteral("before\nlazy (this disk)"));
+        QCOMPARE(model.headerData(2, Qt::Horizontal, Qt::DisplayRole).toString(),
+                 QStringLiteral("before\nthin"));
         // Lazy on the HDD: 4 s for 4 IOs of 1 MB: 1 IOPS, 1.0 MB/s, 1 s each.
         QCOMPARE(model.index(2, 1).data().toString(), QStringLiteral("4.00 s"));
         QCOMPARE(model.index(3, 1).data().toString(), QStringLiteral("1"));
