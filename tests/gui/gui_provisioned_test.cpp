@@ -119,6 +119,27 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
     return {};
 }
 
+/// Compares cell (r, c) of `model` with the CLI's JSON figure `cli_value` and its text
+/// row `cli_row` (label and the cell of type index `k`); adds what differs to `wrong`.
+void compare_cell(const ProvisionedModel& model, int r, int c, std::size_t k, double cli_value,
+                  const TextBlock::value_type& cli_row, QStringList& wrong) {
+    const QString label = model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString();
+    const QString where = QStringLiteral("%1 / %2: ").arg(label, model.column_title(c));
+    // Exact: the same double the CLI wrote (nlohmann prints doubles round-trip).
+    const double shown = model.index(r, c).data(ProvisionedModel::kValueRole).toDouble();
+    if (shown != cli_value)
+        wrong << where + QStringLiteral("%1, CLI JSON %2").arg(shown, 0, 'g', 17).arg(cli_value, 0, 'g', 17);
+    const auto& [cli_label, cells] = cli_row;
+    if (label.toStdString() != cli_label)
+        wrong << where + QStringLiteral("label, CLI text %1").arg(QString::fromStdString(cli_label));
+    // The CLI's ASCII "us" is "µs" on screen; everything else is character for character.
+    QString cli_cell = QString::fromStdString(cells[k]);
+    if (cli_cell.endsWith(QStringLiteral(" us"))) cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
+    const QString text_shown = model.index(r, c).data().toString();
+    if (text_shown != cli_cell)
+        wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
+}
+
 /// Compares every cell of `model` (three columns, one per type, no state) with the CLI's
 /// JSON `provisioned` array and its text block `text`; the disk's own type is `disk`.
 QStringList compare_provisioned(const ProvisionedModel& model, const nlohmann::json& provisioned,
@@ -145,22 +166,7 @@ QStringList compare_provisioned(const ProvisionedModel& model, const nlohmann::j
         const std::vector<double> from_cli = json_figures(provisioned.at(k));
         for (int r = 0; r < 14; ++r) {
             const auto row = static_cast<std::size_t>(r);
-            const QString label = model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString();
-            const QString where = QStringLiteral("%1 / %2: ").arg(label, title);
-            const double shown = model.index(r, c).data(ProvisionedModel::kValueRole).toDouble();
-            if (shown != from_cli[row])
-                wrong << where + QStringLiteral("%1, CLI JSON %2")
-                                     .arg(shown, 0, 'g', 17)
-                                     .arg(from_cli[row], 0, 'g', 17);
-            const auto& [cli_label, cells] = text[row];
-            if (label.toStdString() != cli_label)
-                wrong << where + QStringLiteral("label, CLI text %1").arg(QString::fromStdString(cli_label));
-            QString cli_cell = QString::fromStdString(cells[k]);
-            if (cli_cell.endsWith(QStringLiteral(" us")))
-                cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
-            const QString text_shown = model.index(r, c).data().toString();
-            if (text_shown != cli_cell)
-                wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
+            compare_cell(model, r, c, k, from_cli[row], text[row], wrong);
         }
     }
     return wrong;
@@ -264,29 +270,14 @@ private slots:
             const std::vector<double> from_stats = stats_figures(s, s.provisioned[k]);
             for (int r = 0; r < model.rowCount(); ++r) {
                 const auto row = static_cast<std::size_t>(r);
-                const QString where = QStringLiteral("%1 / %2: ")
-                                          .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString(),
-                                               model.column_title(c));
                 const double shown = model.index(r, c).data(ProvisionedModel::kValueRole).toDouble();
-                // Exact: the same double the CLI wrote (nlohmann prints doubles round-trip).
                 if (shown != from_stats[row])
-                    wrong << where + QStringLiteral("%1, IoStats %2")
-                                         .arg(shown, 0, 'g', 17)
-                                         .arg(from_stats[row], 0, 'g', 17);
-                if (shown != from_cli[row])
-                    wrong << where + QStringLiteral("%1, CLI JSON %2")
-                                         .arg(shown, 0, 'g', 17)
-                                         .arg(from_cli[row], 0, 'g', 17);
-                const auto& [label, cells] = text[is_after ? 1 : 0][row];
-                if (model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString().toStdString() != label)
-                    wrong << where + QStringLiteral("label, CLI text %1").arg(QString::fromStdString(label));
-                // The CLI's ASCII "us" is "µs" on screen; everything else is character for character.
-                QString cli_cell = QString::fromStdString(cells[k]);
-                if (cli_cell.endsWith(QStringLiteral(" us")))
-                    cli_cell = cli_cell.chopped(2) + QStringLiteral("µs");
-                const QString text_shown = model.index(r, c).data().toString();
-                if (text_shown != cli_cell)
-                    wrong << where + QStringLiteral("'%1', CLI text '%2'").arg(text_shown, cli_cell);
+                    wrong << QStringLiteral("%1 / %2: %3, IoStats %4")
+                                 .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString(),
+                                      model.column_title(c))
+                                 .arg(shown, 0, 'g', 17)
+                                 .arg(from_stats[row], 0, 'g', 17);
+                compare_cell(model, r, c, k, from_cli[row], text[is_after ? 1 : 0][row], wrong);
             }
         }
         QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
