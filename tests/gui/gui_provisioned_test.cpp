@@ -172,6 +172,20 @@ QStringList compare_provisioned(const ProvisionedModel& model, const nlohmann::j
     return wrong;
 }
 
+/// The rows of `model` as the HTML report writes them ("<tr><th>label</th><td>cell</td>…")
+/// that `html` does not contain.
+QStringList rows_missing_from(const QString& html, const ProvisionedModel& model) {
+    QStringList missing;
+    for (int r = 0; r < model.rowCount(); ++r) {
+        QString row = QStringLiteral("<tr><th>%1</th>")
+                          .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
+        for (int c = 0; c < model.columnCount(); ++c)
+            row += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString());
+        if (!html.contains(row)) missing << row;
+    }
+    return missing;
+}
+
 /// The CLI's `COMMAND IMAGE --plan PLAN ...` on the window's plan (saved to a scratch file
 /// for the call), as JSON and as text: the independent path every figure is checked against.
 struct CliOnPlan {
@@ -304,13 +318,8 @@ private slots:
         // The HTML report carries the table, row by row as the tab shows it.
         const QString html = html_report(window.opened(), plan, window.histograms()->headline(), io, seek);
         QVERIFY(html.contains(QStringLiteral("<h3>Eager, lazy and thin</h3>")));
-        for (int r = 0; r < model.rowCount(); ++r) {
-            QString row = QStringLiteral("<tr><th>%1</th>")
-                              .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
-            for (int c = 0; c < model.columnCount(); ++c)
-                row += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString());
-            QVERIFY2(html.contains(row), qPrintable(row));
-        }
+        const QStringList missing = rows_missing_from(html, model);
+        QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
         QVERIFY(html.contains(
             QStringLiteral("<th>before, %1 (this disk)</th>").arg(QString::fromStdString(disk))));
     }
@@ -393,13 +402,8 @@ private slots:
         for (const QString& line : expected_text)
             QVERIFY2(html.contains(line.toHtmlEscaped()), qPrintable(line));
         const ProvisionedModel& model = *panel.model();
-        for (int r = 0; r < model.rowCount(); ++r) {
-            QString row = QStringLiteral("<tr><th>%1</th>")
-                              .arg(model.headerData(r, Qt::Vertical, Qt::DisplayRole).toString());
-            for (int c = 0; c < model.columnCount(); ++c)
-                row += QStringLiteral("<td>%1</td>").arg(model.index(r, c).data().toString());
-            QVERIFY2(html.contains(row), qPrintable(row));
-        }
+        const QStringList missing = rows_missing_from(html, model);
+        QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
         QVERIFY(html.contains(QStringLiteral("<th>%1 (this disk)</th>").arg(QString::fromStdString(disk))));
 
         // A failed impact: its reason in place of the section, on the tab and in the report.
