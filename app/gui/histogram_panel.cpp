@@ -4,10 +4,8 @@
 #include <QChart>
 #include <QChartView>
 #include <QHBoxLayout>
-#include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
-#include <QScrollBar>
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
@@ -23,7 +21,9 @@ HistogramPanel::HistogramPanel(QWidget* parent)
       io_length_(new QChartView),
       seek_distance_(new QChartView),
       provisioned_(new ProvisionedModel(this)),
-      provisioned_view_(new QTableView),
+      provisioned_view_(gui::provisioned_view(
+          provisioned_,
+          tr("The workload on eager-zeroed, lazy-zeroed and thin storage, as guestfrag estimate prints it"))),
       split_(new QSplitter(Qt::Horizontal)) {
     headline_->setWordWrap(true);
     headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -31,11 +31,6 @@ HistogramPanel::HistogramPanel(QWidget* parent)
         view->setRenderHint(QPainter::Antialiasing);
         view->setMinimumHeight(220);
     }
-    provisioned_view_->setModel(provisioned_);
-    provisioned_view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
-    provisioned_view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-    provisioned_view_->setToolTip(
-        tr("The workload on eager-zeroed, lazy-zeroed and thin storage, as guestfrag estimate prints it"));
     // Beside the charts, not under them: the tab is short and the table has 14 rows.
     auto* charts = new QWidget;
     auto* charts_layout = new QHBoxLayout(charts);
@@ -58,14 +53,16 @@ void HistogramPanel::show_result(const PlanResult* result) {
     const IoStats empty;
     const IoStats& before = result ? result->estimate.before.stats : empty;
     const IoStats* after = result ? &result->estimate.after->stats : nullptr;
-    const QString workload = result ? QString::fromStdString(result->estimate.workload.workload.text()) : QString();
+    const QString workload =
+        result ? QString::fromStdString(result->estimate.workload.workload.text()) : QString();
     // setChart() does not delete the previous chart: the view would leak it.
     QChart* old_io = io_length_->chart();
     QChart* old_seek = seek_distance_->chart();
     io_length_->setChart(make_histogram_chart(tr("IO length (bytes), %1").arg(workload), before.io_length,
                                               after ? &after->io_length : nullptr));
     seek_distance_->setChart(make_histogram_chart(tr("Seek distance (sectors), %1").arg(workload),
-                                                  before.seek_distance, after ? &after->seek_distance : nullptr));
+                                                  before.seek_distance,
+                                                  after ? &after->seek_distance : nullptr));
     delete old_io;
     delete old_seek;
     provisioned_->set_estimate(result ? &result->estimate : nullptr);
@@ -78,9 +75,7 @@ void HistogramPanel::show_result(const PlanResult* result) {
 void HistogramPanel::fit_table() {
     if (table_fitted_by_user_) return;
     // As wide as its columns, so that no figure is cut off; the charts take the rest.
-    const int table = provisioned_view_->verticalHeader()->sizeHint().width() +
-                      provisioned_view_->horizontalHeader()->length() +
-                      provisioned_view_->verticalScrollBar()->sizeHint().width() + 2 * provisioned_view_->frameWidth();
+    const int table = full_table_width(*provisioned_view_);
     const int charts = split_->width() - split_->handleWidth() - table;
     // A hidden tab is not laid out (its width is stale): it is fitted when it is resized.
     if (charts > 0) split_->setSizes({charts, table});
@@ -102,7 +97,8 @@ QImage HistogramPanel::chart_image(Which which) const {
 QImage HistogramPanel::charts_image() const {
     const QImage io = chart_image(IoLength);
     const QImage seek = chart_image(SeekDistance);
-    QImage both(io.width() + seek.width(), std::max(io.height(), seek.height()), QImage::Format_ARGB32_Premultiplied);
+    QImage both(io.width() + seek.width(), std::max(io.height(), seek.height()),
+                QImage::Format_ARGB32_Premultiplied);
     both.fill(Qt::white);
     QPainter painter(&both);
     painter.drawImage(0, 0, io);

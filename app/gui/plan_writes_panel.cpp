@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/plan_writes_panel.hpp"
 
-#include <QHeaderView>
 #include <QLabel>
-#include <QScrollBar>
 #include <QTableView>
 #include <QVBoxLayout>
 
@@ -48,7 +46,8 @@ PlanWritesPanel::PlanWritesPanel(QWidget* parent)
       caption_(new QLabel),
       details_(new QLabel),
       model_(new ProvisionedModel(this)),
-      view_(new QTableView) {
+      view_(provisioned_view(model_, tr("The plan's own reads and writes on eager-zeroed, lazy-zeroed and "
+                                        "thin storage, as guestfrag impact prints them"))) {
     for (QLabel* label : {caption_, details_}) {
         label->setWordWrap(true);
         label->setTextFormat(Qt::PlainText);
@@ -57,12 +56,6 @@ PlanWritesPanel::PlanWritesPanel(QWidget* parent)
     QFont bold = caption_->font();
     bold.setBold(true);
     caption_->setFont(bold);
-    view_->setModel(model_);
-    view_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
-    view_->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-    view_->setToolTip(
-        tr("The plan's own reads and writes on eager-zeroed, lazy-zeroed and thin storage, "
-           "as guestfrag impact prints them"));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(caption_);
@@ -90,9 +83,6 @@ void PlanWritesPanel::show_result(const PlanResult* result) {
 QString PlanWritesPanel::caption() const { return caption_->text(); }
 QString PlanWritesPanel::details() const { return details_->text(); }
 
-int PlanWritesPanel::table_width() const {
-    return view_->verticalHeader()->sizeHint().width() + view_->horizontalHeader()->length() +
-           view_->verticalScrollBar()->sizeHint().width() + 2 * view_->frameWidth();
-}
+int PlanWritesPanel::table_width() const { return full_table_width(*view_); }
 
 }  // namespace guestfrag::gui

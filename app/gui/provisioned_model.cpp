@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include <QFont>
+#include <QHeaderView>
+#include <QScrollBar>
+#include <QTableView>
 
 namespace guestfrag::gui {
 
@@ -118,21 +121,21 @@ QVariant ProvisionedModel::data(const QModelIndex& index, int role) const {
                                       .rows[row]
                                       .cells[static_cast<std::size_t>(index.column() % 3)];
     switch (role) {
-    case Qt::DisplayRole:
-        return cell.text;
-    case kValueRole:
-        return cell.value;
-    case Qt::TextAlignmentRole:
-        return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
-    case Qt::FontRole:
-        if (type(index.column()) == disk_) {
-            QFont bold;
-            bold.setBold(true);
-            return bold;
-        }
-        return {};
-    default:
-        return {};
+        case Qt::DisplayRole:
+            return cell.text;
+        case kValueRole:
+            return cell.value;
+        case Qt::TextAlignmentRole:
+            return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+        case Qt::FontRole:
+            if (type(index.column()) == disk_) {
+                QFont bold;
+                bold.setBold(true);
+                return bold;
+            }
+            return {};
+        default:
+            return {};
     }
 }
 
@@ -154,6 +157,20 @@ QVariant ProvisionedModel::headerData(int section, Qt::Orientation orientation, 
     if (role == Qt::ToolTipRole && type(section) == disk_)
         return tr("The disk's own provisioning (the top layer's, as the first writes were counted)");
     return {};
+}
+
+QTableView* provisioned_view(ProvisionedModel* model, const QString& tooltip) {
+    auto* view = new QTableView;
+    view->setModel(model);
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+    view->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+    view->setToolTip(tooltip);
+    return view;
+}
+
+int full_table_width(const QTableView& view) {
+    return view.verticalHeader()->sizeHint().width() + view.horizontalHeader()->length() +
+           view.verticalScrollBar()->sizeHint().width() + 2 * view.frameWidth();
 }
 
 }  // namespace guestfrag::gui

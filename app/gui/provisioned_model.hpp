@@ -8,6 +8,8 @@
 #include <QAbstractTableModel>
 #include <QString>
 
+class QTableView;
+
 #include "pipeline/pipeline.hpp"
 
 namespace guestfrag::gui {
@@ -86,5 +88,14 @@ private:
     std::array<Provisioning, 3> types_{Provisioning::Eager, Provisioning::Lazy, Provisioning::Thin};
     Provisioning disk_ = Provisioning::Eager;
 };
+
+/// A view of `model` as the GUI shows its "Eager, lazy and thin" tables: fixed rows one
+/// text line high (14 rows must fit a short tab), `tooltip` saying what the figures are.
+/// The caller owns the view (a layout takes it).
+[[nodiscard]] QTableView* provisioned_view(ProvisionedModel* model, const QString& tooltip);
+
+/// How wide `view` must be to show every column without a horizontal scroll bar: row
+/// labels, columns, the vertical scroll bar and the frame.
+[[nodiscard]] int full_table_width(const QTableView& view);
 
 }  // namespace guestfrag::gui
