@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <utility>
 
 #include "core/apply/cow_disk.hpp"
@@ -85,8 +86,9 @@ private:
     bool committed_ = false;
 };
 
-constexpr std::uint64_t kMftRecord = 0;     // $MFT
-constexpr std::uint64_t kBitmapRecord = 6;  // $Bitmap
+constexpr std::uint64_t kMftRecord = 0;      // $MFT
+constexpr std::uint64_t kMftMirrRecord = 1;  // $MFTMirr
+constexpr std::uint64_t kBitmapRecord = 6;   // $Bitmap
 
 std::uint64_t total_fragments(const VolumeMap& map) {
     std::uint64_t n = 0;
@@ -117,32 +119,52 @@ void begin(const ApplyOptions& options, ApplyStep step) {
     if (options.on_step) options.on_step(step);
 }
 
-ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
-                              const std::string& copy, const OpenOptions& open, const VolumeWindow& window,
-                              const ApplyOptions& options, const Progress& progress) {
+/// Whether the contents of stream `key` of the input may differ in the output by design: the
+/// streams that record the moves, each proved another way. $MFT (every record compared,
+/// changed_records), its $BITMAP (likewise), $MFTMirr (mirrors the new $MFT,
+/// mft_mirror_difference), $Bitmap (the union of the runlists, bitmap_difference), and the
+/// attribute list of a file whose streams moved (its entries name the records the new runlist
+/// lies in).
+bool records_moves(const std::pair<std::uint64_t, std::string>& key, const std::set<std::uint64_t>& moved) {
+    const auto& [record, label] = key;
+    if (record == kMftRecord) return label == "$DATA" || label == "$BITMAP";
+    if (record == kMftMirrRecord || record == kBitmapRecord) return label == "$DATA";
+    return label == "$ATTRIBUTE_LIST" && moved.count(record) != 0;
+}
+
+ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, VolumeMap predicted,
+                              const std::set<std::uint64_t>& moved, const std::string& copy, const OpenOptions& open,
+                              const VolumeWindow& window, const ApplyOptions& options, const Progress& progress) {
     begin(options, ApplyStep::AnalyseOutput);
     const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
     if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
     const VolumeMap& after = output.analysis->volumes.front().map;
+    ApplyVerification result;
+    result.attribute_list_clusters_freed = adopt_attribute_list_shrinks(predicted, after, moved);
     if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
+    const ChangedRecords records = changed_records(*input.image, before, *output.image, after, moved);
+    if (records.difference) verification_failed(*records.difference);
+    result.records_changed = records.records;
+    result.records_freed = records.freed;
+    result.records_added = records.added;
     begin(options, ApplyStep::HashInput);
     const auto want = stream_digests(*input.image, before, progress);
     begin(options, ApplyStep::HashOutput);
     const auto got = stream_digests(*output.image, after, progress);
-    std::uint64_t hashed = 0;
     for (const auto& [key, digest] : want) {
-        // $MFT and $Bitmap are what record the moves: their contents change by design
-        // (the allocation checks above prove how).
-        if (key.second == "$DATA" && (key.first == kMftRecord || key.first == kBitmapRecord)) continue;
+        if (records_moves(key, moved)) continue;
         const auto it = got.find(key);
         if (it == got.end() || it->second != digest)
             verification_failed("the contents of record " + std::to_string(key.first) + " " + key.second +
                                 " differ from the input's");
-        ++hashed;
+        ++result.streams_hashed;
     }
-    return {hashed, total_fragments(before), total_fragments(predicted), total_fragments(after)};
+    result.fragments_before = total_fragments(before);
+    result.fragments_predicted = total_fragments(predicted);
+    result.fragments_after = total_fragments(after);
+    return result;
 }
 
 }  // namespace
@@ -180,6 +202,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         begin(options, ApplyStep::Move);
         result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move, options.limiter,
                                       options.before_move);
+        (void)cow.release_unchanged();
         result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
         result.output_file_bytes = writer.finish();
     } else {
@@ -216,7 +239,9 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
             }
         }
         if (options.before_verify) options.before_verify(disk.path());
-        result.verification = verify_copy(input, before, *predicted, disk.path(),
+        std::set<std::uint64_t> moved;
+        for (const std::size_t i : result.moves.done) moved.insert(adopted.plan.moves[i].mft_record);
+        result.verification = verify_copy(input, before, *predicted, moved, disk.path(),
                                           apply_output_open_options(open, options.format), window, options, progress);
     }
     disk.commit();

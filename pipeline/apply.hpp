@@ -72,7 +72,14 @@ struct ApplyOptions {
 
 /// What the proofs found (all of them passed, or apply_to_copy threw).
 struct ApplyVerification {
-    std::uint64_t streams_hashed = 0;  ///< streams whose contents matched ($MFT and $Bitmap change by design)
+    /// Streams whose contents matched: all but those that record the moves ($MFT and its
+    /// $BITMAP, $MFTMirr, $Bitmap, the attribute lists of the files moved)
+    std::uint64_t streams_hashed = 0;
+    std::uint64_t records_changed = 0;  ///< MFT records that differ, all of files whose streams moved
+    std::uint64_t records_freed = 0;    ///< of them, extension records a shorter runlist no longer needs
+    std::uint64_t records_added = 0;    ///< of them, extension records a longer runlist needed
+    /// Clusters of non-resident attribute lists libntfs-3g freed as it removed their entries
+    std::uint64_t attribute_list_clusters_freed = 0;
     std::uint64_t fragments_before = 0;      ///< Σ Stream::fragments() on the input
     std::uint64_t fragments_predicted = 0;   ///< on apply_plan's after-state of the moves done
     std::uint64_t fragments_after = 0;       ///< on the output, as analysed

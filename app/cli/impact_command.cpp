@@ -67,11 +67,12 @@ void run(const Options& opts) {
         options.provisioning = layer_provisioning(opened.image->layers(), opts.provisioning).front();
         Impact impact;
         CopyStates copy;
-        on_behalf_of(opts.plan, [&] {
-            ProgressMeter meter("hashing chunks");
-            impact = plan_impact(opened, 0, plan, options, meter.progress());
-            copy = plan_copy_states(opened, 0, plan, copy_options(opts.copy));
-        });
+        // A plan made for another or a changed volume is the plan's fault; once it is known
+        // to fit, what fails (--deep reads the whole disk) is the image's.
+        on_behalf_of(opts.plan, [&] { (void)adopt_plan(opened, 0, plan); });
+        ProgressMeter meter("hashing chunks");
+        impact = plan_impact(opened, 0, plan, options, meter.progress());
+        copy = plan_copy_states(opened, 0, plan, copy_options(opts.copy));
         if (opts.json) {
             std::cout << impact_to_json(impact, copy, opened.image->path(), opts.plan).dump(2) << '\n';
             return;

@@ -99,6 +99,8 @@ void add_mkimage_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "Seed of the file population")->capture_default_str();
     cmd->add_option("--label", o.label, "Volume label")->capture_default_str();
+    cmd->add_flag("--compressed", o.compressed,
+                  "Add two NTFS-compressed logs grown against each other (clusters up to 4K)");
 
     cmd->callback([opts] {
         on_behalf_of(opts->output, [&] {

@@ -2,6 +2,7 @@
 #include "app/mkimage/file_content.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace guestfrag::mkimage {
@@ -41,6 +42,23 @@ std::span<const unsigned char> FileContent::bytes(std::uint64_t file, std::uint6
     for (int b = 0; b < 8; ++b) header[4 + b] = static_cast<unsigned char>(file >> (8 * b));
     for (std::size_t i = static_cast<std::size_t>(pos); i < kHeader && i - pos < n; ++i)
         head_[i - pos] = header[i];
+    return {head_.data(), n};
+}
+
+std::span<const unsigned char> FileContent::log_text(std::uint64_t file, std::uint64_t pos, std::size_t n) {
+    constexpr std::size_t kLine = 64;
+    n = std::min(n, kMaxSpan);
+    char line[96];  // a line is 64 bytes while entry numbers have up to 9 digits
+    for (std::size_t done = 0; done < n;) {
+        const std::uint64_t number = (pos + done) / kLine;
+        const std::size_t at = static_cast<std::size_t>((pos + done) % kLine);
+        std::snprintf(line, sizeof line, "2026-11-26 08:%02u:%02u, Info  CBS  log %04x entry %09llu: ok  \r\n",
+                      static_cast<unsigned>(number / 60 % 60), static_cast<unsigned>(number % 60),
+                      static_cast<unsigned>(file & 0xffff), static_cast<unsigned long long>(number));
+        const std::size_t take = std::min(kLine - at, n - done);
+        std::memcpy(head_.data() + done, line + at, take);
+        done += take;
+    }
     return {head_.data(), n};
 }
 

@@ -21,6 +21,11 @@ public:
     /// until the next call.
     std::span<const unsigned char> bytes(std::uint64_t file, std::uint64_t pos, std::size_t n);
 
+    /// Compressible contents of file `file` at [pos, pos + n), n clipped to kMaxSpan: the
+    /// lines of a setup log, 64 bytes each, numbered from the start of the file (LZNT1
+    /// stores a 16-cluster unit of them in a few clusters). Valid until the next call.
+    std::span<const unsigned char> log_text(std::uint64_t file, std::uint64_t pos, std::size_t n);
+
 private:
     std::vector<unsigned char> pool_;
     std::vector<unsigned char> head_;  // scratch for spans that include the 16-byte header

@@ -3,6 +3,8 @@
 // output is touched, so a typo never truncates an existing image.
 #include "app/mkimage/layout.hpp"
 
+#include "app/mkimage/population.hpp"
+
 #include <bit>
 #include <string>
 
@@ -43,6 +45,9 @@ DiskLayout plan_layout(const MkImageOptions& options) {
     // mkntfs accepts up to 2 MiB (Windows 10 1709+); 512 B is the sector size we write.
     if (!std::has_single_bit(cluster) || cluster < kSectorSize || cluster > (2u << 20))
         reject("--cluster-size must be a power of two from 512 to 2M, not " + std::to_string(cluster));
+    if (options.compressed && cluster > kMaxCompressedCluster)
+        reject("--compressed needs clusters of at most 4K (NTFS compresses nothing on larger ones), not " +
+               std::to_string(cluster));
     if (options.disk_size % kSectorSize != 0) reject("--size must be a multiple of 512 bytes");
     if (!(options.delete_fraction >= 0.0 && options.delete_fraction <= 1.0))
         reject("--delete-fraction must be between 0 and 1");

@@ -28,6 +28,9 @@ struct MkImageOptions {
     /// Share of the volume's free space the file data may take at its peak. File sizes are
     /// scaled down (all by the same factor) when the drawn sizes would exceed it.
     double fill = 0.6;
+    /// Adds two NTFS-compressed logs in a compressed \\Logs directory, grown against each
+    /// other one compression unit at a time. NTFS compresses only on clusters up to 4 KiB.
+    bool compressed = false;
 };
 
 /// What make_image produced. MFT record numbers let tests look at particular files.
@@ -46,6 +49,7 @@ struct MkImageSummary {
     std::vector<std::uint64_t> attribute_list_records;  ///< kept files with $ATTRIBUTE_LIST
     std::vector<std::uint64_t> fragmented_records;      ///< first kept fragmented files (<= 16)
     std::uint64_t sparse_record = 0;                    ///< a file with a hole in the middle; 0: none
+    std::vector<std::uint64_t> compressed_records;      ///< the compressed logs (MkImageOptions::compressed)
     std::uint64_t named_stream_record = 0;              ///< first kept file with a named stream; 0: none
 };
 

@@ -164,11 +164,16 @@ InodePtr NtfsWriter::open_inode(std::uint64_t record) {
     return ni;
 }
 
-std::uint64_t NtfsWriter::make_directory(std::uint64_t parent, std::string_view name) {
+std::uint64_t NtfsWriter::make_directory(std::uint64_t parent, std::string_view name, bool compressed) {
     InodePtr dir = open_inode(parent);
     const NtfsName uname(name);
     InodePtr ni(ntfs_create(dir.get(), 0, uname.chars(), uname.length(), S_IFDIR));
     if (!ni) fail("creating directory", name);
+    if (compressed) {
+        NVolSetCompression(volume_.get());
+        ni->flags = static_cast<FILE_ATTR_FLAGS>(ni->flags | FILE_ATTR_COMPRESSED);
+        NInoSetDirty(ni.get());
+    }
     const std::uint64_t record = ni->mft_no;
     if (ntfs_inode_close(ni.release()) != 0) fail("closing directory", name);
     if (ntfs_inode_close(dir.release()) != 0) fail("closing a directory");

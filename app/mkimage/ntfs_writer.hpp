@@ -89,7 +89,10 @@ public:
 
     [[nodiscard]] static std::uint64_t root() noexcept { return FILE_root; }
     /// Creates directory `name` in `parent`; returns its record number.
-    std::uint64_t make_directory(std::uint64_t parent, std::string_view name);
+    /// A `compressed` directory has FILE_ATTR_COMPRESSED, so that libntfs-3g (told it may
+    /// compress, as ntfs-3g's `compression` mount option does) writes the files created in
+    /// it compressed.
+    std::uint64_t make_directory(std::uint64_t parent, std::string_view name, bool compressed = false);
     /// Creates an empty regular file `name` in `parent`, open for writing.
     NtfsFile create_file(std::uint64_t parent, std::string_view name);
     /// Clusters of every non-resident attribute of `record` (holes skipped).

@@ -64,7 +64,8 @@ private:
     void make_directories() {
         dir_records_.assign(plan_.dirs.size(), NtfsWriter::root());
         for (std::size_t d = 1; d < plan_.dirs.size(); ++d) {
-            dir_records_[d] = ntfs_.make_directory(dir_records_[plan_.dirs[d].parent], plan_.dirs[d].name);
+            dir_records_[d] =
+                ntfs_.make_directory(dir_records_[plan_.dirs[d].parent], plan_.dirs[d].name, plan_.dirs[d].compressed);
             summary_.directories++;
             if (d % 256 == 0) progress_.update(0, plan_.files.size());
         }
@@ -115,22 +116,35 @@ private:
         progress_.update(created_, plan_.files.size());
     }
 
-    /// The attribute-list pair, grown one cluster at a time each in turn so every cluster is
-    /// its own run; then the sparse file: data, a hole, data.
-    void write_specials() {
-        std::vector<std::size_t> pair;
+    /// The files of `role` grown against each other `step` bytes at a time each in turn, so
+    /// that every step is its own run.
+    void write_pair(FileRole role, std::uint64_t step) {
+        std::vector<Growing> twins;
         for (std::size_t i = 0; i < plan_.refill_begin; ++i)
-            if (plan_.files[i].role == FileRole::AttrListPair) pair.push_back(i);
-        if (!pair.empty()) {
-            std::vector<Growing> twins;
-            for (const std::size_t i : pair) twins.push_back({i, create(i)});
-            const std::uint64_t cluster = plan_.cluster_size;
-            for (std::uint64_t pos = 0; pos < plan_.files[pair[0]].size; pos += cluster) {
-                for (auto& g : twins) write(g.index, g.file, pos, cluster);
-                if ((pos / cluster) % 64 == 0) progress_.update(created_, plan_.files.size());
+            if (plan_.files[i].role == role) twins.push_back({i, create(i)});
+        if (twins.empty()) return;
+        const bool text = role == FileRole::CompressedPair;
+        for (std::uint64_t pos = 0; pos < plan_.files[twins[0].index].size; pos += step) {
+            for (auto& g : twins) {
+                if (text) {
+                    const auto piece = content_.log_text(g.index, pos, static_cast<std::size_t>(step));
+                    g.file.write(pos, piece.data(), piece.size());
+                    state_[g.index].bytes += piece.size();
+                } else {
+                    write(g.index, g.file, pos, step);
+                }
             }
-            for (auto& g : twins) finish(g.index, g.file);
+            if ((pos / step) % 64 == 0) progress_.update(created_, plan_.files.size());
         }
+        for (auto& g : twins) finish(g.index, g.file);
+    }
+
+    /// The attribute-list pair, one cluster at a time, so every cluster is its own run; the
+    /// compressed pair, one compression unit at a time; then the sparse file: data, a hole,
+    /// data.
+    void write_specials() {
+        write_pair(FileRole::AttrListPair, plan_.cluster_size);
+        write_pair(FileRole::CompressedPair, kCompressionUnitClusters * plan_.cluster_size);
         for (std::size_t i = 0; i < plan_.refill_begin; ++i) {
             const FilePlan& f = plan_.files[i];
             if (f.role != FileRole::Sparse) continue;
@@ -231,6 +245,7 @@ private:
                     summary_.attribute_list_records.push_back(s.record);
             }
             if (plan_.files[i].role == FileRole::Sparse) summary_.sparse_record = s.record;
+            if (plan_.files[i].role == FileRole::CompressedPair) summary_.compressed_records.push_back(s.record);
         }
     }
 

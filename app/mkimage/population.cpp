@@ -20,12 +20,14 @@ namespace {
 // Data below this stays resident in the MFT record (1 KiB record minus $STANDARD_INFORMATION,
 // $FILE_NAME and the per-file $SECURITY_DESCRIPTOR libntfs-3g adds): no clusters.
 constexpr std::uint64_t kResidentLimit = 700;
-// Two files grown against each other one cluster at a time reach this many runs each:
-// about four MFT records of mapping pairs, so the runlist needs an $ATTRIBUTE_LIST and
-// spans several extension records.
+// Two files grown against each other one cluster at a time reach about this many runs each
+// (below 4 KiB clusters libntfs-3g takes about 4 KiB per allocation, so they are sized in
+// 4 KiB steps there): about four MFT records of mapping pairs, so the runlist needs an
+// $ATTRIBUTE_LIST and spans several extension records.
 constexpr std::uint64_t kAttrListRuns = 1200;
 constexpr std::uint64_t kMftRecordSize = 1024;
-constexpr std::size_t kSpecialFiles = 3;  // the attribute-list pair and the sparse file
+// Each compressed log holds this many compression units (1 MiB of text at 4 KiB clusters).
+constexpr std::uint64_t kCompressedUnits = 16;
 constexpr std::uint64_t kMinFilesForSpecials = 8;
 
 constexpr std::array<const char*, 24> kDirWords{
@@ -185,20 +187,28 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
     plan.dirs = plan_dirs(rng, dir_count);
 
     // Specials first: they are created first too, at the start of the data zone.
-    const std::size_t specials = files >= kMinFilesForSpecials ? kSpecialFiles : 0;
-    if (specials != 0) {
-        // The pair gets at most an eighth of the budget each.
-        const std::uint64_t runs = std::min(kAttrListRuns, budget / cluster / 8);
-        plan.files.push_back({"CBS.log", runs * cluster, 0, 0, 1, FileRole::AttrListPair, false});
-        plan.files.push_back({"WindowsUpdate.log", runs * cluster, 0, 0, 1, FileRole::AttrListPair, false});
+    if (files >= kMinFilesForSpecials) {
+        // The pair gets at most an eighth of the budget each. Below 4 KiB, libntfs-3g takes
+        // several clusters per allocation, so the pair grows 4 KiB per run.
+        const std::uint64_t run_bytes = std::max<std::uint64_t>(cluster, 4096);
+        const std::uint64_t pair_bytes = std::min(kAttrListRuns * run_bytes, budget / 8) / cluster * cluster;
+        plan.files.push_back({"CBS.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
+        plan.files.push_back({"WindowsUpdate.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
         const std::uint64_t piece = sparse_piece(cluster);
         const std::uint64_t hole = std::max<std::uint64_t>(16ull << 20, 4 * cluster);
         plan.files.push_back({"SparseDatabase.edb", piece + hole + piece, 0, 0, 1, FileRole::Sparse, false});
+        if (options.compressed) {
+            const std::uint64_t unit = kCompressionUnitClusters * cluster;
+            const std::uint64_t units = std::min(kCompressedUnits, budget / unit / 16);
+            for (const char* name : {"setupapi.dev.log", "setupact.log"})
+                plan.files.push_back({name, units * unit, 0, 0, 1, FileRole::CompressedPair, false});
+        }
     }
+    const std::size_t specials = plan.files.size();
     std::uint64_t special_bytes = 0;
     for (const auto& f : plan.files) special_bytes += cluster_bytes(f, cluster);
 
-    const std::uint64_t normal = files - specials;
+    const std::uint64_t normal = files > specials ? files - specials : 0;
     const auto wanted_deletions =
         static_cast<std::uint64_t>(std::llround(options.delete_fraction * static_cast<double>(files)));
     const std::uint64_t deletions = std::min(wanted_deletions, normal);
@@ -250,6 +260,13 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
         const std::uint64_t pieces = rng.chance(0.35) ? 1 : rng.between(2, 16);
         f.chunk_clusters =
             static_cast<std::uint32_t>(std::min<std::uint64_t>((n + pieces - 1) / pieces, 0xFFFFFFFFu));
+    }
+    // The compressed logs' directory comes last, so that no other file is drawn into it.
+    if (std::any_of(plan.files.begin(), plan.files.end(),
+                    [](const FilePlan& f) { return f.role == FileRole::CompressedPair; })) {
+        plan.dirs.push_back({"Logs", 0, 1, true});
+        for (FilePlan& f : plan.files)
+            if (f.role == FileRole::CompressedPair) f.dir = static_cast<std::uint32_t>(plan.dirs.size() - 1);
     }
     return plan;
 }

@@ -15,6 +15,7 @@ struct DirPlan {
     std::string name;
     std::uint32_t parent = 0;  ///< index into PopulationPlan::dirs
     std::uint32_t depth = 0;   ///< 0 for the root, 1..3 below it
+    bool compressed = false;   ///< files created in it are NTFS-compressed
 };
 
 /// Why a file exists; decides how populate() writes it.
@@ -23,6 +24,7 @@ enum class FileRole : std::uint8_t {
     Refill,        ///< written after the deletions, into the holes they left
     AttrListPair,  ///< grown one cluster at a time against its twin: hundreds of runs
     Sparse,        ///< data at the start and far beyond, a hole between
+    CompressedPair,  ///< compressible text grown one compression unit at a time against its twin
 };
 
 /// One regular file to create.
@@ -52,6 +54,11 @@ inline constexpr const char* kSmallStreamName = "Zone.Identifier";
 inline constexpr const char* kLargeStreamName = "AFP_Resource";
 /// What Windows writes into Zone.Identifier for a file downloaded from the Internet.
 inline constexpr std::string_view kZoneIdentifier = "[ZoneTransfer]\r\nZoneId=3\r\n";
+
+/// Clusters in an NTFS compression unit (what libntfs-3g and Windows write).
+inline constexpr std::uint64_t kCompressionUnitClusters = 16;
+/// Largest cluster NTFS compresses on.
+inline constexpr std::uint64_t kMaxCompressedCluster = 4096;
 
 /// Bytes of data at each end of the sparse file (the hole between is 16 MiB or more).
 [[nodiscard]] inline std::uint64_t sparse_piece(std::uint64_t cluster_size) {

@@ -73,4 +73,20 @@ void CopyOnWriteDisk::write(std::uint64_t offset, std::span<const std::byte> byt
     }
 }
 
+std::uint64_t CopyOnWriteDisk::release_unchanged() {
+    std::vector<std::byte> ours(kCluster);
+    std::vector<std::byte> theirs(kCluster);
+    std::uint64_t released = 0;
+    for (const std::uint64_t index : overlay_.stored_clusters()) {
+        const std::uint64_t start = index * kCluster;
+        const std::uint64_t present = std::min(kCluster, size() - start);
+        overlay_.file().read(*overlay_.stored_at(index), std::span(ours).first(present));
+        base_.read(start, std::span(theirs).first(present));
+        if (!std::equal(ours.begin(), ours.begin() + static_cast<std::ptrdiff_t>(present), theirs.begin())) continue;
+        overlay_.release(index);
+        ++released;
+    }
+    return released;
+}
+
 }  // namespace guestfrag

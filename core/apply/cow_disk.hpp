@@ -19,7 +19,8 @@ class RateLimiter;
 /// filled from the image where the write does not cover it, and every later access to that
 /// cluster goes to the overlay; the rest reads from the image. So the moves of `apply` run
 /// on the input without copying the disk or writing the input, each byte they write is
-/// written once, and the overlay holds exactly the clusters they wrote. Borrows `base`,
+/// written once, and the overlay holds the clusters they wrote (release_unchanged() then
+/// keeps those that differ). Borrows `base`,
 /// `overlay` and `limiter` (may be null), which must outlive it; each fill takes its bytes
 /// from the limiter first. The disk's size is the image's. Not safe for concurrent writes.
 class CopyOnWriteDisk final : public WritableDisk {
@@ -36,6 +37,13 @@ public:
     void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
 
     [[nodiscard]] std::uint64_t size() const noexcept { return base_.size(); }
+
+    /// Releases every overlay cluster whose bytes equal the image's (a move that wrote what
+    /// was there already, a $Bitmap bit set and cleared again), so that the overlay holds
+    /// exactly the clusters in which the disk differs from the image. Returns how many it
+    /// released. Throws what reads throw. Cost: reads each stored cluster and the image's
+    /// once.
+    std::uint64_t release_unchanged();
 
 private:
     void check_range(std::uint64_t offset, std::uint64_t length) const;

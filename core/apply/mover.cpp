@@ -15,6 +15,7 @@
 #include "core/io/rate_limiter.hpp"
 #include "core/ntfs/ntfs3g.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
+#include "core/plan/apply.hpp"
 
 extern "C" {
 #include <ntfs-3g/bitmap.h>
@@ -102,37 +103,6 @@ runlist_element* repointed(const runlist_element* rl, std::int64_t vcn, std::int
     return copy;
 }
 
-/// The attribute record that holds the runlist from VCN 0 (in the base record or, for a file
-/// with an attribute list, in whichever record the list names).
-ntfs::SearchCtxPtr first_record(ntfs_attr* na) {
-    ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(na->ni, nullptr));
-    if (!ctx) ntfs::throw_library_error(ErrorKind::Internal, "cannot search a file record");
-    if (ntfs_attr_lookup(na->type, na->name, na->name_len, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
-        ntfs::throw_library_error(ErrorKind::Corrupt, "cannot find the attribute in its record");
-    return ctx;
-}
-
-/// Whether the whole (mapped) runlist of `na` lives in one attribute record: then rewriting it
-/// in place changes no other record and no attribute-list entry.
-bool in_one_record(ntfs_attr* na) {
-    const auto ctx = first_record(na);
-    const runlist_element* end = na->rl;
-    while (end->length != 0) ++end;
-    return sle64_to_cpu(ctx->attr->lowest_vcn) == 0 && sle64_to_cpu(ctx->attr->highest_vcn) == end->vcn - 1;
-}
-
-/// Whether mapping pairs of `size` bytes fit where the attribute's record is now: its own
-/// mapping-pairs space plus what the file record has free (records grow in 8-byte steps).
-bool mapping_pairs_fit(ntfs_attr* na, int size) {
-    const auto ctx = first_record(na);
-    const ATTR_RECORD* a = ctx->attr;
-    const MFT_RECORD* m = ctx->mrec;
-    const std::uint32_t length = le32_to_cpu(a->length);
-    const std::uint32_t needed = (le16_to_cpu(a->mapping_pairs_offset) + static_cast<std::uint32_t>(size) + 7u) & ~7u;
-    const std::uint32_t spare = le32_to_cpu(m->bytes_allocated) - le32_to_cpu(m->bytes_in_use);
-    return needed <= length + spare;
-}
-
 /// Where a move's copy takes its bytes from the rate limit, and its running total.
 struct Copying {
     RateLimiter* limiter = nullptr;
@@ -161,67 +131,110 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
     }
 }
 
-void move_one(ntfs_volume* vol, const VolumeMap& before, const Move& move, Copying& copying) {
-    const Stream* stream = find_stream(before, move);
-    if (stream == nullptr) throw Skip{"no such non-resident stream"};
-    if (stream->placement != Placement::Movable) throw Skip{"system file left in place: " + stream->reason};
-
-    InodePtr ni(ntfs_inode_open(vol, static_cast<MFT_REF>(move.mft_record)));
-    if (!ni) ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(move.mft_record));
-    ntfschar* raw_name = nullptr;
-    int name_length = 0;
-    if (!stream->name.empty()) {
-        name_length = ntfs_mbstoucs(stream->name.c_str(), &raw_name);
-        if (name_length < 0) throw Skip{"the stream's name cannot be converted"};
+/// The stream of a run of consecutive moves, open for them: its runlist is edited in memory
+/// move by move and written once, when the run ends (close), so that the record layout
+/// libntfs-3g chooses follows the final runlist, not every intermediate one.
+class OpenStream {
+public:
+    /// Opens the stream `move` names, or throws Skip for one no move may touch.
+    OpenStream(ntfs_volume* vol, const VolumeMap& before, const Move& move) : vol_(vol), record_(move.mft_record) {
+        stream_ = find_stream(before, move);
+        if (stream_ == nullptr) throw Skip{"no such non-resident stream"};
+        if (stream_->placement != Placement::Movable) throw Skip{"system file left in place: " + stream_->reason};
+        ni_.reset(ntfs_inode_open(vol, static_cast<MFT_REF>(record_)));
+        if (!ni_) ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(record_));
+        ntfschar* raw_name = nullptr;
+        int name_length = 0;
+        if (!stream_->name.empty()) {
+            name_length = ntfs_mbstoucs(stream_->name.c_str(), &raw_name);
+            if (name_length < 0) throw Skip{"the stream's name cannot be converted"};
+        }
+        const std::unique_ptr<ntfschar, ntfs::MallocFreer> name(raw_name);
+        na_.reset(ntfs_attr_open(ni_.get(), static_cast<ATTR_TYPES>(cpu_to_le32(stream_->type)),
+                                 name ? name.get() : AT_UNNAMED, static_cast<u32>(name_length)));
+        // An attribute list that an earlier rewrite of its file's runlists removed: there is
+        // nothing left to move (the verification expects exactly that).
+        const bool list = stream_->type == static_cast<std::uint32_t>(AttrType::AttributeList);
+        if (list && (!na_ ? errno == ENOENT : !NAttrNonResident(na_.get()))) {
+            gone_ = true;
+            return;
+        }
+        if (!na_) throw Skip{"the stream cannot be opened: " + ntfs::library_reason(errno)};
+        if (!NAttrNonResident(na_.get())) throw Skip{"resident stream"};
+        if (na_->data_flags & ATTR_IS_ENCRYPTED) throw Skip{"encrypted stream"};
+        errno = 0;
+        if (ntfs_attr_map_whole_runlist(na_.get()) != 0)
+            ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read the runlist of record " + std::to_string(record_));
     }
-    const std::unique_ptr<ntfschar, ntfs::MallocFreer> name(raw_name);
-    AttrPtr na(ntfs_attr_open(ni.get(), static_cast<ATTR_TYPES>(cpu_to_le32(stream->type)),
-                              name ? name.get() : AT_UNNAMED, static_cast<u32>(name_length)));
-    if (!na) throw Skip{"the stream cannot be opened: " + ntfs::library_reason(errno)};
-    if (!NAttrNonResident(na.get())) throw Skip{"resident stream"};
-    if (na->data_flags & ATTR_IS_ENCRYPTED) throw Skip{"encrypted stream"};
-    if (na->data_flags & (ATTR_IS_COMPRESSED | ATTR_IS_SPARSE)) {
-        const std::int64_t unit = na->compression_block_clusters;
-        if (unit > 1 && (move.vcn % unit != 0 || move.clusters % unit != 0))
-            throw Skip{"compressed or sparse stream moved in pieces not aligned to its compression unit of " +
-                       std::to_string(unit) + " clusters"};
+
+    [[nodiscard]] const Stream& stream() const { return *stream_; }
+
+    /// Carries `move` out: checks, destination bits set, clusters copied and read back, the
+    /// runlist repointed in memory, source bits cleared. Throws Skip before writing anything.
+    void move(Move move, Copying& copying) {
+        if (gone_) return;
+        if (stream_->type == static_cast<std::uint32_t>(AttrType::AttributeList)) {
+            // libntfs-3g truncates an attribute list as it removes entries: what was cut off
+            // is free already, and only the rest moves.
+            const runlist_element* end = na_->rl;
+            while (end->length != 0) ++end;
+            move.clusters = std::min(move.clusters, end->vcn - move.vcn);
+            if (move.clusters <= 0) return;
+        }
+        if (!maps_to(na_->rl, move.vcn, move.from_lcn, move.clusters))
+            throw Skip{"the source run is not where the plan says (an earlier move was skipped)"};
+        if (!clusters_free(vol_, move.to_lcn, move.clusters))
+            throw Skip{"the destination is not free (an earlier move was skipped)"};
+        std::unique_ptr<runlist_element, ntfs::MallocFreer> rl(repointed(na_->rl, move.vcn, move.to_lcn, move.clusters));
+        // Nothing is written before here; from here on a failure leaves the disk unusable and
+        // is an error, not a skip.
+        if (ntfs_bitmap_set_run(vol_->lcnbmp_na, move.to_lcn, move.clusters) != 0)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot allocate the destination in $Bitmap");
+        copy_clusters(vol_, move.from_lcn, move.to_lcn, move.clusters, copying);
+        std::free(na_->rl);
+        na_->rl = rl.release();
+        if (ntfs_bitmap_clear_run(vol_->lcnbmp_na, move.from_lcn, move.clusters) != 0)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot free the source in $Bitmap");
+        changed_ = true;
     }
-    errno = 0;
-    if (ntfs_attr_map_whole_runlist(na.get()) != 0)
-        ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read the runlist of record " +
-                                                          std::to_string(move.mft_record));
-    if (NInoAttrList(ni.get()) && !in_one_record(na.get()))
-        throw Skip{"the stream's runlist spans several file records (attribute list): rewriting it may need "
-                   "other extent records or attribute-list entries"};
-    if (!maps_to(na->rl, move.vcn, move.from_lcn, move.clusters))
-        throw Skip{"the source run is not where the plan says (an earlier move was skipped)"};
-    if (!clusters_free(vol, move.to_lcn, move.clusters))
-        throw Skip{"the destination is not free (an earlier move was skipped)"};
 
-    std::unique_ptr<runlist_element, ntfs::MallocFreer> rl(repointed(na->rl, move.vcn, move.to_lcn, move.clusters));
-    const int size = ntfs_get_size_for_mapping_pairs(vol, rl.get(), 0, INT_MAX);
-    if (size < 0) ntfs::throw_library_error(ErrorKind::Internal, "cannot size the new mapping pairs");
-    if (!mapping_pairs_fit(na.get(), size))
-        throw Skip{"the new runlist's mapping pairs do not fit in the file record"};
+    /// Writes the runlist when a move changed it. libntfs-3g lays the mapping pairs out over
+    /// the attribute's records as it does when a file grows: it fills the records the
+    /// attribute has, in attribute-list order, adds an extension record (and an attribute
+    /// list) when they are full, and removes the records (and list entries) a shorter runlist
+    /// no longer needs.
+    void close() {
+        if (changed_) {
+            errno = 0;
+            if (ntfs_attr_update_mapping_pairs(na_.get(), 0) != 0)
+                ntfs::throw_library_error(ErrorKind::Io, "cannot write the runlist of record " + std::to_string(record_));
+            // Moving changes no size: libntfs-3g's request to rewrite the file's names (with
+            // their copies of sizes and times) in the parent directory's index is dropped,
+            // so the index blocks stay as they were.
+            NInoFileNameClearDirty(ni_.get());
+        }
+        if (na_) ntfs_attr_close(na_.release());
+        if (ntfs_inode_close(ni_.release()) != 0)
+            ntfs::throw_library_error(ErrorKind::Io, "cannot write record " + std::to_string(record_));
+    }
 
-    // Nothing is written before here; from here on a failure leaves the disk unusable and
-    // is an error, not a skip.
-    if (ntfs_bitmap_set_run(vol->lcnbmp_na, move.to_lcn, move.clusters) != 0)
-        ntfs::throw_library_error(ErrorKind::Io, "cannot allocate the destination in $Bitmap");
-    copy_clusters(vol, move.from_lcn, move.to_lcn, move.clusters, copying);
-    std::free(na->rl);
-    na->rl = rl.release();
-    if (ntfs_attr_update_mapping_pairs(na.get(), 0) != 0)
-        ntfs::throw_library_error(ErrorKind::Io, "cannot write the runlist of record " + std::to_string(move.mft_record));
-    // Moving changes no size: libntfs-3g's request to rewrite the file's names (with their
-    // copies of sizes and times) in the parent directory's index is dropped, so the index
-    // blocks stay as they were.
-    NInoFileNameClearDirty(ni.get());
-    ntfs_attr_close(na.release());
-    if (ntfs_inode_close(ni.release()) != 0)
-        ntfs::throw_library_error(ErrorKind::Io, "cannot write record " + std::to_string(move.mft_record));
-    if (ntfs_bitmap_clear_run(vol->lcnbmp_na, move.from_lcn, move.clusters) != 0)
-        ntfs::throw_library_error(ErrorKind::Io, "cannot free the source in $Bitmap");
+private:
+    ntfs_volume* vol_;
+    std::uint64_t record_;
+    const Stream* stream_ = nullptr;
+    InodePtr ni_;
+    AttrPtr na_;
+    bool gone_ = false;     ///< an attribute list no longer there
+    bool changed_ = false;
+};
+
+/// The end of the run of consecutive moves of one stream that starts at `first`.
+std::size_t run_end(const std::vector<Move>& moves, std::size_t first) {
+    std::size_t end = first + 1;
+    while (end < moves.size() && moves[end].mft_record == moves[first].mft_record &&
+           moves[end].stream == moves[first].stream)
+        ++end;
+    return end;
 }
 
 }  // namespace
@@ -233,17 +246,42 @@ MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, cons
     ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
     MoveOutcome outcome;
     Copying copying{limiter, progress.stop};
-    for (std::size_t i = 0; i < plan.moves.size(); ++i) {
-        progress.update(i, plan.moves.size());
-        if (before_move) before_move(i, progress.stop);
+    const auto skip_all = [&outcome](std::size_t from, std::size_t to, const std::string& reason) {
+        for (std::size_t i = from; i < to; ++i) outcome.skipped.push_back({i, reason});
+    };
+    for (std::size_t first = 0; first < plan.moves.size();) {
+        const std::size_t end = run_end(plan.moves, first);
+        std::optional<OpenStream> open;
         try {
-            move_one(volume.get(), before, plan.moves[i], copying);
+            open.emplace(volume.get(), before, plan.moves[first]);
         } catch (const Skip& skip) {
-            outcome.skipped.push_back({i, skip.reason});
+            skip_all(first, end, skip.reason);
+            first = end;
             continue;
         }
-        outcome.done.push_back(i);
-        if (after_move) after_move(i);
+        VcnSet vcns;
+        for (std::size_t i = first; i < end; ++i)
+            vcns.add(VcnSet::interval_type::right_open(plan.moves[i].vcn, plan.moves[i].vcn + plan.moves[i].clusters));
+        if (unit_left_in_part(open->stream(), vcns)) {
+            skip_all(first, end, "compressed or sparse stream moved in pieces that leave part of its compression unit of " +
+                                     std::to_string(open->stream().unit_clusters()) + " clusters behind");
+            first = end;
+            continue;
+        }
+        for (std::size_t i = first; i < end; ++i) {
+            progress.update(i, plan.moves.size());
+            if (before_move) before_move(i, progress.stop);
+            try {
+                open->move(plan.moves[i], copying);
+            } catch (const Skip& skip) {
+                outcome.skipped.push_back({i, skip.reason});
+                continue;
+            }
+            outcome.done.push_back(i);
+            if (after_move) after_move(i);
+        }
+        open->close();
+        first = end;
     }
     progress.update(plan.moves.size(), plan.moves.size());
     volume.unmount();

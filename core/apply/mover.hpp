@@ -36,23 +36,25 @@ struct MoveOutcome {
 
 /// Runs `plan`'s moves, in order, on the NTFS volume at `window` of `disk`, which must be the
 /// disk `before` was read from (a copy of it). The volume is mounted writable with
-/// NTFS_MNT_FORENSIC, so nothing but the clusters, runlists and $Bitmap bits of the moves is
-/// written. Per move: the source run must still be where the plan says and the destination
-/// clear in $Bitmap; the destination bits are set, the clusters copied and read back, the
-/// runlist rewritten (split, repointed, merged) when its mapping pairs fit in the file record
-/// as it is, the record written, and the source bits cleared. A move that cannot be done that
-/// way is skipped with its reason, never half done: a file with an attribute list, a
-/// resident, encrypted or missing stream, a compressed or sparse stream moved in pieces not
-/// aligned to its compression unit, a system file the planner does not move, mapping pairs
-/// that would not fit, and a move whose source or destination an earlier skip left
-/// different. `before_move(i, progress.stop)` runs before move i is tried (a schedule waits
-/// there for the move's window; may throw), `after_move(i)` after move i is done (a test seam; may throw). Each block
-/// of clusters a move copies first takes its bytes from `limiter` when there is one.
+/// NTFS_MNT_FORENSIC, so nothing but the clusters, runlists and $Bitmap bits of the moves
+/// (and the records libntfs-3g lays a runlist out in) is written. Consecutive moves of one
+/// stream are one run: a compressed or sparse stream's run must move whole compression units
+/// (unit_left_in_part) or is skipped whole; per move, the source run must still be where the
+/// plan says and the destination clear in $Bitmap; the destination bits are set, the clusters
+/// copied and read back, the runlist repointed in memory and the source bits cleared. When the
+/// run ends its runlist is written with ntfs_attr_update_mapping_pairs, over as many records
+/// (base, extension, attribute list) as it needs. A move that cannot be done is skipped with
+/// its reason, never half done: a resident, encrypted or missing stream, a system file the
+/// planner does not move, a unit left in part, and a move whose source or destination an
+/// earlier skip left different. `before_move(i, progress.stop)` runs before move i is tried (a
+/// schedule waits there for the move's window; may throw), `after_move(i)` after move i is
+/// done (a test seam; may throw). Each block of clusters a move copies first takes its bytes
+/// from `limiter` when there is one.
 /// Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when a copy does not
 /// read back the same or libntfs-3g fails half way (the disk is then unusable and the
 /// caller discards it), Error(Cancelled) from `progress` (between moves; moves done).
 /// Cost: reads and writes each moved cluster once, reads it back once; memory 1 MiB plus
-/// the largest runlist.
+/// twice the largest runlist.
 MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress = {},
                             const std::function<void(std::size_t)>& after_move = {},

@@ -2,6 +2,8 @@
 // The qcow2 layout written here follows qemu's docs/interop/qcow2.txt (version 3).
 #include "core/apply/qcow2_writer.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -59,6 +61,26 @@ std::uint64_t Qcow2OverlayWriter::allocate(std::uint64_t index) {
     return host * kCluster;
 }
 
+void Qcow2OverlayWriter::release(std::uint64_t index) {
+    const auto it = host_of_.find(index);
+    if (finished_ || it == host_of_.end())
+        throw Error(ErrorKind::Internal, "qcow2 overlay cluster " + std::to_string(index) + " released but not stored");
+    const std::uint64_t host = it->second;
+    guest_clusters_[host - 1] = kReleased;
+    host_of_.erase(it);
+    // Only space is at stake: a file system that cannot punch keeps the bytes, unreferenced.
+    (void)::fallocate(file_.fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(host * kCluster),
+                      static_cast<off_t>(kCluster));
+}
+
+std::vector<std::uint64_t> Qcow2OverlayWriter::stored_clusters() const {
+    std::vector<std::uint64_t> out;
+    out.reserve(host_of_.size());
+    for (const std::uint64_t g : guest_clusters_)
+        if (g != kReleased) out.push_back(g);
+    return out;
+}
+
 void Qcow2OverlayWriter::write_cluster(std::uint64_t index, std::span<const std::byte> data) {
     if (data.size() != kCluster)
         throw Error(ErrorKind::Internal, "qcow2 overlay cluster of " + std::to_string(data.size()) + " bytes");
@@ -110,11 +132,14 @@ std::uint64_t Qcow2OverlayWriter::finish() {
     for (std::size_t t = 0; t < l2_tables.size(); ++t)
         put_be(l1, l2_tables[t] * 8, ((l2_start + t) * kCluster) | kCopied, 8);
     file_.write(l1_start * kCluster, l1);
-    // Refcount blocks: every cluster of the file once.
+    // Refcount blocks: every cluster of the file once, but released data clusters.
+    const auto released = [this](std::uint64_t c) {
+        return c >= 1 && c < 1 + guest_clusters_.size() && guest_clusters_[c - 1] == kReleased;
+    };
     for (std::uint64_t b = 0; b < blocks; ++b) {
         clear();
         for (std::uint64_t c = b * kRefcountsPerBlock; c < std::min(total, (b + 1) * kRefcountsPerBlock); ++c)
-            put_be(cluster, (c % kRefcountsPerBlock) * 2, 1, 2);
+            if (!released(c)) put_be(cluster, (c % kRefcountsPerBlock) * 2, 1, 2);
         file_.write((blocks_start + b) * kCluster, cluster);
     }
     // Refcount table.

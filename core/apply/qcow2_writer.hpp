@@ -27,7 +27,8 @@ struct Qcow2Backing {
 /// Data clusters take the file's clusters from the second on, in the order they are
 /// allocated (any guest order, as qemu places them); finish() then appends the L2 tables,
 /// the L1 table, the refcount blocks and the refcount table (every cluster of the file
-/// referenced once, so L1 and L2 entries carry the COPIED flag) and writes the header last:
+/// referenced once, so L1 and L2 entries carry the COPIED flag; a released one not at all) and
+/// writes the header last:
 /// until then the file is not an image. Borrows `fd`, an empty file open O_RDWR that must
 /// outlive the writer. Memory: about 40 bytes per cluster stored, one cluster while finishing.
 class Qcow2OverlayWriter {
@@ -59,16 +60,26 @@ public:
     /// The overlay file, to read and write the data clusters allocate() gave out.
     [[nodiscard]] WritableRawFile& file() noexcept { return file_; }
 
+    /// Forgets guest cluster `index`, which must be stored: it reads from the backing file
+    /// again. Its data cluster stays in the file, unreferenced with refcount 0 (a free
+    /// cluster to qemu), and its bytes are punched out. Error(Internal) when it is not stored
+    /// or after finish().
+    void release(std::uint64_t index);
+
+    /// The guest clusters stored, in the order their data clusters lie in the file.
+    [[nodiscard]] std::vector<std::uint64_t> stored_clusters() const;
+
     /// Writes the tables and the header. Returns the file's size. Throws Error(Io).
     std::uint64_t finish();
 
-    [[nodiscard]] std::uint64_t clusters_stored() const noexcept { return guest_clusters_.size(); }
+    [[nodiscard]] std::uint64_t clusters_stored() const noexcept { return host_of_.size(); }
 
 private:
     WritableRawFile file_;
     std::uint64_t virtual_size_;
     std::optional<Qcow2Backing> backing_;
-    std::vector<std::uint64_t> guest_clusters_;  ///< guest cluster of host cluster 1 + i
+    static constexpr std::uint64_t kReleased = ~std::uint64_t{0};
+    std::vector<std::uint64_t> guest_clusters_;  ///< guest cluster of host cluster 1 + i, or kReleased
     std::unordered_map<std::uint64_t, std::uint64_t> host_of_;  ///< guest cluster → host cluster
     bool finished_ = false;
 };

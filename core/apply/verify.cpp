@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/error.hpp"
@@ -48,6 +49,38 @@ std::string runs_text(const std::vector<Extent>& extents) {
         if (out.size() > 200) return out + " ...";
     }
     return out;
+}
+
+/// Reads bytes [offset, offset + out.size()) of `stream` of `volume` on `image` (holes and
+/// what lies past the runs read as zeros).
+void read_stream(const DiskImage& image, const VolumeMap& volume, const Stream& stream, std::uint64_t offset,
+                 std::span<std::byte> out) {
+    std::fill(out.begin(), out.end(), std::byte{0});
+    const std::uint64_t cs = volume.cluster_size;
+    for (const Extent& e : stream.extents) {
+        const std::uint64_t lo = static_cast<std::uint64_t>(e.vcn) * cs;
+        const std::uint64_t hi = lo + static_cast<std::uint64_t>(e.clusters) * cs;
+        const std::uint64_t a = std::max(lo, offset);
+        const std::uint64_t b = std::min(hi, offset + out.size());
+        if (a >= b || e.lcn == Extent::kSparse) continue;
+        image.read(volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + (a - lo),
+                   out.subspan(a - offset, b - a));
+    }
+}
+
+const Stream& mft_stream(const VolumeMap& volume, AttrType type) {
+    for (const Stream& s : volume.streams)
+        if (s.mft_record == 0 && s.type == static_cast<std::uint32_t>(type) && s.name.empty()) return s;
+    throw Error(ErrorKind::Corrupt, "the volume has no $MFT stream of type " +
+                                        std::to_string(static_cast<std::uint32_t>(type)));
+}
+
+/// The base record a raw MFT record belongs to: its base reference (offset 0x20, the low 48
+/// bits), or its own number when that is 0.
+std::uint64_t base_of(std::span<const std::byte> record, std::uint64_t number) {
+    std::uint64_t reference = 0;
+    for (int i = 5; i >= 0; --i) reference = reference << 8 | std::to_integer<std::uint64_t>(record[0x20 + i]);
+    return reference == 0 ? number : reference;
 }
 
 std::string first_interval(const ClusterSet& set) {
@@ -113,6 +146,102 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
         return "record " + std::to_string(actual_streams.begin()->first.first) + " " +
                actual_streams.begin()->first.second + " was not there before";
     return std::nullopt;
+}
+
+ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
+                               const VolumeMap& after, const std::set<std::uint64_t>& moved) {
+    ChangedRecords out;
+    std::optional<std::string>& difference = out.difference;
+    const std::uint64_t size = before.mft_record_size;
+    if (size == 0 || size != after.mft_record_size || size > kBlock) {
+        difference = "the MFT record size differs";
+        return out;
+    }
+    const std::uint64_t records = std::min(before.mft_records_total, after.mft_records_total);
+    const Stream& mft_in = mft_stream(before, AttrType::Data);
+    const Stream& mft_out = mft_stream(after, AttrType::Data);
+    std::vector<std::byte> bits_in((records + 7) / 8);
+    std::vector<std::byte> bits_out(bits_in.size());
+    read_stream(input, before, mft_stream(before, AttrType::Bitmap), 0, bits_in);
+    read_stream(output, after, mft_stream(after, AttrType::Bitmap), 0, bits_out);
+    const auto in_use = [](const std::vector<std::byte>& bits, std::uint64_t r) {
+        return (std::to_integer<unsigned>(bits[r / 8]) >> (r % 8) & 1u) != 0;
+    };
+
+    std::set<std::uint64_t> unchanged = moved;  // moved files none of whose records changed yet
+    const std::uint64_t per_block = kBlock / size;
+    std::vector<std::byte> a(per_block * size);
+    std::vector<std::byte> b(a.size());
+    for (std::uint64_t first = 0; first < records && !difference; first += per_block) {
+        const std::uint64_t n = std::min(per_block, records - first);
+        read_stream(input, before, mft_in, first * size, std::span(a.data(), n * size));
+        read_stream(output, after, mft_out, first * size, std::span(b.data(), n * size));
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const std::uint64_t r = first + i;
+            const auto ra = std::span<const std::byte>(a).subspan(i * size, size);
+            const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
+            const bool was = in_use(bits_in, r);
+            const bool is = in_use(bits_out, r);
+            if (was == is && std::equal(ra.begin(), ra.end(), rb.begin())) continue;
+            const std::uint64_t base_in = base_of(ra, r);
+            const std::uint64_t base_out = base_of(rb, r);
+            const std::uint64_t base = moved.count(base_in) != 0 ? base_in : base_out;
+            if (moved.count(base) == 0) {
+                difference = "MFT record " + std::to_string(r) + (was == is ? " changed" : is ? " came into use" : " was freed") +
+                             ", but it is no record of a file whose streams moved";
+                break;
+            }
+            unchanged.erase(base);
+            ++out.records;
+            if (was && !is) ++out.freed;
+            if (!was && is) ++out.added;
+        }
+    }
+    if (!difference && !unchanged.empty())
+        difference = "no MFT record of file " + std::to_string(*unchanged.begin()) + " changed, but its streams moved";
+    return out;
+}
+
+std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap& actual,
+                                           const std::set<std::uint64_t>& moved) {
+    std::uint64_t freed = 0;
+    const auto is_list = [](const Stream& s) { return s.type == static_cast<std::uint32_t>(AttrType::AttributeList); };
+    for (auto it = predicted.streams.begin(); it != predicted.streams.end();) {
+        if (!is_list(*it) || moved.count(it->mft_record) == 0) {
+            ++it;
+            continue;
+        }
+        const auto now = std::find_if(actual.streams.begin(), actual.streams.end(), [&](const Stream& s) {
+            return s.mft_record == it->mft_record && is_list(s);
+        });
+        const std::vector<Extent> kept = now == actual.streams.end() ? std::vector<Extent>{} : merged(now->extents);
+        std::vector<Extent> was = merged(it->extents);
+        // Only a VCN prefix of what was predicted may remain: libntfs-3g truncates the list.
+        std::size_t n = 0;
+        while (n < kept.size() && n < was.size() && kept[n] == was[n]) ++n;
+        const bool prefix = n == kept.size() || (n + 1 == kept.size() && n < was.size() && kept[n].vcn == was[n].vcn &&
+                                                 kept[n].lcn == was[n].lcn && kept[n].clusters < was[n].clusters);
+        if (!prefix || kept == was) {
+            ++it;
+            continue;
+        }
+        ClusterSet gone;
+        for (const Extent& e : was)
+            if (e.lcn != Extent::kSparse) gone.add(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
+        for (const Extent& e : kept)
+            if (e.lcn != Extent::kSparse) gone.subtract(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
+        freed += static_cast<std::uint64_t>(boost::icl::length(gone));
+        predicted.free += gone;
+        if (now == actual.streams.end()) {
+            it = predicted.streams.erase(it);
+        } else {
+            it->extents = kept;
+            it->size = now->size;
+            it->allocated_size = now->allocated_size;
+            ++it;
+        }
+    }
+    return freed;
 }
 
 std::optional<std::string> bitmap_difference(const VolumeMap& volume) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -32,5 +33,32 @@ class DiskImage;
 /// text, or nothing when the used clusters are exactly those the runlists claim.
 /// O(runs · log runs).
 [[nodiscard]] std::optional<std::string> bitmap_difference(const VolumeMap& volume);
+
+/// What the moves of a plan rightly change besides clusters: the records of the files whose
+/// streams moved. A file's records are its base record and every record whose base
+/// reference names it (its extension records, on either disk).
+struct ChangedRecords {
+    std::uint64_t records = 0;  ///< records whose bytes differ
+    std::uint64_t freed = 0;    ///< of them, records in use before and free after (extension records)
+    std::uint64_t added = 0;    ///< records free before and in use after (new extension records)
+    /// The first change that is not a record of a moved file, or a moved file none of whose
+    /// records changed, as text; nothing when every change is one the moves explain.
+    std::optional<std::string> difference;
+};
+
+/// Compares every $MFT record of `before` (on `input`) with `after` (on `output`), each read
+/// through its own disk's $MFT runlist, and $MFT's $BITMAP bit by bit, against the files in
+/// `moved` (base record numbers). Throws what DiskImage::read throws and Error(Corrupt) for a
+/// map without $MFT's streams. Cost: reads both disks' $MFT once, 2 MiB of memory.
+[[nodiscard]] ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
+                                             const VolumeMap& after, const std::set<std::uint64_t>& moved);
+
+/// `predicted` with what libntfs-3g does to the attribute lists of the files in `moved` when
+/// it lays their new runlists out (ntfs_attr_record_rm): a non-resident $ATTRIBUTE_LIST that
+/// `actual` holds shorter (a VCN prefix of the predicted runs) or not at all has the rest of
+/// its clusters freed. Anything else is left for allocation_difference to report. Returns the
+/// clusters so freed. O(streams of the moved files).
+std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap& actual,
+                                           const std::set<std::uint64_t>& moved);
 
 }  // namespace guestfrag

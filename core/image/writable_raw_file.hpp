@@ -21,6 +21,8 @@ public:
     WritableRawFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
 
     [[nodiscard]] const std::string& path() const noexcept override { return path_; }
+    /// The borrowed descriptor, for what the file system does beyond reads and writes.
+    [[nodiscard]] int fd() const noexcept { return fd_; }
 
     /// Fills `out` with the file's bytes at `offset`. Throws Error(Io) on an OS failure and
     /// Error(Corrupt) when the range runs past the end of the file.

@@ -94,6 +94,12 @@ std::uint64_t Stream::fragments() const {
     return count;
 }
 
+std::int64_t Stream::unit_clusters() const {
+    // The reader refuses units over 2^16 clusters (mft_parser), so the shift is defined.
+    if ((flags & (kCompressed | kSparse)) == 0 || compression_unit == 0 || compression_unit > 16) return 1;
+    return std::int64_t{1} << compression_unit;
+}
+
 std::int64_t Stream::allocated_clusters() const {
     std::int64_t total = 0;
     for (const Extent& e : extents) {

@@ -59,6 +59,10 @@ struct Stream {
     std::uint32_t type = 0;        ///< attribute type code (AttrType)
     std::uint16_t flags = 0;       ///< ATTR_FLAGS bits above
     Placement placement = Placement::Movable;
+    /// log2 of the compression unit in clusters, as the attribute header holds it (byte
+    /// 0x22): 4 (16 clusters) on compressed and, as Windows and libntfs-3g write them,
+    /// sparse streams; 0 otherwise.
+    std::uint8_t compression_unit = 0;
     std::string name;              ///< attribute name, UTF-8, "" when unnamed
     std::string reason;            ///< why unmovable/excluded, "" when movable
     std::vector<Extent> extents;   ///< runs in VCN order, holes included
@@ -69,6 +73,9 @@ struct Stream {
     [[nodiscard]] std::uint64_t fragments() const;
     /// Clusters actually allocated (holes excluded).
     [[nodiscard]] std::int64_t allocated_clusters() const;
+    /// Clusters of one compression unit of a compressed or sparse stream, the unit NTFS
+    /// moves such a stream in (docs/planner.md §4); 1 for every other stream.
+    [[nodiscard]] std::int64_t unit_clusters() const;
 };
 
 /// Append-only storage for the names of a volume's files: names are packed into 64 KiB

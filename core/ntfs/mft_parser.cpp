@@ -126,6 +126,10 @@ bool parse_mft_record(const ntfs_volume& volume, std::span<std::byte> bytes, std
             if (attr->name_length != 0)
                 segment.name = utf8_name(rec + pos + le16_to_cpu(attr->name_offset), attr->name_length);
             segment.flags = le16_to_cpu(attr->flags);
+            segment.compression_unit = attr->compression_unit;
+            // NTFS writes 4 (16 clusters); anything past 2^16 clusters is no unit a volume uses.
+            if ((segment.flags & (Stream::kCompressed | Stream::kSparse)) != 0 && segment.compression_unit > 16)
+                corrupt(number, "invalid compression unit " + std::to_string(segment.compression_unit));
             segment.lowest_vcn = sle64_to_cpu(attr->lowest_vcn);
             segment.highest_vcn = sle64_to_cpu(attr->highest_vcn);
             if (segment.lowest_vcn < 0 || segment.highest_vcn < segment.lowest_vcn - 1)

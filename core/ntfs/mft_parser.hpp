@@ -27,6 +27,7 @@ struct AttributeSegment {
     std::uint32_t type = 0;
     std::string name;
     std::uint16_t flags = 0;
+    std::uint8_t compression_unit = 0;  ///< log2 clusters, header byte 0x22
     std::int64_t lowest_vcn = 0;
     std::int64_t highest_vcn = 0;
     std::uint64_t data_size = 0;       ///< valid in the segment with lowest_vcn == 0

@@ -168,6 +168,7 @@ Stream stream_from(std::uint64_t base, const ntfs::AttributeSegment& first) {
     s.type = first.type;
     s.name = first.name;
     s.flags = first.flags;
+    s.compression_unit = first.compression_unit;
     s.size = first.data_size;
     s.allocated_size = first.allocated_size;
     return s;

@@ -168,7 +168,49 @@ private:
 
 bool in_range(std::int64_t value) { return value >= 0 && value <= kMaxPlanNumber; }
 
+/// The consecutive moves of one stream seen so far: what unit_left_in_part is asked of.
+struct MoveRun {
+    std::size_t first = 0;  ///< index of its first move
+    std::size_t stream = 0;
+    VcnSet vcns;
+};
+
+void check_units(const std::vector<Stream>& streams, const std::optional<MoveRun>& run) {
+    if (!run) return;
+    const Stream& s = streams[run->stream];
+    if (const auto vcn = unit_left_in_part(s, run->vcns))
+        reject(run->first, "record " + std::to_string(s.mft_record) + " " + s.label() +
+                               " is compressed or sparse and these moves leave part of its compression unit of " +
+                               std::to_string(s.unit_clusters()) + " clusters at VCN " + std::to_string(*vcn) +
+                               " behind (consecutive moves of such a stream must move whole units)");
+}
+
 }  // namespace
+
+std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet& moved) {
+    const std::int64_t unit = stream.unit_clusters();
+    if (unit <= 1 || moved.empty()) return std::nullopt;
+    VcnSet units;  // the whole units the moves touch
+    for (const auto& i : moved) {
+        const std::int64_t lo = first_cluster(i) / unit * unit;
+        const std::int64_t hi = end_cluster(i) - 1 - (end_cluster(i) - 1) % unit;
+        units.add(cluster_range(lo, hi + unit));  // VCNs are at most 2^62: no overflow
+    }
+    // Their allocated clusters that stay behind. Only the runs inside the touched units are
+    // looked at: a plan that moves a stream in many runs of moves costs no more per run.
+    VcnSet left;
+    const auto& runs = stream.extents;
+    for (const auto& u : units) {
+        auto e = std::partition_point(runs.begin(), runs.end(),
+                                      [&u](const Extent& r) { return r.vcn + r.clusters <= first_cluster(u); });
+        for (; e != runs.end() && e->vcn < end_cluster(u); ++e)
+            if (e->lcn >= 0 && e->clusters > 0)
+                left.add(cluster_range(std::max(e->vcn, first_cluster(u)), std::min(e->vcn + e->clusters, end_cluster(u))));
+    }
+    left -= moved;
+    if (left.empty()) return std::nullopt;
+    return first_cluster(*left.begin()) / unit * unit;
+}
 
 void require_movable(const VolumeMap& map) {
     for (const VolumeFinding& f : map.findings)
@@ -183,6 +225,7 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
     const StreamLookup lookup(after.streams);
     FreeMap free(before.free);
     std::unordered_map<std::size_t, Runs> edited;  // stream index → its runs while edited
+    std::optional<MoveRun> run;                     // the current run of moves of one stream
 
     for (std::size_t index = 0; index < plan.moves.size(); ++index) {
         const Move& m = plan.moves[index];
@@ -193,6 +236,10 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
         const std::optional<std::size_t> found = lookup.find(m.mft_record, m.stream);
         if (!found) reject(index, who(m) + " does not exist on this volume");
         const Stream& stream = after.streams[*found];
+        if (!run || run->stream != *found) {
+            check_units(after.streams, run);
+            run = MoveRun{index, *found, {}};
+        }
         if (stream.placement != Placement::Movable)
             reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
                               (stream.reason.empty() ? "" : " (" + stream.reason + ")"));
@@ -216,7 +263,9 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
         rewrite(runs, m);
         free.remove(m.to_lcn, m.to_lcn + m.clusters);
         free.add(m.from_lcn, m.from_lcn + m.clusters);
+        run->vcns.add(cluster_range(m.vcn, m.vcn + m.clusters));
     }
+    check_units(after.streams, run);
     after.free = free.to_set();
 
     for (auto& [i, runs] : edited) {

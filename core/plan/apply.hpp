@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
 
@@ -20,12 +23,24 @@ void require_movable(const VolumeMap& map);
 /// JSON document). Stream `(mft_record, label)` must be Placement::Movable; a move's source
 /// [from_lcn, from_lcn + clusters) must be exactly what the stream maps at VCNs
 /// [vcn, vcn + clusters) (allocated, LCN-contiguous); its destination must be free, inside
-/// the volume and outside `unmovable`. Runs are split and merged as needed. A volume with
+/// the volume and outside `unmovable`; a run of consecutive moves of one compressed or sparse
+/// stream must move whole compression units (unit_left_in_part), its first move is named. Runs are split and merged as needed. A volume with
 /// cross-linked or bitmap-inconsistent clusters is refused first (require_movable).
 /// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream's
 /// runs are held in an ordered map while it is being edited, so a stream moved in many
 /// pieces costs O(runs · log runs), never quadratic.
 [[nodiscard]] VolumeMap apply_plan(const VolumeMap& before, const Plan& plan);
+
+/// VCN ranges [lower, upper) of one stream (the same interval set as ClusterSet's LCNs).
+using VcnSet = ClusterSet;
+
+/// The first VCN of a compression unit of `stream` (Stream::unit_clusters) that moves of the
+/// VCNs `moved` would leave in part: some of the unit's allocated clusters among them, others
+/// not. nullopt when every unit they touch moves whole, and always for a stream without
+/// units. NTFS moves compressed and sparse streams in whole units (FSCTL_MOVE_FILE rounds to
+/// them), so a plan's consecutive moves of such a stream must cover whole units.
+/// O(ranges · log runs + the runs inside the touched units).
+[[nodiscard]] std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet& moved);
 
 /// The identity a plan for `volume` on the image at `image_path` of `virtual_size` carries.
 /// The digest is FNV-1a 64 over the free extents and every stream's (record, type, name,

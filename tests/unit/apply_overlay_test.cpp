@@ -94,8 +94,16 @@ TEST_CASE("CopyOnWriteDisk: writes land in the overlay's clusters, reads merge t
     CHECK(test::kind_of([&] { (void)disk.write(base.size() - 1, one); }) == ErrorKind::Corrupt);
     CHECK(test::kind_of([&] { (void)disk.read(base.size() - 1, one); }) == ErrorKind::Corrupt);
 
+    // Cluster 3 written with the bytes it holds: stored, then released as unchanged.
+    disk.write(3 * kCluster + 100, std::span(base_bytes).subspan(3 * kCluster + 100, 5000));
+    CHECK(writer.clusters_stored() == 6);
+    CHECK(disk.release_unchanged() == 1);
+    CHECK(writer.clusters_stored() == 5);
+    CHECK(!writer.stored_at(3));
+    CHECK(writer.stored_clusters() == std::vector<std::uint64_t>{5, 0, 1, 2, 8});
+
     // The finished overlay over its backing file reads as the disk did, and stores exactly
-    // the clusters written.
+    // the clusters that differ from the image.
     const std::uint64_t file_size = writer.finish();
     CHECK(file_size == fs::file_size(overlay));
     {
@@ -111,6 +119,10 @@ TEST_CASE("CopyOnWriteDisk: writes land in the overlay's clusters, reads merge t
     stored += boost::icl::interval<std::uint64_t>::right_open(5 * kCluster, 6 * kCluster);
     stored += boost::icl::interval<std::uint64_t>::right_open(8 * kCluster, base.size());
     CHECK(image->layers().front().allocated == stored);
+    ByteSet mapped;
+    for (const test::QemuExtent& e : test::qemu_map(overlay, "qcow2"))
+        if (e.depth == 0 && e.data) mapped += boost::icl::interval<std::uint64_t>::right_open(e.start, e.start + e.length);
+    CHECK(mapped == stored);
     image->read(0, got);
     CHECK(got == want);
 }

@@ -138,21 +138,10 @@ Json apply_and_prove(const fs::path& image, const std::string& name, const std::
     // The Sleuth Kit reads every file of the output as the input holds it.
     const OpenedImage opened_in = open_and_analyze(image.string());
     const std::uint64_t sector = opened_in.analysis->volumes.front().map.partition_offset / 512;
-    // Every move skipped for an attribute list is of a file TSK shows with one.
-    std::set<std::uint64_t> attribute_list_records;
-    for (const auto& skip : doc["skipped"]) {
-        const std::string reason = skip["reason"];
-        if (reason.find("attribute list") != std::string::npos) attribute_list_records.insert(skip["mft_record"].get<std::uint64_t>());
-    }
-    for (const std::uint64_t record : attribute_list_records) {
-        const auto istat = test::run({"istat", "-o", std::to_string(sector), image.string(), std::to_string(record)});
-        INFO("record " << record);
-        REQUIRE(istat.status == 0);
-        CHECK(istat.out.find("Type: $ATTRIBUTE_LIST") != std::string::npos);
-    }
-    std::uint64_t by_reason = 0;
-    for (const auto& [reason, count] : doc["skipped_by_reason"].items()) by_reason += count.get<std::uint64_t>();
-    CHECK(by_reason == doc["skipped"].size());
+    // Every move of a plan made by `plan` is carried out.
+    CHECK(doc["moves"]["skipped"] == 0);
+    CHECK(doc["skipped_by_reason"].empty());
+    CHECK(doc["verification"]["records"]["changed"].get<std::uint64_t>() > 0);
 
     const auto files_in = test::tsk_files(image, sector);
     const auto files_out = test::tsk_files(out, sector);
@@ -366,6 +355,45 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
                                                " differ from the input's");
         }
     }
+    SECTION("an MFT record of a file no move touched changed") {
+        // The log sequence number (offset 8) of the first record past the system files that
+        // no move names: no fixup covers it and no reader checks it, so only the
+        // record-by-record comparison sees it.
+        std::set<std::uint64_t> moved;
+        for (const Move& m : plan.moves) moved.insert(m.mft_record);
+        std::uint64_t record = 0;
+        for (const FileEntry& f : opened.analysis->volumes.front().map.files)
+            if (record == 0 && f.mft_record >= 24 && moved.count(f.mft_record) == 0) record = f.mft_record;
+        REQUIRE(record != 0);
+        options.before_verify = [&](const std::string& temp) {
+            const OpenedImage copy = open_and_analyze(temp);
+            const VolumeMap& map = copy.analysis->volumes.front().map;
+            const Stream& mft = map.streams.front();
+            REQUIRE((mft.mft_record == 0 && mft.label() == "$DATA"));
+            const std::uint64_t at = record * map.mft_record_size;
+            std::uint64_t offset = 0;
+            for (const Extent& e : mft.extents) {
+                const std::uint64_t lo = static_cast<std::uint64_t>(e.vcn) * cs;
+                if (at >= lo && at < lo + static_cast<std::uint64_t>(e.clusters) * cs)
+                    offset = static_cast<std::uint64_t>(e.lcn) * cs + (at - lo);
+            }
+            REQUIRE(offset != 0);
+            std::fstream f(temp, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekg(static_cast<std::streamoff>(offset + 8));
+            const char c = static_cast<char>(f.get());
+            f.seekp(static_cast<std::streamoff>(offset + 8));
+            f.put(static_cast<char>(~c));
+            REQUIRE(f.good());
+        };
+        try {
+            (void)apply_to_copy(bare_image().string(), {}, plan, options);
+            FAIL("verification passed on a corrupted copy");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Corrupt);
+            CHECK(std::string(e.what()) == "verification failed: MFT record " + std::to_string(record) +
+                                               " changed, but it is no record of a file whose streams moved");
+        }
+    }
     SECTION("interrupted after the first move") {
         std::stop_source stop;
         Progress progress;
@@ -487,7 +515,7 @@ TEST_CASE("apply --no-verify writes the moved disk and reports no verification",
           Json::parse(verified.out)["verification"]["fragments_after"]);
 }
 
-TEST_CASE("apply: a stream of a file with an attribute list is moved when its runlist lives in one record",
+TEST_CASE("apply moves the streams of files with attribute lists, whose runlists span several records",
           "[apply]") {
     MkImageOptions o = bare_disk(7);
     o.disk_size = 128ull << 20;
@@ -495,7 +523,7 @@ TEST_CASE("apply: a stream of a file with an attribute list is moved when its ru
     const fs::path image = test::generated_image("apply-attribute-list", o);
     const Json doc = apply_and_prove(image, "apply-attribute-list");
     CHECK(doc["moves"]["skipped"] == 0);
-    // At least one moved stream belongs to a file TSK shows with an $ATTRIBUTE_LIST.
+    // Moved streams belong to files TSK shows with an $ATTRIBUTE_LIST (mkimage's pair).
     const test::WorkDir dir("apply-attribute-list-plan");
     const Plan plan = read_plan(make_plan(image, dir / "p.json").string());
     std::set<std::uint64_t> records;
@@ -760,6 +788,13 @@ TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qc
                              std::to_string(present + (1ull << 20)) + " are needed, but its data ends at " +
                              std::to_string(present) + "; --output-format qcow2 needs only what the moves touch\n");
     CHECK(leftovers(dir, {"cut.vhd", "p.json", "out.qcow2"}).empty());
+
+    // impact --deep reads the whole disk too: the missing bytes are the image's fault, not
+    // the plan's, which fits the volume (without --deep, impact reads no data and works).
+    CHECK(test::run_cli({"impact", vhd.string(), "--plan", plan_path.string()}).status == 0);
+    const auto deep = test::run_cli({"impact", vhd.string(), "--plan", plan_path.string(), "--deep"});
+    CHECK(deep.status == 2);
+    CHECK(deep.err.find("guestfrag: error: " + vhd.string() + ": vhd: the file is truncated") != std::string::npos);
 }
 
 TEST_CASE("apply skips every move of an encrypted (EFS) stream, and the rest still replays and verifies",
@@ -807,6 +842,32 @@ TEST_CASE("apply skips every move of an encrypted (EFS) stream, and the rest sti
     CHECK(doc["skipped_by_reason"]["encrypted stream"] == of_record);
 }
 
+namespace {
+
+/// Runs `plan`'s moves with the mover itself, on a copy of `image` (a bare volume) analysed as
+/// `map`, and returns the reason it gave for skipping the only move; checks it wrote nothing.
+std::string skipped_by_mover(const fs::path& image, const VolumeMap& map, const Plan& plan, const std::string& name) {
+    const test::WorkDir dir(name);
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(image, copy);
+    const std::uint64_t fingerprint = test::file_fingerprint(copy);
+    const int fd = ::open(copy.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    MoveOutcome outcome;
+    {
+        WritableRawFile disk(fd, copy.string());
+        outcome = carry_out_moves(disk, VolumeWindow{0, fs::file_size(copy)}, map, plan);
+    }
+    ::close(fd);
+    CHECK(outcome.done.empty());
+    CHECK(outcome.bytes_copied == 0);
+    CHECK(test::file_fingerprint(copy) == fingerprint);
+    REQUIRE(outcome.skipped.size() == 1);
+    return outcome.skipped[0].reason;
+}
+
+}  // namespace
+
 TEST_CASE("apply moves a sparse stream only in whole compression units", "[apply][skip]") {
     const OpenedImage opened = open_and_analyze(bare_image().string());
     const VolumeMap& map = opened.analysis->volumes.front().map;
@@ -828,15 +889,15 @@ TEST_CASE("apply moves a sparse stream only in whole compression units", "[apply
     Plan plan = read_plan(make_plan(bare_image(), dir / "p.json").string());
     ApplyOptions options;
     options.output = (dir / "out.img").string();
-    SECTION("half a compression unit is skipped") {
+    SECTION("half a compression unit: the plan is refused, and the mover would skip it") {
         plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 8}};
-        const ApplyResult r = apply_to_copy(bare_image().string(), {}, plan, options);
-        CHECK(r.moves.done.empty());
-        REQUIRE(r.moves.skipped.size() == 1);
-        CHECK(r.moves.skipped[0].reason ==
-              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
-        REQUIRE(r.verification);
-        CHECK(r.verification->fragments_after == r.verification->fragments_before);
+        CHECK_THROWS_WITH(apply_plan(map, plan),
+                          Catch::Contains("move 0: record " + std::to_string(sparse->mft_record) +
+                                          " $DATA is compressed or sparse and these moves leave part of its "
+                                          "compression unit of 16 clusters at VCN 0 behind"));
+        CHECK(skipped_by_mover(bare_image(), map, plan, "apply-sparse-unit-mover") ==
+              "compressed or sparse stream moved in pieces that leave part of its compression unit of 16 clusters "
+              "behind");
     }
     SECTION("a whole unit is moved and verified") {
         plan.moves = {Move{sparse->mft_record, "$DATA", 0, first.lcn, *to, 16}};
@@ -879,13 +940,12 @@ TEST_CASE("apply moves a compressed stream only in whole compression units", "[a
     Plan plan = read_plan(make_plan(copy, dir / "p.json").string());
     ApplyOptions options;
     options.output = (dir / "out.img").string();
-    SECTION("a piece not aligned to the unit is skipped") {
+    SECTION("a piece that cuts a unit: the plan is refused, and the mover would skip it") {
         plan.moves = {Move{record, "$DATA", 8, first.lcn + 8, *to, 8}};
-        const ApplyResult r = apply_to_copy(copy.string(), {}, plan, options);
-        CHECK(r.moves.done.empty());
-        REQUIRE(r.moves.skipped.size() == 1);
-        CHECK(r.moves.skipped[0].reason ==
-              "compressed or sparse stream moved in pieces not aligned to its compression unit of 16 clusters");
+        CHECK_THROWS_WITH(apply_plan(map, plan), Catch::Contains("compression unit of 16 clusters at VCN 0 behind"));
+        CHECK(skipped_by_mover(copy, map, plan, "apply-compressed-unit-mover") ==
+              "compressed or sparse stream moved in pieces that leave part of its compression unit of 16 clusters "
+              "behind");
     }
     SECTION("a whole unit is moved, and TSK reads the file as before") {
         test::require_tools({"icat"});

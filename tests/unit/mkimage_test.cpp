@@ -375,12 +375,54 @@ TEST_CASE("mkimage: absurd options are refused before anything is written", "[mk
     o = small();
     o.interleave = 0;
     CHECK(refused(o));
+    o = small();
+    o.compressed = true;
+    o.cluster_size = 8192;  // NTFS compresses nothing on clusters over 4 KiB
+    CHECK(refused(o));
 
     std::ifstream in(out);
     std::string content;
     std::getline(in, content);
     CHECK(content == "keep me");
     fs::remove(out);
+}
+
+TEST_CASE("mkimage --compressed: two logs whose units TSK decompresses, each in fewer clusters than it spans",
+          "[mkimage]") {
+    require_tsk();
+    MkImageOptions o = small("none");
+    o.files = 100;
+    o.compressed = true;
+    o.cluster_size = 2048;
+    const Generated g("mkimage-compressed", o);
+    REQUIRE(g.summary.compressed_records.size() == 2);
+    const std::int64_t unit = 16;
+    for (const std::uint64_t record : g.summary.compressed_records) {
+        INFO("record " << record);
+        const auto istat = run({"istat", g.path.string(), std::to_string(record)});
+        REQUIRE(istat.status == 0);
+        CHECK(istat.out.find("Compressed") != std::string::npos);
+        // LZNT1 is The Sleuth Kit's own: every 64-byte line of the log is there, in order.
+        const std::string text = run({"icat", g.path.string(), std::to_string(record)}).out;
+        REQUIRE(text.size() >= 64 * 1024);
+        REQUIRE(text.size() % 64 == 0);
+        for (std::size_t line = 0; line < text.size() / 64; line += 97) {
+            char entry[32];
+            const int n = std::snprintf(entry, sizeof entry, "entry %09zu: ok", line);
+            CHECK(text.compare(line * 64 + 41, static_cast<std::size_t>(n), entry) == 0);
+        }
+        // Each unit is stored in fewer clusters than it spans: a hole ends it, and the units
+        // of the two logs alternate on disk.
+        std::size_t holes = 0;
+        std::size_t runs = 0;
+        for (const auto& l : lines(run({"istat", "-r", g.path.string(), std::to_string(record)}).out)) {
+            runs += l.find("Starting address") != std::string::npos ? 1 : 0;
+            holes += l.find("Filler") != std::string::npos || l.find("Sparse") != std::string::npos ? 1 : 0;
+        }
+        INFO(run({"istat", "-r", g.path.string(), std::to_string(record)}).out);
+        CHECK(holes >= text.size() / (unit * 2048) - 1);
+        CHECK(runs > 1);
+    }
 }
 
 TEST_CASE("mkimage: a full volume stops the population without failing", "[mkimage]") {

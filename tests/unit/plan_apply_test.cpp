@@ -183,3 +183,59 @@ TEST_CASE("identity: the digest follows the allocation, the check names what dif
               "plan, 000000000000abcd now)");
     }
 }
+
+TEST_CASE("unit_left_in_part: a compressed unit moves whole when its allocated clusters do", "[plan][apply]") {
+    // Units of 16 clusters: unit 0 compressed into 5 clusters, unit 1 stored whole, unit 2
+    // compressed into 3 clusters, each compressed unit ending in its hole.
+    Stream s = test::stream(70, {{0, 100, 5}, {5, Extent::kSparse, 11}, {16, 120, 16}, {32, 200, 3},
+                                 {35, Extent::kSparse, 13}});
+    s.flags = Stream::kCompressed;
+    s.compression_unit = 4;
+    REQUIRE(s.unit_clusters() == 16);
+    const auto moved = [](std::initializer_list<std::pair<std::int64_t, std::int64_t>> ranges) {
+        VcnSet set;
+        for (const auto& [lo, hi] : ranges) set.add(r(lo, hi));
+        return set;
+    };
+    CHECK(unit_left_in_part(s, moved({{0, 5}})) == std::nullopt);
+    CHECK(unit_left_in_part(s, moved({{0, 3}})) == 0);
+    CHECK(unit_left_in_part(s, moved({{16, 24}})) == 16);
+    CHECK(unit_left_in_part(s, moved({{16, 35}})) == std::nullopt);
+    CHECK(unit_left_in_part(s, moved({{3, 5}, {16, 32}})) == 0);
+    CHECK(unit_left_in_part(s, moved({{32, 34}})) == 32);
+    CHECK(unit_left_in_part(s, moved({})) == std::nullopt);
+
+    // A sparse stream's first unit: one cluster of data, then its hole.
+    Stream sparse = test::stream(71, {{0, 50, 1}, {1, Extent::kSparse, 15}, {16, 60, 16}});
+    sparse.flags = Stream::kSparse;
+    sparse.compression_unit = 4;
+    CHECK(unit_left_in_part(sparse, moved({{0, 1}})) == std::nullopt);
+    CHECK(unit_left_in_part(sparse, moved({{16, 20}})) == 16);
+
+    // Without the flags a stream has no units, whatever its header byte says.
+    s.flags = 0;
+    CHECK(s.unit_clusters() == 1);
+    CHECK(unit_left_in_part(s, moved({{0, 3}})) == std::nullopt);
+}
+
+TEST_CASE("apply_plan: the consecutive moves of a sparse stream must move whole units", "[plan][apply]") {
+    // Record 64 sparse in units of 4 clusters: [0,4) at LCN 10-13; [4,8) at 14, 30-32; [8,12)
+    // at 33-34 then its hole; [12,16) its hole then 50-51.
+    VolumeMap v = volume();
+    Stream& a = v.streams[1];
+    a.flags = Stream::kSparse;
+    a.compression_unit = 2;
+    CHECK(failure(v, plan_of({{64, "$DATA", 0, 10, 60, 5}})) ==
+          "move 0: record 64 $DATA is compressed or sparse and these moves leave part of its compression unit of 4 "
+          "clusters at VCN 4 behind (consecutive moves of such a stream must move whole units)");
+    // The same unit carried by two consecutive moves is whole.
+    CHECK(failure(v, plan_of({{64, "$DATA", 0, 10, 60, 5}, {64, "$DATA", 5, 30, 65, 5}})) == "accepted");
+    // Another stream's move between them splits the run: its first move is named.
+    CHECK(failure(v, plan_of({{67, "$DATA", 0, 52, 80, 8},
+                              {64, "$DATA", 0, 10, 60, 5},
+                              {66, "$DATA", 0, 15, 90, 5},
+                              {64, "$DATA", 5, 30, 65, 5}})) ==
+          "move 1: record 64 $DATA is compressed or sparse and these moves leave part of its compression unit of 4 "
+          "clusters at VCN 4 behind (consecutive moves of such a stream must move whole units)");
+    CHECK(failure(v, plan_of({{64, "$DATA", 14, 50, 60, 2}})) == "accepted");
+}
