@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -133,8 +133,9 @@ bool records_moves(const std::pair<std::uint64_t, std::string>& key, const std::
 }
 
 ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, VolumeMap predicted,
-                              const std::set<std::uint64_t>& moved, const std::string& copy, const OpenOptions& open,
-                              const VolumeWindow& window, const ApplyOptions& options, const Progress& progress) {
+                              const std::set<std::uint64_t>& moved, const std::string& copy,
+                              const OpenOptions& open, const VolumeWindow& window,
+                              const ApplyOptions& options, const Progress& progress) {
     begin(options, ApplyStep::AnalyseOutput);
     const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
     if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
@@ -241,8 +242,9 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         if (options.before_verify) options.before_verify(disk.path());
         std::set<std::uint64_t> moved;
         for (const std::size_t i : result.moves.done) moved.insert(adopted.plan.moves[i].mft_record);
-        result.verification = verify_copy(input, before, *predicted, moved, disk.path(),
-                                          apply_output_open_options(open, options.format), window, options, progress);
+        result.verification =
+            verify_copy(input, before, *predicted, moved, disk.path(),
+                        apply_output_open_options(open, options.format), window, options, progress);
     }
     disk.commit();
     result.plan = std::move(adopted.plan);

@@ -41,18 +41,18 @@ nlohmann::ordered_json apply_json(const ApplyResult& r) {
     doc["seconds"] = r.seconds;
     if (r.verification) {
         const ApplyVerification& v = *r.verification;
-        doc["verification"] = {{"passed", true},
-                               {"streams_hashed", v.streams_hashed},
-                               {"allocation_matches_plan", true},
-                               {"bitmap_matches_runlists", true},
-                               {"mft_mirror_matches", true},
-                               {"records", {{"changed", v.records_changed},
-                                            {"freed", v.records_freed},
-                                            {"added", v.records_added}}},
-                               {"attribute_list_clusters_freed", v.attribute_list_clusters_freed},
-                               {"fragments_before", v.fragments_before},
-                               {"fragments_predicted", v.fragments_predicted},
-                               {"fragments_after", v.fragments_after}};
+        doc["verification"] = {
+            {"passed", true},
+            {"streams_hashed", v.streams_hashed},
+            {"allocation_matches_plan", true},
+            {"bitmap_matches_runlists", true},
+            {"mft_mirror_matches", true},
+            {"records",
+             {{"changed", v.records_changed}, {"freed", v.records_freed}, {"added", v.records_added}}},
+            {"attribute_list_clusters_freed", v.attribute_list_clusters_freed},
+            {"fragments_before", v.fragments_before},
+            {"fragments_predicted", v.fragments_predicted},
+            {"fragments_after", v.fragments_after}};
     } else {
         doc["verification"] = nullptr;
     }
@@ -73,8 +73,8 @@ void print_apply(std::ostream& out, const ApplyResult& r) {
         out << "verified: " << r.verification->streams_hashed
             << " streams identical, allocation as predicted, "
             << "$Bitmap matches the runlists, $MFTMirr matches, " << r.verification->records_changed
-            << " MFT records changed, all of moved files; fragments " << r.verification->fragments_before << " -> "
-            << r.verification->fragments_after << '\n';
+            << " MFT records changed, all of moved files; fragments " << r.verification->fragments_before
+            << " -> " << r.verification->fragments_after << '\n';
     else
         out << "not verified (--no-verify)\n";
 }

@@ -52,7 +52,8 @@ std::span<const unsigned char> FileContent::log_text(std::uint64_t file, std::ui
     for (std::size_t done = 0; done < n;) {
         const std::uint64_t number = (pos + done) / kLine;
         const std::size_t at = static_cast<std::size_t>((pos + done) % kLine);
-        std::snprintf(line, sizeof line, "2026-11-26 08:%02u:%02u, Info  CBS  log %04x entry %09llu: ok  \r\n",
+        std::snprintf(line, sizeof line,
+                      "2026-11-26 08:%02u:%02u, Info  CBS  log %04x entry %09llu: ok  \r\n",
                       static_cast<unsigned>(number / 60 % 60), static_cast<unsigned>(number % 60),
                       static_cast<unsigned>(file & 0xffff), static_cast<unsigned long long>(number));
         const std::size_t take = std::min(kLine - at, n - done);

@@ -64,8 +64,8 @@ private:
     void make_directories() {
         dir_records_.assign(plan_.dirs.size(), NtfsWriter::root());
         for (std::size_t d = 1; d < plan_.dirs.size(); ++d) {
-            dir_records_[d] =
-                ntfs_.make_directory(dir_records_[plan_.dirs[d].parent], plan_.dirs[d].name, plan_.dirs[d].compressed);
+            dir_records_[d] = ntfs_.make_directory(dir_records_[plan_.dirs[d].parent], plan_.dirs[d].name,
+                                                   plan_.dirs[d].compressed);
             summary_.directories++;
             if (d % 256 == 0) progress_.update(0, plan_.files.size());
         }
@@ -245,7 +245,8 @@ private:
                     summary_.attribute_list_records.push_back(s.record);
             }
             if (plan_.files[i].role == FileRole::Sparse) summary_.sparse_record = s.record;
-            if (plan_.files[i].role == FileRole::CompressedPair) summary_.compressed_records.push_back(s.record);
+            if (plan_.files[i].role == FileRole::CompressedPair)
+                summary_.compressed_records.push_back(s.record);
         }
     }
 

@@ -20,10 +20,10 @@ struct DirPlan {
 
 /// Why a file exists; decides how populate() writes it.
 enum class FileRole : std::uint8_t {
-    Normal,        ///< grown in round-robin chunks with its interleave group
-    Refill,        ///< written after the deletions, into the holes they left
-    AttrListPair,  ///< grown one cluster at a time against its twin: hundreds of runs
-    Sparse,        ///< data at the start and far beyond, a hole between
+    Normal,          ///< grown in round-robin chunks with its interleave group
+    Refill,          ///< written after the deletions, into the holes they left
+    AttrListPair,    ///< grown one cluster at a time against its twin: hundreds of runs
+    Sparse,          ///< data at the start and far beyond, a hole between
     CompressedPair,  ///< compressible text grown one compression unit at a time against its twin
 };
 

@@ -82,7 +82,8 @@ std::uint64_t CopyOnWriteDisk::release_unchanged() {
         const std::uint64_t present = std::min(kCluster, size() - start);
         overlay_.file().read(*overlay_.stored_at(index), std::span(ours).first(present));
         base_.read(start, std::span(theirs).first(present));
-        if (!std::equal(ours.begin(), ours.begin() + static_cast<std::ptrdiff_t>(present), theirs.begin())) continue;
+        if (!std::equal(ours.begin(), ours.begin() + static_cast<std::ptrdiff_t>(present), theirs.begin()))
+            continue;
         overlay_.release(index);
         ++released;
     }

@@ -137,12 +137,15 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
 class OpenStream {
 public:
     /// Opens the stream `move` names, or throws Skip for one no move may touch.
-    OpenStream(ntfs_volume* vol, const VolumeMap& before, const Move& move) : vol_(vol), record_(move.mft_record) {
+    OpenStream(ntfs_volume* vol, const VolumeMap& before, const Move& move)
+        : vol_(vol), record_(move.mft_record) {
         stream_ = find_stream(before, move);
         if (stream_ == nullptr) throw Skip{"no such non-resident stream"};
-        if (stream_->placement != Placement::Movable) throw Skip{"system file left in place: " + stream_->reason};
+        if (stream_->placement != Placement::Movable)
+            throw Skip{"system file left in place: " + stream_->reason};
         ni_.reset(ntfs_inode_open(vol, static_cast<MFT_REF>(record_)));
-        if (!ni_) ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(record_));
+        if (!ni_)
+            ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(record_));
         ntfschar* raw_name = nullptr;
         int name_length = 0;
         if (!stream_->name.empty()) {
@@ -164,7 +167,8 @@ public:
         if (na_->data_flags & ATTR_IS_ENCRYPTED) throw Skip{"encrypted stream"};
         errno = 0;
         if (ntfs_attr_map_whole_runlist(na_.get()) != 0)
-            ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read the runlist of record " + std::to_string(record_));
+            ntfs::throw_library_error(ErrorKind::Corrupt,
+                                      "cannot read the runlist of record " + std::to_string(record_));
     }
 
     [[nodiscard]] const Stream& stream() const { return *stream_; }
@@ -185,7 +189,8 @@ public:
             throw Skip{"the source run is not where the plan says (an earlier move was skipped)"};
         if (!clusters_free(vol_, move.to_lcn, move.clusters))
             throw Skip{"the destination is not free (an earlier move was skipped)"};
-        std::unique_ptr<runlist_element, ntfs::MallocFreer> rl(repointed(na_->rl, move.vcn, move.to_lcn, move.clusters));
+        std::unique_ptr<runlist_element, ntfs::MallocFreer> rl(
+            repointed(na_->rl, move.vcn, move.to_lcn, move.clusters));
         // Nothing is written before here; from here on a failure leaves the disk unusable and
         // is an error, not a skip.
         if (ntfs_bitmap_set_run(vol_->lcnbmp_na, move.to_lcn, move.clusters) != 0)
@@ -207,7 +212,8 @@ public:
         if (changed_) {
             errno = 0;
             if (ntfs_attr_update_mapping_pairs(na_.get(), 0) != 0)
-                ntfs::throw_library_error(ErrorKind::Io, "cannot write the runlist of record " + std::to_string(record_));
+                ntfs::throw_library_error(ErrorKind::Io,
+                                          "cannot write the runlist of record " + std::to_string(record_));
             // Moving changes no size: libntfs-3g's request to rewrite the file's names (with
             // their copies of sizes and times) in the parent directory's index is dropped,
             // so the index blocks stay as they were.
@@ -224,7 +230,7 @@ private:
     const Stream* stream_ = nullptr;
     InodePtr ni_;
     AttrPtr na_;
-    bool gone_ = false;     ///< an attribute list no longer there
+    bool gone_ = false;  ///< an attribute list no longer there
     bool changed_ = false;
 };
 
@@ -261,10 +267,13 @@ MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, cons
         }
         VcnSet vcns;
         for (std::size_t i = first; i < end; ++i)
-            vcns.add(VcnSet::interval_type::right_open(plan.moves[i].vcn, plan.moves[i].vcn + plan.moves[i].clusters));
+            vcns.add(VcnSet::interval_type::right_open(plan.moves[i].vcn,
+                                                       plan.moves[i].vcn + plan.moves[i].clusters));
         if (unit_left_in_part(open->stream(), vcns)) {
-            skip_all(first, end, "compressed or sparse stream moved in pieces that leave part of its compression unit of " +
-                                     std::to_string(open->stream().unit_clusters()) + " clusters behind");
+            const std::string unit = std::to_string(open->stream().unit_clusters());
+            skip_all(first, end,
+                     "compressed or sparse stream moved in pieces that leave part of its compression unit of " +
+                         unit + " clusters behind");
             first = end;
             continue;
         }

@@ -64,13 +64,14 @@ std::uint64_t Qcow2OverlayWriter::allocate(std::uint64_t index) {
 void Qcow2OverlayWriter::release(std::uint64_t index) {
     const auto it = host_of_.find(index);
     if (finished_ || it == host_of_.end())
-        throw Error(ErrorKind::Internal, "qcow2 overlay cluster " + std::to_string(index) + " released but not stored");
+        throw Error(ErrorKind::Internal,
+                    "qcow2 overlay cluster " + std::to_string(index) + " released but not stored");
     const std::uint64_t host = it->second;
     guest_clusters_[host - 1] = kReleased;
     host_of_.erase(it);
     // Only space is at stake: a file system that cannot punch keeps the bytes, unreferenced.
-    (void)::fallocate(file_.fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(host * kCluster),
-                      static_cast<off_t>(kCluster));
+    (void)::fallocate(file_.fd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(host * kCluster), static_cast<off_t>(kCluster));
 }
 
 std::vector<std::uint64_t> Qcow2OverlayWriter::stored_clusters() const {

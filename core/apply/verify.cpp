@@ -71,15 +71,16 @@ void read_stream(const DiskImage& image, const VolumeMap& volume, const Stream& 
 const Stream& mft_stream(const VolumeMap& volume, AttrType type) {
     for (const Stream& s : volume.streams)
         if (s.mft_record == 0 && s.type == static_cast<std::uint32_t>(type) && s.name.empty()) return s;
-    throw Error(ErrorKind::Corrupt, "the volume has no $MFT stream of type " +
-                                        std::to_string(static_cast<std::uint32_t>(type)));
+    throw Error(ErrorKind::Corrupt,
+                "the volume has no $MFT stream of type " + std::to_string(static_cast<std::uint32_t>(type)));
 }
 
 /// The base record a raw MFT record belongs to: its base reference (offset 0x20, the low 48
 /// bits), or its own number when that is 0.
 std::uint64_t base_of(std::span<const std::byte> record, std::uint64_t number) {
     std::uint64_t reference = 0;
-    for (int i = 5; i >= 0; --i) reference = reference << 8 | std::to_integer<std::uint64_t>(record[0x20 + i]);
+    for (int i = 5; i >= 0; --i)
+        reference = reference << 8 | std::to_integer<std::uint64_t>(record[0x20 + i]);
     return reference == 0 ? number : reference;
 }
 
@@ -187,7 +188,8 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
             const std::uint64_t base_out = base_of(rb, r);
             const std::uint64_t base = moved.count(base_in) != 0 ? base_in : base_out;
             if (moved.count(base) == 0) {
-                difference = "MFT record " + std::to_string(r) + (was == is ? " changed" : is ? " came into use" : " was freed") +
+                const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
+                difference = "MFT record " + std::to_string(r) + what +
                              ", but it is no record of a file whose streams moved";
                 break;
             }
@@ -198,41 +200,57 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
         }
     }
     if (!difference && !unchanged.empty())
-        difference = "no MFT record of file " + std::to_string(*unchanged.begin()) + " changed, but its streams moved";
+        difference =
+            "no MFT record of file " + std::to_string(*unchanged.begin()) + " changed, but its streams moved";
     return out;
 }
 
 std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap& actual,
                                            const std::set<std::uint64_t>& moved) {
+    const auto is_list = [](const Stream& s) {
+        return s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
+    };
+    // The list of `record` in `actual` (streams sorted by record), or null when it has none.
+    const auto actual_list = [&](std::uint64_t record) -> const Stream* {
+        auto it = std::lower_bound(actual.streams.begin(), actual.streams.end(), record,
+                                   [](const Stream& s, std::uint64_t r) { return s.mft_record < r; });
+        for (; it != actual.streams.end() && it->mft_record == record; ++it)
+            if (is_list(*it)) return &*it;
+        return nullptr;
+    };
+    const auto clusters = [](const std::vector<Extent>& runs) {
+        ClusterSet set;
+        for (const Extent& e : runs)
+            if (e.lcn != Extent::kSparse)
+                set.add(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
+        return set;
+    };
     std::uint64_t freed = 0;
-    const auto is_list = [](const Stream& s) { return s.type == static_cast<std::uint32_t>(AttrType::AttributeList); };
     for (auto it = predicted.streams.begin(); it != predicted.streams.end();) {
         if (!is_list(*it) || moved.count(it->mft_record) == 0) {
             ++it;
             continue;
         }
-        const auto now = std::find_if(actual.streams.begin(), actual.streams.end(), [&](const Stream& s) {
-            return s.mft_record == it->mft_record && is_list(s);
-        });
-        const std::vector<Extent> kept = now == actual.streams.end() ? std::vector<Extent>{} : merged(now->extents);
-        std::vector<Extent> was = merged(it->extents);
-        // Only a VCN prefix of what was predicted may remain: libntfs-3g truncates the list.
-        std::size_t n = 0;
-        while (n < kept.size() && n < was.size() && kept[n] == was[n]) ++n;
-        const bool prefix = n == kept.size() || (n + 1 == kept.size() && n < was.size() && kept[n].vcn == was[n].vcn &&
-                                                 kept[n].lcn == was[n].lcn && kept[n].clusters < was[n].clusters);
-        if (!prefix || kept == was) {
+        const Stream* now = actual_list(it->mft_record);
+        // libntfs-3g only truncates a list: what remains must be its first clusters, in VCN
+        // order, and no more than there were.
+        const std::vector<Extent> kept = now == nullptr ? std::vector<Extent>{} : merged(now->extents);
+        const std::vector<Extent> was = merged(it->extents);
+        const std::int64_t kept_end = kept.empty() ? 0 : kept.back().vcn + kept.back().clusters;
+        std::vector<Extent> cut;  // `was` cut at kept_end
+        for (const Extent& e : was) {
+            if (e.vcn >= kept_end) break;
+            cut.push_back(e);
+            cut.back().clusters = std::min(e.clusters, kept_end - e.vcn);
+        }
+        if (kept == was || cut != kept) {
             ++it;
             continue;
         }
-        ClusterSet gone;
-        for (const Extent& e : was)
-            if (e.lcn != Extent::kSparse) gone.add(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
-        for (const Extent& e : kept)
-            if (e.lcn != Extent::kSparse) gone.subtract(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
+        const ClusterSet gone = clusters(was) - clusters(kept);
         freed += static_cast<std::uint64_t>(boost::icl::length(gone));
         predicted.free += gone;
-        if (now == actual.streams.end()) {
+        if (now == nullptr) {
             it = predicted.streams.erase(it);
         } else {
             it->extents = kept;

@@ -50,8 +50,9 @@ struct ChangedRecords {
 /// through its own disk's $MFT runlist, and $MFT's $BITMAP bit by bit, against the files in
 /// `moved` (base record numbers). Throws what DiskImage::read throws and Error(Corrupt) for a
 /// map without $MFT's streams. Cost: reads both disks' $MFT once, 2 MiB of memory.
-[[nodiscard]] ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
-                                             const VolumeMap& after, const std::set<std::uint64_t>& moved);
+[[nodiscard]] ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before,
+                                             const DiskImage& output, const VolumeMap& after,
+                                             const std::set<std::uint64_t>& moved);
 
 /// `predicted` with what libntfs-3g does to the attribute lists of the files in `moved` when
 /// it lays their new runlists out (ntfs_attr_record_rm): a non-resident $ATTRIBUTE_LIST that

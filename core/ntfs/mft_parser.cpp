@@ -128,7 +128,8 @@ bool parse_mft_record(const ntfs_volume& volume, std::span<std::byte> bytes, std
             segment.flags = le16_to_cpu(attr->flags);
             segment.compression_unit = attr->compression_unit;
             // NTFS writes 4 (16 clusters); anything past 2^16 clusters is no unit a volume uses.
-            if ((segment.flags & (Stream::kCompressed | Stream::kSparse)) != 0 && segment.compression_unit > 16)
+            if ((segment.flags & (Stream::kCompressed | Stream::kSparse)) != 0 &&
+                segment.compression_unit > 16)
                 corrupt(number, "invalid compression unit " + std::to_string(segment.compression_unit));
             segment.lowest_vcn = sle64_to_cpu(attr->lowest_vcn);
             segment.highest_vcn = sle64_to_cpu(attr->highest_vcn);

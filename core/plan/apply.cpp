@@ -179,10 +179,11 @@ void check_units(const std::vector<Stream>& streams, const std::optional<MoveRun
     if (!run) return;
     const Stream& s = streams[run->stream];
     if (const auto vcn = unit_left_in_part(s, run->vcns))
-        reject(run->first, "record " + std::to_string(s.mft_record) + " " + s.label() +
-                               " is compressed or sparse and these moves leave part of its compression unit of " +
-                               std::to_string(s.unit_clusters()) + " clusters at VCN " + std::to_string(*vcn) +
-                               " behind (consecutive moves of such a stream must move whole units)");
+        reject(run->first,
+               "record " + std::to_string(s.mft_record) + " " + s.label() +
+                   " is compressed or sparse and these moves leave part of its compression unit of " +
+                   std::to_string(s.unit_clusters()) + " clusters at VCN " + std::to_string(*vcn) +
+                   " behind (consecutive moves of such a stream must move whole units)");
 }
 
 }  // namespace
@@ -201,11 +202,13 @@ std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet
     VcnSet left;
     const auto& runs = stream.extents;
     for (const auto& u : units) {
-        auto e = std::partition_point(runs.begin(), runs.end(),
-                                      [&u](const Extent& r) { return r.vcn + r.clusters <= first_cluster(u); });
+        auto e = std::partition_point(runs.begin(), runs.end(), [&u](const Extent& r) {
+            return r.vcn + r.clusters <= first_cluster(u);
+        });
         for (; e != runs.end() && e->vcn < end_cluster(u); ++e)
             if (e->lcn >= 0 && e->clusters > 0)
-                left.add(cluster_range(std::max(e->vcn, first_cluster(u)), std::min(e->vcn + e->clusters, end_cluster(u))));
+                left.add(cluster_range(std::max(e->vcn, first_cluster(u)),
+                                       std::min(e->vcn + e->clusters, end_cluster(u))));
     }
     left -= moved;
     if (left.empty()) return std::nullopt;
@@ -225,7 +228,7 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
     const StreamLookup lookup(after.streams);
     FreeMap free(before.free);
     std::unordered_map<std::size_t, Runs> edited;  // stream index → its runs while edited
-    std::optional<MoveRun> run;                     // the current run of moves of one stream
+    std::optional<MoveRun> run;                    // the current run of moves of one stream
 
     for (std::size_t index = 0; index < plan.moves.size(); ++index) {
         const Move& m = plan.moves[index];

@@ -24,8 +24,9 @@ void require_movable(const VolumeMap& map);
 /// [from_lcn, from_lcn + clusters) must be exactly what the stream maps at VCNs
 /// [vcn, vcn + clusters) (allocated, LCN-contiguous); its destination must be free, inside
 /// the volume and outside `unmovable`; a run of consecutive moves of one compressed or sparse
-/// stream must move whole compression units (unit_left_in_part), its first move is named. Runs are split and merged as needed. A volume with
-/// cross-linked or bitmap-inconsistent clusters is refused first (require_movable).
+/// stream must move whole compression units (unit_left_in_part; its first move is named).
+/// Runs are split and merged as needed. A volume with cross-linked or bitmap-inconsistent
+/// clusters is refused first (require_movable).
 /// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream's
 /// runs are held in an ordered map while it is being edited, so a stream moved in many
 /// pieces costs O(runs · log runs), never quadratic.

@@ -48,11 +48,13 @@ fs::path matrix_image(std::uint32_t cluster) {
 
 /// Plans `strategy` on `image`, applies it with verification and checks that every move was
 /// done and the output is the plan's prediction, by TSK, ntfsfix and a new analysis.
-void plan_apply_prove(const fs::path& image, const std::string& strategy, const std::set<std::uint64_t>& specials) {
+void plan_apply_prove(const fs::path& image, const std::string& strategy,
+                      const std::set<std::uint64_t>& specials) {
     INFO("strategy " << strategy);
     const test::WorkDir dir("apply-matrix-" + strategy);
     const fs::path plan_path = dir / "p.json";
-    const auto planned = test::run_cli({"plan", image.string(), "--strategy", strategy, "-o", plan_path.string()});
+    const auto planned =
+        test::run_cli({"plan", image.string(), "--strategy", strategy, "-o", plan_path.string()});
     INFO(planned.err);
     REQUIRE(planned.status == 0);
     const Json plan = Json::parse(read(plan_path));
@@ -64,8 +66,8 @@ void plan_apply_prove(const fs::path& image, const std::string& strategy, const 
     }
 
     const fs::path out = dir / "out.img";
-    const auto applied = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string(),
-                                        "--json"});
+    const auto applied =
+        test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string(), "--json"});
     INFO(applied.err);
     REQUIRE(applied.status == 0);
     const Json doc = Json::parse(applied.out);
@@ -82,7 +84,8 @@ void plan_apply_prove(const fs::path& image, const std::string& strategy, const 
     CHECK(volume["files"]["fragments"] == plan["summary"]["fragments_after"]);
     CHECK(volume["files"]["fragmented_streams"] == plan["summary"]["fragmented_streams_after"]);
     CHECK(volume["free_space"]["extents"] == plan["summary"]["free_extents_after"]);
-    CHECK(volume["free_space"]["largest_extent_clusters"] == plan["summary"]["largest_free_extent_clusters_after"]);
+    CHECK(volume["free_space"]["largest_extent_clusters"] ==
+          plan["summary"]["largest_free_extent_clusters_after"]);
 
     // The Sleuth Kit reads every moved file and every special file as the input holds it.
     std::set<std::uint64_t> records = specials;
@@ -117,30 +120,45 @@ void run_matrix(std::uint32_t cluster) {
         const bool is_sparse = flags.find("sparse") != std::string::npos;
         // The attribute-list pair: runs by the hundred, spilled into extension records.
         const bool spilled = s["fragments"].get<std::uint64_t>() > 100;
-        if (is_compressed || is_sparse || spilled)
-            specials.insert(s["mft_record"].get<std::uint64_t>());
+        if (is_compressed || is_sparse || spilled) specials.insert(s["mft_record"].get<std::uint64_t>());
         compressed += is_compressed ? 1 : 0;
         sparse += is_sparse ? 1 : 0;
     }
     CHECK(compressed == (cluster <= 4096 ? 2u : 0u));
     CHECK(sparse >= 1);
     std::size_t with_list = 0;
-    for (const std::uint64_t record : specials)
-        with_list += test::run({"istat", image.string(), std::to_string(record)}).out.find("Type: $ATTRIBUTE_LIST") !=
-                             std::string::npos
-                         ? 1
-                         : 0;
+    for (const std::uint64_t record : specials) {
+        const std::string istat = test::run({"istat", image.string(), std::to_string(record)}).out;
+        if (istat.find("Type: $ATTRIBUTE_LIST") != std::string::npos) ++with_list;
+    }
     CHECK(with_list >= 1);  // the pair: at some cluster sizes one of them just fits its record
-    for (const Strategy strategy : kStrategies) plan_apply_prove(image, std::string(strategy_name(strategy)), specials);
+    for (const Strategy strategy : kStrategies)
+        plan_apply_prove(image, std::string(strategy_name(strategy)), specials);
 }
 
 }  // namespace
 
-TEST_CASE("apply carries out every move of every strategy: 512-byte clusters", "[apply][matrix]") { run_matrix(512); }
-TEST_CASE("apply carries out every move of every strategy: 1 KiB clusters", "[apply][matrix]") { run_matrix(1024); }
-TEST_CASE("apply carries out every move of every strategy: 2 KiB clusters", "[apply][matrix]") { run_matrix(2048); }
-TEST_CASE("apply carries out every move of every strategy: 4 KiB clusters", "[apply][matrix]") { run_matrix(4096); }
-TEST_CASE("apply carries out every move of every strategy: 8 KiB clusters", "[apply][matrix]") { run_matrix(8192); }
-TEST_CASE("apply carries out every move of every strategy: 16 KiB clusters", "[apply][matrix]") { run_matrix(16384); }
-TEST_CASE("apply carries out every move of every strategy: 32 KiB clusters", "[apply][matrix]") { run_matrix(32768); }
-TEST_CASE("apply carries out every move of every strategy: 64 KiB clusters", "[apply][matrix]") { run_matrix(65536); }
+TEST_CASE("apply carries out every move of every strategy: 512-byte clusters", "[apply][matrix]") {
+    run_matrix(512);
+}
+TEST_CASE("apply carries out every move of every strategy: 1 KiB clusters", "[apply][matrix]") {
+    run_matrix(1024);
+}
+TEST_CASE("apply carries out every move of every strategy: 2 KiB clusters", "[apply][matrix]") {
+    run_matrix(2048);
+}
+TEST_CASE("apply carries out every move of every strategy: 4 KiB clusters", "[apply][matrix]") {
+    run_matrix(4096);
+}
+TEST_CASE("apply carries out every move of every strategy: 8 KiB clusters", "[apply][matrix]") {
+    run_matrix(8192);
+}
+TEST_CASE("apply carries out every move of every strategy: 16 KiB clusters", "[apply][matrix]") {
+    run_matrix(16384);
+}
+TEST_CASE("apply carries out every move of every strategy: 32 KiB clusters", "[apply][matrix]") {
+    run_matrix(32768);
+}
+TEST_CASE("apply carries out every move of every strategy: 64 KiB clusters", "[apply][matrix]") {
+    run_matrix(65536);
+}

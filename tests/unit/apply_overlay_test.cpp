@@ -121,7 +121,8 @@ TEST_CASE("CopyOnWriteDisk: writes land in the overlay's clusters, reads merge t
     CHECK(image->layers().front().allocated == stored);
     ByteSet mapped;
     for (const test::QemuExtent& e : test::qemu_map(overlay, "qcow2"))
-        if (e.depth == 0 && e.data) mapped += boost::icl::interval<std::uint64_t>::right_open(e.start, e.start + e.length);
+        if (e.depth == 0 && e.data)
+            mapped += boost::icl::interval<std::uint64_t>::right_open(e.start, e.start + e.length);
     CHECK(mapped == stored);
     image->read(0, got);
     CHECK(got == want);

@@ -184,11 +184,12 @@ TEST_CASE("identity: the digest follows the allocation, the check names what dif
     }
 }
 
-TEST_CASE("unit_left_in_part: a compressed unit moves whole when its allocated clusters do", "[plan][apply]") {
+TEST_CASE("unit_left_in_part: a compressed unit moves whole when its allocated clusters do",
+          "[plan][apply]") {
     // Units of 16 clusters: unit 0 compressed into 5 clusters, unit 1 stored whole, unit 2
     // compressed into 3 clusters, each compressed unit ending in its hole.
-    Stream s = test::stream(70, {{0, 100, 5}, {5, Extent::kSparse, 11}, {16, 120, 16}, {32, 200, 3},
-                                 {35, Extent::kSparse, 13}});
+    Stream s = test::stream(
+        70, {{0, 100, 5}, {5, Extent::kSparse, 11}, {16, 120, 16}, {32, 200, 3}, {35, Extent::kSparse, 13}});
     s.flags = Stream::kCompressed;
     s.compression_unit = 4;
     REQUIRE(s.unit_clusters() == 16);
@@ -226,7 +227,8 @@ TEST_CASE("apply_plan: the consecutive moves of a sparse stream must move whole 
     a.flags = Stream::kSparse;
     a.compression_unit = 2;
     CHECK(failure(v, plan_of({{64, "$DATA", 0, 10, 60, 5}})) ==
-          "move 0: record 64 $DATA is compressed or sparse and these moves leave part of its compression unit of 4 "
+          "move 0: record 64 $DATA is compressed or sparse and these moves leave part of its compression "
+          "unit of 4 "
           "clusters at VCN 4 behind (consecutive moves of such a stream must move whole units)");
     // The same unit carried by two consecutive moves is whole.
     CHECK(failure(v, plan_of({{64, "$DATA", 0, 10, 60, 5}, {64, "$DATA", 5, 30, 65, 5}})) == "accepted");
@@ -235,7 +237,8 @@ TEST_CASE("apply_plan: the consecutive moves of a sparse stream must move whole 
                               {64, "$DATA", 0, 10, 60, 5},
                               {66, "$DATA", 0, 15, 90, 5},
                               {64, "$DATA", 5, 30, 65, 5}})) ==
-          "move 1: record 64 $DATA is compressed or sparse and these moves leave part of its compression unit of 4 "
+          "move 1: record 64 $DATA is compressed or sparse and these moves leave part of its compression "
+          "unit of 4 "
           "clusters at VCN 4 behind (consecutive moves of such a stream must move whole units)");
     CHECK(failure(v, plan_of({{64, "$DATA", 14, 50, 60, 2}})) == "accepted");
 }
