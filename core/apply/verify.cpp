@@ -154,8 +154,8 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
     ChangedRecords out;
     std::optional<std::string>& difference = out.difference;
     const std::uint64_t size = before.mft_record_size;
-    if (size == 0 || size != after.mft_record_size || size > kBlock) {
-        difference = "the MFT record size differs";
+    if (size < 64 || size != after.mft_record_size || size > kBlock) {
+        difference = "the MFT record size differs or is not one NTFS uses";
         return out;
     }
     const std::uint64_t records = std::min(before.mft_records_total, after.mft_records_total);
