@@ -2,6 +2,7 @@
 #include "pipeline/apply.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -173,6 +174,7 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
 ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                           const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
+    check_output_path(options.output, options.replace);  // before the analysis: it takes a while
     begin(options, ApplyStep::Analyse);
     const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
@@ -262,13 +264,34 @@ std::vector<ApplyStep> apply_steps(const ApplyOptions& options) {
     return steps;
 }
 
+void check_output_path(const std::string& output, bool replace) {
+    struct stat st {};
+    if (::stat(output.c_str(), &st) == 0) {
+        // Only a regular file is ever replaced: the rename would put a file where a device
+        // node (as root, /dev/sdX), a FIFO or a socket was, and cannot replace a directory.
+        const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : nullptr;
+        if (kind != nullptr)
+            throw Error(ErrorKind::Unsupported, "the output " + output + " is " + kind +
+                                                    ", not a regular file: give the path of a new file");
+        if (!replace) throw Error(ErrorKind::Unsupported, already_exists(output));
+    }
+    const std::string dir = directory_of(output).string();
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error(ErrorKind::Io, "cannot create the output in " + dir + ": " + std::strerror(errno));
+}
+
 void check_apply_output(const std::string& output, const DiskImage& input, bool replace) {
+    check_output_path(output, replace);
     std::error_code ec;
     if (!fs::exists(output, ec)) return;
     for (const Layer& layer : input.layers())
         if (fs::equivalent(output, layer.path, ec))
             throw Error(ErrorKind::Unsupported, "the output " + output + " is the input image " + layer.path);
-    if (!replace) throw Error(ErrorKind::Unsupported, already_exists(output));
 }
 
 void check_qcow2_output(const std::string& path, const DiskImage& input, const std::string& output) {

@@ -129,9 +129,15 @@ struct ApplyResult {
 /// AnalyseOutput, HashInput and HashOutput.
 [[nodiscard]] std::vector<ApplyStep> apply_steps(const ApplyOptions& options);
 
-/// Throws Error(Unsupported) when `output` is the input image or one of its layers (writing
-/// it would write the input), or exists and may not be replaced, as apply_to_copy refuses
-/// it, so that a front end can refuse before the work starts.
+/// Throws Error(Unsupported) when `output` exists and is not a regular file (a directory, a
+/// device node, a FIFO or a socket: only a regular file is ever replaced) or exists and may
+/// not be replaced, and Error(Io) when its directory does not let a file be created there,
+/// as apply_to_copy refuses it before it analyses anything, so that a front end can refuse
+/// before any work or wait (a schedule's first window).
+void check_output_path(const std::string& output, bool replace = true);
+
+/// check_output_path, and Error(Unsupported) when `output` is the input image or one of its
+/// layers (writing it would write the input), as apply_to_copy refuses it.
 void check_apply_output(const std::string& output, const DiskImage& input, bool replace = true);
 
 /// Throws Error(Unsupported) when apply_to_copy could not write a qcow2 overlay at `output`

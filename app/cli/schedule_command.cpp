@@ -65,6 +65,8 @@ void wait_for_move(const Schedule& schedule, const ScheduleOptions& options, std
 /// Carries `schedule` out on a copy of the image (docs/schedule.md §7): apply_to_copy with
 /// every copied byte under --rate, each move started only when move_may_start says.
 ApplyResult carry_out(const Options& opts, Plan plan, const Schedule& schedule, const ScheduleOptions& options) {
+    // An output that can never be written is refused now, not when the first window opens.
+    on_behalf_of(*opts.apply, [&] { check_output_path(opts.output); });
     if (!schedule.batches.empty()) {
         // Nothing is read or written before the first batch may start: the analysis and a raw
         // output's disk copy are I/O on the datastore too.

@@ -15,9 +15,11 @@ namespace {
 // pread() and pwrite() may transfer less than asked, and at most ~2 GiB on Linux.
 constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
 
-[[noreturn]] void os_error(const char* what, std::uint64_t offset) {
-    throw Error(ErrorKind::Io, std::string("cannot ") + what + " at offset " + std::to_string(offset) + ": " +
-                                   std::strerror(errno));
+/// The path is in the message: a failed write (no space left) is about the output file, not
+/// the image the caller reports on.
+[[noreturn]] void os_error(const char* what, const std::string& path, std::uint64_t offset) {
+    throw Error(ErrorKind::Io, std::string("cannot ") + what + " " + path + " at offset " + std::to_string(offset) +
+                                   ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -28,7 +30,7 @@ void WritableRawFile::read(std::uint64_t offset, std::span<std::byte> out) const
         const std::size_t want = std::min(out.size() - done, kMaxChunk);
         const ssize_t got = ::pread(fd_, out.data() + done, want, static_cast<off_t>(offset + done));
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) os_error("read", offset + done);
+        if (got < 0) os_error("read", path_, offset + done);
         if (got == 0)
             throw Error(ErrorKind::Corrupt, "read at offset " + std::to_string(offset + done) +
                                                 " runs past the end of the file");
@@ -42,7 +44,7 @@ void WritableRawFile::write(std::uint64_t offset, std::span<const std::byte> byt
         const std::size_t want = std::min(bytes.size() - done, kMaxChunk);
         const ssize_t put = ::pwrite(fd_, bytes.data() + done, want, static_cast<off_t>(offset + done));
         if (put < 0 && errno == EINTR) continue;
-        if (put < 0) os_error("write", offset + done);
+        if (put < 0) os_error("write", path_, offset + done);
         done += static_cast<std::size_t>(put);
     }
 }

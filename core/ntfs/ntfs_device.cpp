@@ -16,6 +16,7 @@
 #include "core/image/disk_image.hpp"
 #include "core/image/writable_disk.hpp"
 #include "core/ntfs/ntfs3g.hpp"
+#include "core/ntfs/ntfs_volume.hpp"
 
 namespace guestfrag::ntfs {
 
@@ -79,7 +80,8 @@ struct DeviceOperations {
         if (n <= 0) return n;
         try {
             w.read(static_cast<std::uint64_t>(pos), std::span(static_cast<std::byte*>(buf), static_cast<std::size_t>(n)));
-        } catch (const Error&) {
+        } catch (const Error& e) {
+            note_device_failure(e.what());
             errno = EIO;  // libntfs-3g only knows errno; its caller reports the failure
             return -1;
         }
@@ -102,7 +104,8 @@ struct DeviceOperations {
         try {
             w.file->write(w.offset + static_cast<std::uint64_t>(pos),
                           std::span(static_cast<const std::byte*>(buf), static_cast<std::size_t>(n)));
-        } catch (const Error&) {
+        } catch (const Error& e) {
+            note_device_failure(e.what());
             errno = EIO;
             return -1;
         }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "core/ntfs/ntfs3g.hpp"
 
@@ -14,6 +15,8 @@ namespace {
 
 // The last error libntfs-3g logged on this thread since the last mount, on one line.
 thread_local std::string g_last_message;
+// The device's last read or write failure on this thread, until an error reports it.
+thread_local std::string g_device_failure;
 
 int record_message(const char*, const char*, int, u32 level, void*, const char* format, va_list args) {
     if ((level & (NTFS_LOG_LEVEL_ERROR | NTFS_LOG_LEVEL_PERROR | NTFS_LOG_LEVEL_CRITICAL)) == 0) return 0;
@@ -39,7 +42,10 @@ void capture_library_log() {
 
 }  // namespace
 
+void note_device_failure(const std::string& what) { g_device_failure = what; }
+
 std::string library_reason(int err) {
+    if (!g_device_failure.empty() && err == EIO) return std::exchange(g_device_failure, {});
     std::string reason = g_last_message;
     if (reason.empty()) reason = err != 0 ? std::strerror(err) : "unknown failure";
     return reason;
@@ -59,6 +65,7 @@ void Volume::Unmount::operator()(_ntfs_volume* volume) const noexcept {
 Volume::Volume(Device device, MountMode mode) : device_(std::move(device)) {
     capture_library_log();
     g_last_message.clear();
+    g_device_failure.clear();
     errno = 0;
     const unsigned long flags = !device_.writable()           ? NTFS_MNT_RDONLY
                                 : mode == MountMode::Forensic ? NTFS_MNT_FORENSIC

@@ -54,11 +54,16 @@ public:
     VolumeFull() : Error(ErrorKind::Io, "the volume is full") {}
 };
 
-/// Why the libntfs-3g call that just failed with `err` (its errno) failed: the last error
-/// libntfs-3g logged on this thread since the last mount, squashed to one line, else
-/// `err`'s text. libntfs-3g reports through its logger, not errno alone, and mounting routes
+/// Why the libntfs-3g call that just failed with `err` (its errno) failed: the device's own
+/// failure when it had one (note_device_failure), else the last error libntfs-3g logged on
+/// this thread since the last mount, squashed to one line, else `err`'s text. libntfs-3g reports through its logger, not errno alone, and mounting routes
 /// that logger here instead of stderr: we keep its words for our errors.
 [[nodiscard]] std::string library_reason(int err);
+
+/// Records why the device under libntfs-3g failed a read or write (the host file's error,
+/// e.g. "cannot write OUT at offset N: No space left on device"), which libntfs-3g only
+/// sees as EIO: library_reason gives these words for the next failure on this thread.
+void note_device_failure(const std::string& what);
 
 /// Throws the typed error for a libntfs-3g call that returned NULL or -1 with errno set:
 /// VolumeFull for ENOSPC, otherwise Error(kind, "<what>: <library_reason>").

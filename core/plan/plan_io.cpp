@@ -2,10 +2,16 @@
 // The guestfrag.plan.v1 document (docs/planner.md §9).
 #include "core/plan/plan_io.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <istream>
 #include <sstream>
+#include <streambuf>
 
 #include <nlohmann/json.hpp>
 
@@ -173,22 +179,86 @@ std::string nested(const OrderedJson& value, int indent) {
     return out;
 }
 
+/// The bytes of a plan file, pulled by the JSON parser. Opened without blocking, so that a
+/// FIFO nobody writes to does not hang the open; decided by what the file is: a directory
+/// is refused, a regular file read as it is, anything else (a pipe from `<(…)`, /dev/stdin,
+/// a FIFO, a character device) read while it delivers, a wait for data given up after
+/// `timeout`.
+class PlanSource : public std::streambuf {
+public:
+    PlanSource(const std::string& path, std::chrono::milliseconds timeout) : timeout_(timeout) {
+        fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd_ < 0) {
+            const int error = errno;
+            throw Error(error == ENOENT ? ErrorKind::NotFound : ErrorKind::Io,
+                        "cannot open plan: " + std::string(std::strerror(error)));
+        }
+        struct stat st {};
+        if (::fstat(fd_, &st) != 0) fail("cannot read plan");
+        if (S_ISDIR(st.st_mode)) {
+            ::close(fd_);
+            throw Error(ErrorKind::Unsupported, "the plan is a directory, not a plan file");
+        }
+        stream_ = !S_ISREG(st.st_mode);
+    }
+    ~PlanSource() override { ::close(fd_); }
+    PlanSource(const PlanSource&) = delete;
+    PlanSource& operator=(const PlanSource&) = delete;
+
+    /// Whether the file is a pipe, FIFO or device that gave no byte at all.
+    [[nodiscard]] bool empty_pipe() const { return stream_ && total_ == 0; }
+
+protected:
+    int_type underflow() override {
+        for (;;) {
+            const ssize_t n = ::read(fd_, buffer_, sizeof buffer_);
+            if (n > 0) {
+                total_ += static_cast<std::uint64_t>(n);
+                setg(buffer_, buffer_, buffer_ + n);
+                return traits_type::to_int_type(buffer_[0]);
+            }
+            if (n == 0) return traits_type::eof();
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN) fail("cannot read plan");
+            // A writer that is there but silent: wait, up to the time box.
+            pollfd p{fd_, POLLIN, 0};
+            const int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
+            if (ready == 0) {
+                const auto ms = timeout_.count();
+                const std::string wait = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+                throw Error(ErrorKind::Io, "no plan data arrived for " + wait + " from the pipe or FIFO it is read from");
+            }
+            if (ready < 0 && errno != EINTR) fail("cannot read plan");
+        }
+    }
+
+private:
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
+    }
+
+    int fd_ = -1;
+    bool stream_ = false;
+    std::uint64_t total_ = 0;
+    std::chrono::milliseconds timeout_;
+    char buffer_[64 * 1024];
+};
+
 }  // namespace
 
-Plan read_plan(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const int error = errno;
-        throw Error(error == ENOENT ? ErrorKind::NotFound : ErrorKind::Io,
-                    "cannot open plan: " + std::string(std::strerror(error)));
-    }
+Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) {
+    PlanSource source(path, pipe_timeout);
+    std::istream in(&source);
     Json doc;
     try {
+        // The parser pulls bytes as it goes and stops at the first that is not JSON, so a
+        // device that never ends (/dev/zero) costs one buffer.
         doc = Json::parse(in);
     } catch (const Json::parse_error& e) {
+        if (source.empty_pipe())
+            throw Error(ErrorKind::Corrupt, "the plan is a pipe or FIFO that nothing wrote to");
         corrupt(std::string("plan is not valid JSON: ") + e.what());
     }
-    if (in.bad()) throw Error(ErrorKind::Io, "cannot read plan");
 
     const Fields root(doc, "plan");
     if (root.text("schema") != kSchema) corrupt("plan: schema is not " + std::string(kSchema));

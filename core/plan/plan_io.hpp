@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "core/plan/frontier.hpp"
@@ -8,10 +9,17 @@
 
 namespace guestfrag {
 
+/// How long read_plan waits for a pipe or FIFO that gives no data before it gives up.
+inline constexpr std::chrono::milliseconds kPlanPipeTimeout{30'000};
+
 /// Reads a `guestfrag.plan.v1` JSON file. Throws Error(NotFound) / Error(Corrupt, "...")
 /// for unreadable or malformed documents (wrong schema, missing or out-of-range fields,
-/// absurd numbers), naming the first offending move ("move 17: ...").
-[[nodiscard]] Plan read_plan(const std::string& path);
+/// absurd numbers), naming the first offending move ("move 17: ..."). By what the file is:
+/// a directory is Error(Unsupported); a pipe, FIFO or device is read as long as it delivers
+/// (`<(…)` and /dev/stdin work), Error(Io) after `pipe_timeout` without data, and
+/// Error(Corrupt) when it ends before a byte (a FIFO nobody writes to). The parser reads as
+/// it goes and stops at the first byte that is not JSON.
+[[nodiscard]] Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout = kPlanPipeTimeout);
 
 /// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures, and the
 /// trade-off curve under "frontier" when one is given (read_plan ignores it).

@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -311,6 +313,86 @@ TEST_CASE("apply: refusals exit 2 with one line and write nothing", "[apply]") {
                        "is the input image");
         CHECK(test::file_fingerprint(copy) == fingerprint);
     }
+}
+
+TEST_CASE("apply: an output that is not a regular file, or cannot be created, is refused before any work",
+          "[apply][hostile]") {
+    const test::WorkDir dir("apply-output-kind");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const fs::path folder = dir / "out.d";
+    fs::create_directory(folder);
+    const fs::path fifo = dir / "out.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const auto& [output, says] : std::vector<std::pair<std::string, std::string>>{
+             {"/dev/null", "the output /dev/null is a character device, not a regular file"},
+             {folder.string(), "the output " + folder.string() + " is a directory, not a regular file"},
+             {fifo.string(), "the output " + fifo.string() + " is a FIFO, not a regular file"},
+             {(dir / "missing" / "out.img").string(),
+              "cannot create the output in " + (dir / "missing").string() + ": No such file or directory"}}) {
+        INFO(output);
+        for (const char* format : {"raw", "qcow2"}) {
+            const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", output,
+                                          "--output-format", format});
+            check_one_line(r, says);
+        }
+    }
+    CHECK(fs::is_character_file("/dev/null"));
+    CHECK(fs::is_empty(folder));
+    CHECK(fs::is_fifo(fifo));
+    CHECK(leftovers(dir, {"p.json", "out.d", "out.fifo"}).empty());
+
+    // schedule --apply refuses it at once, not when its first window opens.
+    const auto scheduled = test::run_cli({"schedule", plan_path.string(), "--rate", "1MiB/s", "--window",
+                                          "Mon-Sun 00:00-00:01", "--start", "2030-01-01T00:02Z", "--apply",
+                                          bare_image().string(), "-o", folder.string()});
+    check_one_line(scheduled, "is a directory, not a regular file");
+}
+
+TEST_CASE("apply: a host write that fails says why, with the output's path", "[apply][hostile]") {
+    // The output's file system is full: the writes of the moves fail with ENOSPC. libntfs-3g
+    // sees only EIO; the error keeps the host's words and the path.
+    const test::WorkDir dir("apply-enospc");
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const OpenedImage opened = open_and_analyze(copy.string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    const Plan plan = read_plan(make_plan(copy, dir / "p.json").string());
+    REQUIRE(!plan.moves.empty());
+
+    /// A raw file whose writes at or past `full` fail as on a full file system.
+    class FullDisk final : public WritableDisk {
+    public:
+        FullDisk(WritableRawFile& file, std::uint64_t full) : file_(file), full_(full) {}
+        [[nodiscard]] const std::string& path() const noexcept override { return file_.path(); }
+        void read(std::uint64_t offset, std::span<std::byte> out) const override { file_.read(offset, out); }
+        void write(std::uint64_t offset, std::span<const std::byte> bytes) override {
+            if (offset + bytes.size() > full_) {
+                errno = ENOSPC;
+                throw Error(ErrorKind::Io, "cannot write " + file_.path() + " at offset " + std::to_string(offset) +
+                                               ": " + std::strerror(errno));
+            }
+            file_.write(offset, bytes);
+        }
+
+    private:
+        WritableRawFile& file_;
+        std::uint64_t full_;
+    };
+
+    const int fd = ::open(copy.c_str(), O_RDWR);
+    REQUIRE(fd >= 0);
+    WritableRawFile file(fd, copy.string());
+    const std::uint64_t first_destination = static_cast<std::uint64_t>(plan.moves.front().to_lcn) * map.cluster_size;
+    FullDisk disk(file, first_destination);
+    try {
+        (void)carry_out_moves(disk, VolumeWindow{0, fs::file_size(copy)}, map, plan);
+        FAIL("the moves wrote to a full disk");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Io);
+        CHECK_THAT(e.what(), Catch::Contains("cannot write " + copy.string() + " at offset ") &&
+                                 Catch::EndsWith(": No space left on device"));
+    }
+    ::close(fd);
 }
 
 TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[apply]") {

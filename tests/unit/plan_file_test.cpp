@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// Plan files as a hostile user gives them: a directory, a FIFO nobody writes to or a writer
+// that never writes, a device that never ends; and a pipe and /dev/stdin, which must work.
+// Every command that reads a plan answers with one line and exit 2, at once or after the
+// pipe time-out, never a hang.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.hpp"
+#include "core/plan/plan_io.hpp"
+#include "support/error_kind.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+namespace fs = std::filesystem;
+
+namespace {
+
+MkImageOptions volume() {
+    MkImageOptions o;
+    o.disk_size = 32ull << 20;
+    o.table = "none";
+    o.files = 100;
+    o.seed = 61;
+    return o;
+}
+
+/// Every command that takes a plan, given `plan`.
+std::vector<std::vector<std::string>> plan_readers(const fs::path& image, const fs::path& plan, const fs::path& out) {
+    return {{"apply", image.string(), "--plan", plan.string(), "-o", out.string()},
+            {"plan", image.string(), "--check", plan.string()},
+            {"estimate", image.string(), "--plan", plan.string()},
+            {"impact", image.string(), "--plan", plan.string()},
+            {"schedule", plan.string(), "--rate", "20MiB/s"}};
+}
+
+void refused(const test::CommandResult& r, const fs::path& plan, const std::string& says) {
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err == "guestfrag: error: " + plan.string() + ": " + says + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("a plan that is a directory or a FIFO nobody writes to is refused by every command at once",
+          "[plan][hostile]") {
+    const fs::path image = test::generated_image("plan-file", volume());
+    const test::WorkDir dir("plan-file");
+    const fs::path folder = dir / "plan.d";
+    fs::create_directory(folder);
+    const fs::path fifo = dir / "plan.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const auto& args : plan_readers(image, folder, dir / "out.img")) {
+        INFO(args[0]);
+        refused(test::run_cli(args), folder, "the plan is a directory, not a plan file");
+    }
+    for (const auto& args : plan_readers(image, fifo, dir / "out.img")) {
+        INFO(args[0]);
+        refused(test::run_cli(args), fifo, "the plan is a pipe or FIFO that nothing wrote to");
+    }
+    // A device that never ends is read only as far as its first byte that is not JSON.
+    const auto zero = test::run_cli({"apply", image.string(), "--plan", "/dev/zero", "-o", (dir / "out.img").string()});
+    CHECK(zero.status == 2);
+    CHECK(zero.err.starts_with("guestfrag: error: /dev/zero: plan is not valid JSON"));
+    CHECK(!fs::exists(dir / "out.img"));
+}
+
+TEST_CASE("a plan from a pipe or /dev/stdin is read, and a writer that never writes is given up after the time-out",
+          "[plan][hostile]") {
+    const fs::path image = test::generated_image("plan-file", volume());
+    const test::WorkDir dir("plan-pipe");
+    const fs::path plan = dir / "p.json";
+    REQUIRE(test::run_cli({"plan", image.string(), "-o", plan.string()}).status == 0);
+    const std::string cli = GUESTFRAG_CLI;
+    for (const std::string& line :
+         {"cat '" + plan.string() + "' | '" + cli + "' plan '" + image.string() + "' --check /dev/stdin",
+          "'" + cli + "' plan '" + image.string() + "' --check <(cat '" + plan.string() + "')"}) {
+        INFO(line);
+        const auto r = test::run({"bash", "-c", line});
+        INFO(r.err);
+        CHECK(r.status == 0);
+    }
+
+    // A FIFO held open for writing (O_RDWR does not wait for a reader) that gets no byte.
+    const fs::path fifo = dir / "silent.fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const int writer = ::open(fifo.c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(writer >= 0);
+    const auto started = std::chrono::steady_clock::now();
+    try {
+        (void)read_plan(fifo.string(), std::chrono::milliseconds(300));
+        FAIL("a silent pipe was read as a plan");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Io);
+        CHECK(std::string(e.what()) == "no plan data arrived for 300 ms from the pipe or FIFO it is read from");
+    }
+    CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(300));
+    ::close(writer);
+}
