@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "core/apply/cow_disk.hpp"
 #include "core/apply/disk_copy.hpp"
@@ -20,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/io/process_owner.hpp"
 #include "core/plan/apply.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -33,9 +36,56 @@ fs::path directory_of(const fs::path& output) { return output.has_parent_path() 
 
 std::string already_exists(const std::string& output) { return "the output " + output + " exists (it is not replaced)"; }
 
-/// A new file beside `output` named after it ("." + name + ".XXXXXX"); the path is returned in `path`.
+/// What a temporary output's name starts with: "." + OUT's name + ".guestfrag-".
+std::string temporary_prefix(const fs::path& output) { return "." + output.filename().string() + ".guestfrag-"; }
+
+/// A temporary output's name: the prefix, then its owner, "HOST~BOOT-ID~PID~START-TICKS", then
+/// mkstemp's ".XXXXXX", so that a later apply can tell a leftover of a killed one.
+std::string temporary_name(const fs::path& output) {
+    const ProcessOwner self = this_process();
+    return temporary_prefix(output) + self.host + "~" + self.boot_id + "~" + std::to_string(self.pid) + "~" +
+           std::to_string(self.start_ticks) + ".XXXXXX";
+}
+
+/// The owner a temporary output's name records, nullopt for a name that is not one.
+std::optional<ProcessOwner> owner_of(const std::string& name, const std::string& prefix) {
+    if (!name.starts_with(prefix) || name.size() < prefix.size() + 7) return std::nullopt;
+    std::string fields = name.substr(prefix.size(), name.size() - prefix.size() - 7);  // without ".XXXXXX"
+    std::vector<std::string> parts;
+    for (std::size_t at = 0;;) {
+        const std::size_t tilde = fields.find('~', at);
+        parts.push_back(fields.substr(at, tilde == std::string::npos ? std::string::npos : tilde - at));
+        if (tilde == std::string::npos) break;
+        at = tilde + 1;
+    }
+    if (parts.size() != 4) return std::nullopt;
+    try {
+        return ProcessOwner{parts[0], parts[1], std::stoll(parts[2]), std::stoll(parts[3])};
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+/// Removes the temporary outputs for `output` that an apply killed before it could clean up
+/// (SIGKILL, a crash, a reboot) left beside it; returns a line for each.
+std::vector<std::string> remove_dead_leftovers(const fs::path& output) {
+    std::vector<std::string> removed;
+    const std::string prefix = temporary_prefix(output);
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(directory_of(output), ec)) {
+        const std::string name = entry.path().filename().string();
+        const std::optional<ProcessOwner> owner = owner_of(name, prefix);
+        if (!owner || may_be_alive(*owner) || !entry.is_regular_file(ec)) continue;
+        if (fs::remove(entry.path(), ec))
+            removed.push_back("removed " + entry.path().string() + ", left by an apply (process " +
+                              std::to_string(owner->pid) + ") that was killed before it finished");
+    }
+    return removed;
+}
+
+/// A new file beside `output` named after it (temporary_name); the path is returned in `path`.
 int create_beside(const fs::path& output, std::string& path) {
-    std::string pattern = (directory_of(output) / ("." + output.filename().string() + ".XXXXXX")).string();
+    std::string pattern = (directory_of(output) / temporary_name(output)).string();
     const int fd = ::mkstemp(pattern.data());
     if (fd < 0) throw Error(ErrorKind::Io, "cannot create a file beside " + output.string() + ": " + std::strerror(errno));
     path = pattern;
@@ -175,6 +225,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
                           const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
     check_output_path(options.output, options.replace);  // before the analysis: it takes a while
+    std::vector<std::string> removed = remove_dead_leftovers(options.output);
     begin(options, ApplyStep::Analyse);
     const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
@@ -198,6 +249,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.partition = before.partition;
     result.format = options.format;
     result.warnings = layer_warnings(*input.image);
+    result.warnings.insert(result.warnings.end(), removed.begin(), removed.end());
     TemporaryDisk disk(options.output, options.replace);
     if (overlay) {
         Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);

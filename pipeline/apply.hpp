@@ -96,7 +96,9 @@ struct ApplyResult {
     std::uint64_t disk_bytes_written = 0;
     std::uint64_t output_file_bytes = 0;  ///< the output file's size (a raw file's is the disk's)
     std::optional<ApplyVerification> verification;  ///< none with verify = false
-    std::vector<std::string> warnings;  ///< the input's layer_warnings, for the front end to show
+    /// For the front end to show: the input's layer_warnings, and each leftover temporary
+    /// output of a killed apply that was removed
+    std::vector<std::string> warnings;
     double seconds = 0;
 };
 

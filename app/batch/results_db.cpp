@@ -6,8 +6,8 @@
 #include <iterator>
 #include <ctime>
 
-#include "app/batch/run_owner.hpp"
 #include "core/error.hpp"
+#include "core/io/process_owner.hpp"
 
 namespace guestfrag::batch {
 
@@ -240,7 +240,7 @@ std::vector<std::int64_t> ResultsDb::end_dead_runs() {
                     "SELECT run_id, host, boot_id, pid, pid_start FROM runs "
                     "WHERE status = 'running' AND pid IS NOT NULL");
         while (s.step()) {
-            const RunOwner owner{s.text(1), s.text(2), s.integer(3), s.integer(4)};
+            const ProcessOwner owner{s.text(1), s.text(2), s.integer(3), s.integer(4)};
             if (!may_be_alive(owner)) dead.push_back(s.integer(0));
         }
     }
@@ -249,7 +249,7 @@ std::vector<std::int64_t> ResultsDb::end_dead_runs() {
 }
 
 std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::string& shard) {
-    const RunOwner self = this_process();
+    const ProcessOwner self = this_process();
     Statement(db_,
               "INSERT INTO runs (started, arguments, shard, host, boot_id, pid, pid_start) "
               "VALUES (?, ?, ?, ?, ?, ?, ?)")

@@ -536,37 +536,52 @@ TEST_CASE("apply: $LogFile restart areas, clean and not", "[apply]") {
     CHECK(logfile_unclean_reason(records) == "$LogFile holds log records but no restart page");
 }
 
-TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[apply]") {
+namespace {
+
+/// A volume large enough that apply is still at work when a test signals it.
+fs::path signal_image() {
     MkImageOptions o = bare_disk(34);
     o.disk_size = 512ull << 20;
     o.files = 4000;
-    const fs::path image = test::generated_image("apply-sigint", o);
-    const test::WorkDir dir("apply-sigint");
-    const fs::path plan_path = make_plan(image, dir / "p.json");
-    const fs::path err_path = dir / "err.txt";
-    const fs::path out = dir / "out.img";
+    return test::generated_image("apply-sigint", o);
+}
 
+/// Starts `guestfrag apply IMAGE --plan PLAN -o OUT` (stderr into `err`) and returns its pid
+/// once its temporary output exists beside OUT: the work has begun. (No timing is asserted;
+/// the poll only waits for that moment.)
+pid_t apply_begun(const fs::path& image, const fs::path& plan, const fs::path& out, const fs::path& err) {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         const int null = ::open("/dev/null", O_WRONLY);
-        if (err < 0 || null < 0 || ::dup2(err, 2) < 0 || ::dup2(null, 1) < 0) ::_exit(127);
-        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "apply", image.c_str(), "--plan", plan_path.c_str(), "-o", out.c_str(),
+        if (fd < 0 || null < 0 || ::dup2(fd, 2) < 0 || ::dup2(null, 1) < 0) ::_exit(127);
+        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "apply", image.c_str(), "--plan", plan.c_str(), "-o", out.c_str(),
                 static_cast<char*>(nullptr));
         ::_exit(127);
     }
-    // The signal goes in once the temporary disk exists: the work has begun. (No timing is
-    // asserted; the poll only waits for that moment.)
+    const std::string prefix = "." + out.filename().string() + ".";
     bool begun = false;
     int status = 0;
     while (!begun && ::waitpid(pid, &status, WNOHANG) == 0) {
-        for (const auto& entry : fs::directory_iterator(dir.path()))
-            begun = begun || entry.path().filename().string().rfind(".out.img.", 0) == 0;
+        for (const auto& entry : fs::directory_iterator(out.parent_path()))
+            begun = begun || entry.path().filename().string().rfind(prefix, 0) == 0;
         if (!begun) ::usleep(200);
     }
     REQUIRE(begun);
+    return pid;
+}
+
+}  // namespace
+
+TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[apply]") {
+    const fs::path image = signal_image();
+    const test::WorkDir dir("apply-sigint");
+    const fs::path plan_path = make_plan(image, dir / "p.json");
+    const fs::path err_path = dir / "err.txt";
+    const pid_t pid = apply_begun(image, plan_path, dir / "out.img", err_path);
     REQUIRE(::kill(pid, SIGINT) == 0);
+    int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     const std::string err = read(err_path);
     INFO(err);
@@ -574,6 +589,41 @@ TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[appl
     CHECK(WEXITSTATUS(status) == 130);
     CHECK(err.find("interrupted: no output was written") != std::string::npos);
     CHECK(leftovers(dir, {"p.json", "err.txt"}).empty());
+}
+
+TEST_CASE("apply: the temporary output of an apply killed by SIGKILL is removed by the next, which says so",
+          "[apply][hostile]") {
+    const fs::path image = signal_image();
+    const test::WorkDir dir("apply-sigkill");
+    const fs::path plan_path = make_plan(image, dir / "p.json");
+    const fs::path out = dir / "out.img";
+    const pid_t pid = apply_begun(image, plan_path, out, dir / "err.txt");
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const std::vector<std::string> left = leftovers(dir, {"p.json", "err.txt"});
+    REQUIRE(left.size() == 1);
+    // A temporary output of a process that is still running (this one) is left alone.
+    const auto owned_by_us = [&] {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        std::string boot = read("/proc/sys/kernel/random/boot_id");
+        boot.erase(boot.find_last_not_of('\n') + 1);
+        std::string stat = read("/proc/self/stat");
+        std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+        std::string field;
+        for (int i = 3; i <= 22; ++i) fields >> field;
+        return ".out.img.guestfrag-" + std::string(host) + "~" + boot + "~" + std::to_string(::getpid()) + "~" +
+               field + ".AbCdEf";
+    }();
+    { std::ofstream(dir / owned_by_us) << "in use"; }
+
+    const auto r = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string()});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.find("guestfrag: warning: removed " + (dir / left.front()).string() + ", left by an apply (process " +
+                     std::to_string(pid) + ") that was killed before it finished\n") != std::string::npos);
+    CHECK(leftovers(dir, {"p.json", "err.txt", "out.img"}) == std::vector<std::string>{owned_by_us});
 }
 
 TEST_CASE("apply --no-verify writes the moved disk and reports no verification", "[apply]") {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-#include "app/batch/run_owner.hpp"
+#include "core/io/process_owner.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <optional>
 #include <sstream>
 
-namespace guestfrag::batch {
+namespace guestfrag {
 
 namespace {
 
@@ -40,10 +40,10 @@ std::optional<std::int64_t> start_ticks_of(std::int64_t pid) {
 
 }  // namespace
 
-RunOwner this_process() {
+ProcessOwner this_process() {
     char host[HOST_NAME_MAX + 1] = {};
     ::gethostname(host, sizeof host - 1);
-    RunOwner owner;
+    ProcessOwner owner;
     owner.host = host;
     owner.boot_id = first_line("/proc/sys/kernel/random/boot_id");
     owner.pid = ::getpid();
@@ -51,12 +51,12 @@ RunOwner this_process() {
     return owner;
 }
 
-bool may_be_alive(const RunOwner& owner) {
-    const RunOwner self = this_process();
+bool may_be_alive(const ProcessOwner& owner) {
+    const ProcessOwner self = this_process();
     if (owner.host != self.host || owner.boot_id.empty()) return true;
     if (owner.boot_id != self.boot_id) return false;
     const std::optional<std::int64_t> ticks = start_ticks_of(owner.pid);
     return ticks && *ticks == owner.start_ticks;
 }
 
-}  // namespace guestfrag::batch
+}  // namespace guestfrag

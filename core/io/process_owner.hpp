@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <string>
 
-namespace guestfrag::batch {
+namespace guestfrag {
 
-/// The process that owns a batch run, recorded in its `runs` row so that a later run can tell
-/// a run that is still going from one whose process was killed (SIGKILL, a crash, a reboot)
-/// and so never marked itself finished or interrupted.
-struct RunOwner {
+/// The process that owns some work left on disk (a batch run's `runs` row, apply's temporary
+/// output), recorded so that a later process can tell work that is still going from work
+/// whose process was killed (SIGKILL, a crash, a reboot) and so never cleaned up after itself.
+struct ProcessOwner {
     std::string host;     ///< gethostname()
     std::string boot_id;  ///< /proc/sys/kernel/random/boot_id: process ids restart at each boot
     std::int64_t pid = 0;
@@ -19,11 +19,11 @@ struct RunOwner {
 };
 
 /// This process.
-[[nodiscard]] RunOwner this_process();
+[[nodiscard]] ProcessOwner this_process();
 
 /// Whether `owner` may still be running: false only when it is certainly gone (same host and
 /// boot, and no process with its pid and start time; or same host and another boot). An owner
 /// on another host cannot be checked and counts as alive.
-[[nodiscard]] bool may_be_alive(const RunOwner& owner);
+[[nodiscard]] bool may_be_alive(const ProcessOwner& owner);
 
-}  // namespace guestfrag::batch
+}  // namespace guestfrag
