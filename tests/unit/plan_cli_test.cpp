@@ -153,6 +153,12 @@ TEST_CASE("plan usage errors exit 1", "[plan][cli]") {
     CHECK(test::run_cli({"plan"}).status == 1);
     CHECK(test::run_cli({"plan", image().string(), "--strategy", "tidy"}).status == 1);
     CHECK(test::run_cli({"plan", image().string(), "--max-growth", "lots"}).status == 1);
+    // A checked plan is not made again, so it has no frontier: the pair is a usage error
+    // naming both, not a silent success.
+    const auto both = test::run_cli({"plan", image().string(), "--check", "p.json", "--frontier"});
+    CHECK(both.status == 1);
+    CHECK(both.err.find("--check") != std::string::npos);
+    CHECK(both.err.find("--frontier") != std::string::npos);
 }
 
 TEST_CASE("hostile or malformed plans are refused with exit 2, naming the move", "[plan][cli][bad]") {
