@@ -179,6 +179,19 @@ std::string nested(const OrderedJson& value, int indent) {
     return out;
 }
 
+/// A move of the plan document, `index` in its "moves" array.
+Move read_move(const Json& object, std::size_t index) {
+    const Fields m(object, "move " + std::to_string(index));
+    Move move;
+    move.mft_record = m.unsigned_number("mft_record");
+    move.stream = m.text("stream", false);
+    move.vcn = m.number("vcn");
+    move.from_lcn = m.number("from_lcn");
+    move.to_lcn = m.number("to_lcn");
+    move.clusters = m.number("clusters", 1);
+    return move;
+}
+
 /// The bytes of a plan file, pulled by the JSON parser. Opened without blocking, so that a
 /// FIFO nobody writes to does not hang the open; decided by what the file is: a directory
 /// is refused, a regular file read as it is, anything else (a pipe from `<(…)`, /dev/stdin,
@@ -214,7 +227,9 @@ protected:
             const ssize_t n = ::read(fd_, buffer_, sizeof buffer_);
             if (n > 0) {
                 total_ += static_cast<std::uint64_t>(n);
-                setg(buffer_, buffer_, buffer_ + n);
+                const std::size_t kept = squeeze(static_cast<std::size_t>(n));
+                if (kept == 0) continue;
+                setg(buffer_, buffer_, buffer_ + kept);
                 return traits_type::to_int_type(buffer_[0]);
             }
             if (n == 0) return traits_type::eof();
@@ -233,6 +248,29 @@ protected:
     }
 
 private:
+    /// Drops the first `n` bytes' white space between tokens after the first of a run, in
+    /// place; returns what is left. The JSON parser keeps every byte since its last token
+    /// (nlohmann's lexer: token_string), so megabytes of padding would cost as much memory.
+    /// Strings are left as they are: their quotes and escapes are followed across reads.
+    std::size_t squeeze(std::size_t n) {
+        std::size_t out = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const char c = buffer_[i];
+            if (in_string_) {
+                in_string_ = escaped_ || c != '"';
+                escaped_ = !escaped_ && c == '\\';
+            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+                if (space_) continue;
+                space_ = true;
+            } else {
+                space_ = false;
+                in_string_ = c == '"';
+            }
+            buffer_[out++] = c;
+        }
+        return out;
+    }
+
     [[noreturn]] void fail(const std::string& what) const {
         throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
     }
@@ -240,6 +278,9 @@ private:
     int fd_ = -1;
     bool stream_ = false;
     std::uint64_t total_ = 0;
+    bool in_string_ = false;  ///< inside a JSON string
+    bool escaped_ = false;    ///< after a backslash inside one
+    bool space_ = false;      ///< after white space between tokens
     std::chrono::milliseconds timeout_;
     char buffer_[64 * 1024];
 };
@@ -250,10 +291,35 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     PlanSource source(path, pipe_timeout);
     std::istream in(&source);
     Json doc;
+    // Moves and skipped streams are taken out of the document as the parser completes each,
+    // checked and kept as Move values: a plan of a million moves costs what its moves do,
+    // not a document tree of them.
+    std::vector<Move> moves;
+    std::vector<Plan::Skipped> skipped;
+    std::string member;  // the root member being parsed
+    const auto take = [&](int depth, Json::parse_event_t event, Json& parsed) {
+        if (depth == 1 && event == Json::parse_event_t::key) member = parsed.get<std::string>();
+        if (depth != 2 || (member != "moves" && member != "skipped")) return true;
+        if (event == Json::parse_event_t::value || event == Json::parse_event_t::array_start)
+            corrupt((member == "moves" ? "move " + std::to_string(moves.size())
+                                       : "skipped " + std::to_string(skipped.size())) +
+                    ": must be an object");
+        if (event != Json::parse_event_t::object_end) return true;
+        if (member == "moves") {
+            moves.push_back(read_move(parsed, moves.size()));
+            return false;
+        }
+        if (member == "skipped") {
+            const Fields f(parsed, "skipped " + std::to_string(skipped.size()));
+            skipped.push_back({f.unsigned_number("mft_record"), f.text("stream"), f.text("reason")});
+            return false;
+        }
+        return true;
+    };
     try {
         // The parser pulls bytes as it goes and stops at the first that is not JSON, so a
         // device that never ends (/dev/zero) costs one buffer.
-        doc = Json::parse(in);
+        doc = Json::parse(in, take);
     } catch (const Json::parse_error& e) {
         if (source.empty_pipe())
             throw Error(ErrorKind::Corrupt, "the plan is a pipe or FIFO that nothing wrote to");
@@ -279,27 +345,13 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     plan.strategy = root.text("strategy");
     if (!parse_strategy(plan.strategy)) corrupt("plan: unknown strategy \"" + plan.strategy + "\"");
 
-    const Json& moves = array_field(root, "moves", "plan");
-    plan.moves.reserve(moves.size());
-    for (std::size_t i = 0; i < moves.size(); ++i) {
-        const Fields m(moves[i], "move " + std::to_string(i));
-        Move move;
-        move.mft_record = m.unsigned_number("mft_record");
-        move.stream = m.text("stream", false);
-        move.vcn = m.number("vcn");
-        move.from_lcn = m.number("from_lcn");
-        move.to_lcn = m.number("to_lcn");
-        move.clusters = m.number("clusters", 1);
-        plan.moves.push_back(std::move(move));
-    }
+    // What the parser left of "moves" and "skipped" must be the (now empty) arrays they were
+    // taken from.
+    (void)array_field(root, "moves", "plan");
+    plan.moves = std::move(moves);
     if (root.has("summary")) plan.summary = read_summary(root.at("summary"));
-    if (root.has("skipped")) {
-        const Json& skipped = array_field(root, "skipped", "plan");
-        for (std::size_t i = 0; i < skipped.size(); ++i) {
-            const Fields s(skipped[i], "skipped " + std::to_string(i));
-            plan.skipped.push_back({s.unsigned_number("mft_record"), s.text("stream"), s.text("reason")});
-        }
-    }
+    if (root.has("skipped")) (void)array_field(root, "skipped", "plan");
+    plan.skipped = std::move(skipped);
     if (root.has("notes")) {
         const Json& notes = array_field(root, "notes", "plan");
         for (const Json& note : notes) {

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.hpp"
 #include "core/plan/plan_io.hpp"
@@ -102,4 +104,57 @@ TEST_CASE("a plan from a pipe or /dev/stdin is read, and a writer that never wri
     }
     CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(300));
     ::close(writer);
+}
+
+TEST_CASE("a plan of a million moves, or behind 300 MiB of white space, is read in bounded memory",
+          "[plan][hostile]") {
+    const fs::path image = test::generated_image("plan-file", volume());
+    const test::WorkDir dir("plan-size");
+    const fs::path plan = dir / "p.json";
+    REQUIRE(test::run_cli({"plan", image.string(), "-o", plan.string()}).status == 0);
+    std::string text;
+    {
+        std::ifstream in(plan);
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const std::size_t moves_at = text.find("\"moves\": [");
+    const std::size_t moves_end = text.find(']', moves_at);
+    REQUIRE(moves_at != std::string::npos);
+    REQUIRE(moves_end != std::string::npos);
+
+    // The plan's identity with a million moves of one stream: valid JSON, wrong from move 1.
+    const fs::path big = dir / "big.json";
+    {
+        std::ofstream out(big);
+        out << text.substr(0, moves_at) << "\"moves\": [";
+        for (int i = 0; i < 1'000'000; ++i)
+            out << (i == 0 ? "\n" : ",\n") << R"({"mft_record": 64, "stream": "$DATA", "vcn": )" << i
+                << R"(, "from_lcn": 100, "to_lcn": 200, "clusters": 1})";
+        out << text.substr(moves_end);
+    }
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"schedule", big.string(), "--rate", "20MiB/s", "--json"},
+          std::vector<std::string>{"plan", image.string(), "--check", big.string()},
+          std::vector<std::string>{"apply", image.string(), "--plan", big.string(), "-o", (dir / "o.img").string()}}) {
+        INFO(args[0]);
+        const auto r = test::run_cli_measured(args);
+        INFO(r.err);
+        CHECK(r.peak_rss_kib > 0);
+        CHECK(r.peak_rss_kib <= 256 * 1024);
+        CHECK(r.status == (args[0] == "schedule" ? 0 : 2));
+    }
+    CHECK(!fs::exists(dir / "o.img"));
+
+    // The same plan as written, behind 300 MiB of spaces: checked as it is, in a few MB.
+    const fs::path padded = dir / "padded.json";
+    {
+        std::ofstream out(padded);
+        const std::string spaces(1 << 20, ' ');
+        for (int i = 0; i < 300; ++i) out << spaces;
+        out << text;
+    }
+    const auto r = test::run_cli_measured({"plan", image.string(), "--check", padded.string()});
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(r.peak_rss_kib <= 128 * 1024);
 }
