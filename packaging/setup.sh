@@ -108,6 +108,13 @@ case "$mode" in
                 vhd) qemu-img create -q -f vpc "$corpus/seed" 4M ;;
                 vhdx) qemu-img create -q -f vhdx "$corpus/seed" 4M ;;
                 vmdk) qemu-img create -q -f vmdk "$corpus/seed" 4M ;;
+                # A real plan of a small volume (the release build's guestfrag, as for ntfs).
+                plan)
+                    export ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0
+                    "$cli" mkimage "$corpus/volume.img" --size 8M --table none --files 20 --seed 1 >/dev/null
+                    "$cli" plan "$corpus/volume.img" --strategy optimize -o "$corpus/seed" >/dev/null
+                    unset ASAN_OPTIONS
+                    rm "$corpus/volume.img" ;;
                 # The smallest volume mkimage makes, as tests/fuzz/ntfs_fuzz.cpp's sector
                 # records: every sector but those of zeros and the $LogFile's (all 0xFF).
                 ntfs)
