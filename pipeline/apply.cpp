@@ -37,7 +37,9 @@ fs::path directory_of(const fs::path& output) { return output.has_parent_path() 
 std::string already_exists(const std::string& output) { return "the output " + output + " exists (it is not replaced)"; }
 
 /// What a temporary output's name starts with: "." + OUT's name + ".guestfrag-".
-std::string temporary_prefix(const fs::path& output) { return "." + output.filename().string() + ".guestfrag-"; }
+std::string temporary_prefix(const fs::path& output) {
+    return "." + output.filename().string() + ".guestfrag-";
+}
 
 /// A temporary output's name: the prefix, then its owner, "HOST~BOOT-ID~PID~START-TICKS", then
 /// mkstemp's ".XXXXXX", so that a later apply can tell a leftover of a killed one.

@@ -127,11 +127,13 @@ void add_plan_command(CLI::App& app) {
     add_image_options(*cmd, opts->image_options);
     cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
-    CLI::Option* frontier = cmd->add_flag("--frontier", opts->frontier,
-                  "Also make the plan again with --max-moved at 10 budgets of its moved data, show what each "
-                  "reaches and the knee (not with --check)");
-    CLI::Option* check = cmd->add_option(
-        "--check", opts->check, "Validate this plan against IMAGE (identity and every move) and print its summary");
+    CLI::Option* frontier = cmd->add_flag(
+        "--frontier", opts->frontier,
+        "Also make the plan again with --max-moved at 10 budgets of its moved data, show what each "
+        "reaches and the knee (not with --check)");
+    CLI::Option* check =
+        cmd->add_option("--check", opts->check,
+                        "Validate this plan against IMAGE (identity and every move) and print its summary");
     // A checked plan is not made again, so it has no frontier: both together would do nothing.
     check->excludes(frontier);
     cmd->callback([opts] { run(*opts); });

@@ -3,11 +3,10 @@
 // output is touched, so a typo never truncates an existing image.
 #include "app/mkimage/layout.hpp"
 
-#include "app/mkimage/population.hpp"
-
 #include <bit>
 #include <string>
 
+#include "app/mkimage/population.hpp"
 #include "core/error.hpp"
 
 namespace guestfrag::mkimage {

@@ -18,8 +18,8 @@ constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
 /// The path is in the message: a failed write (no space left) is about the output file, not
 /// the image the caller reports on.
 [[noreturn]] void os_error(const char* what, const std::string& path, std::uint64_t offset) {
-    throw Error(ErrorKind::Io, std::string("cannot ") + what + " " + path + " at offset " + std::to_string(offset) +
-                                   ": " + std::strerror(errno));
+    throw Error(ErrorKind::Io, std::string("cannot ") + what + " " + path + " at offset " +
+                                   std::to_string(offset) + ": " + std::strerror(errno));
 }
 
 }  // namespace

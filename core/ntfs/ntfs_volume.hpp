@@ -56,8 +56,9 @@ public:
 
 /// Why the libntfs-3g call that just failed with `err` (its errno) failed: the device's own
 /// failure when it had one (note_device_failure), else the last error libntfs-3g logged on
-/// this thread since the last mount, squashed to one line, else `err`'s text. libntfs-3g reports through its logger, not errno alone, and mounting routes
-/// that logger here instead of stderr: we keep its words for our errors.
+/// this thread since the last mount, squashed to one line, else `err`'s text. libntfs-3g
+/// reports through its logger, not errno alone, and mounting routes that logger here
+/// instead of stderr: we keep its words for our errors.
 [[nodiscard]] std::string library_reason(int err);
 
 /// Records why the device under libntfs-3g failed a read or write (the host file's error,

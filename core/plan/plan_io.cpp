@@ -207,10 +207,12 @@ public:
                         "cannot open plan: " + std::string(std::strerror(error)));
         }
         struct stat st {};
-        if (::fstat(fd_, &st) != 0) fail("cannot read plan");
-        if (S_ISDIR(st.st_mode)) {
+        if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
+            const int error = errno;
+            const bool directory = S_ISDIR(st.st_mode);
             ::close(fd_);
-            throw Error(ErrorKind::Unsupported, "the plan is a directory, not a plan file");
+            if (directory) throw Error(ErrorKind::Unsupported, "the plan is a directory, not a plan file");
+            throw Error(ErrorKind::Io, "cannot read plan: " + std::string(std::strerror(error)));
         }
         stream_ = !S_ISREG(st.st_mode);
     }
@@ -240,8 +242,10 @@ protected:
             const int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
             if (ready == 0) {
                 const auto ms = timeout_.count();
-                const std::string wait = ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
-                throw Error(ErrorKind::Io, "no plan data arrived for " + wait + " from the pipe or FIFO it is read from");
+                const std::string wait =
+                    ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+                throw Error(ErrorKind::Io,
+                            "no plan data arrived for " + wait + " from the pipe or FIFO it is read from");
             }
             if (ready < 0 && errno != EINTR) fail("cannot read plan");
         }
@@ -307,14 +311,11 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
         if (event != Json::parse_event_t::object_end) return true;
         if (member == "moves") {
             moves.push_back(read_move(parsed, moves.size()));
-            return false;
-        }
-        if (member == "skipped") {
+        } else {
             const Fields f(parsed, "skipped " + std::to_string(skipped.size()));
             skipped.push_back({f.unsigned_number("mft_record"), f.text("stream"), f.text("reason")});
-            return false;
         }
-        return true;
+        return false;  // taken: the document keeps nothing of it
     };
     try {
         // The parser pulls bytes as it goes and stops at the first that is not JSON, so a

@@ -19,7 +19,8 @@ inline constexpr std::chrono::milliseconds kPlanPipeTimeout{30'000};
 /// (`<(…)` and /dev/stdin work), Error(Io) after `pipe_timeout` without data, and
 /// Error(Corrupt) when it ends before a byte (a FIFO nobody writes to). The parser reads as
 /// it goes and stops at the first byte that is not JSON.
-[[nodiscard]] Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout = kPlanPipeTimeout);
+[[nodiscard]] Plan read_plan(const std::string& path,
+                             std::chrono::milliseconds pipe_timeout = kPlanPipeTimeout);
 
 /// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures, and the
 /// trade-off curve under "frontier" when one is given (read_plan ignores it).

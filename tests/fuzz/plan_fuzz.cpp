@@ -32,7 +32,8 @@ guestfrag::VolumeMap volume() {
     s.type = 0x80;
     s.flags = guestfrag::Stream::kCompressed;
     s.compression_unit = 4;
-    s.extents = {{0, 8, 5}, {5, guestfrag::Extent::kSparse, 11}, {16, 13, 3}, {19, guestfrag::Extent::kSparse, 13}};
+    s.extents = {
+        {0, 8, 5}, {5, guestfrag::Extent::kSparse, 11}, {16, 13, 3}, {19, guestfrag::Extent::kSparse, 13}};
     v.streams.push_back(s);
     return v;
 }

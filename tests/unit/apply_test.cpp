@@ -14,8 +14,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <stop_token>
 
@@ -331,8 +331,8 @@ TEST_CASE("apply: an output that is not a regular file, or cannot be created, is
               "cannot create the output in " + (dir / "missing").string() + ": No such file or directory"}}) {
         INFO(output);
         for (const char* format : {"raw", "qcow2"}) {
-            const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", output,
-                                          "--output-format", format});
+            const auto r = test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o",
+                                          output, "--output-format", format});
             check_one_line(r, says);
         }
     }
@@ -368,8 +368,8 @@ TEST_CASE("apply: a host write that fails says why, with the output's path", "[a
         void write(std::uint64_t offset, std::span<const std::byte> bytes) override {
             if (offset + bytes.size() > full_) {
                 errno = ENOSPC;
-                throw Error(ErrorKind::Io, "cannot write " + file_.path() + " at offset " + std::to_string(offset) +
-                                               ": " + std::strerror(errno));
+                throw Error(ErrorKind::Io, "cannot write " + file_.path() + " at offset " +
+                                               std::to_string(offset) + ": " + std::strerror(errno));
             }
             file_.write(offset, bytes);
         }
@@ -382,7 +382,8 @@ TEST_CASE("apply: a host write that fails says why, with the output's path", "[a
     const int fd = ::open(copy.c_str(), O_RDWR);
     REQUIRE(fd >= 0);
     WritableRawFile file(fd, copy.string());
-    const std::uint64_t first_destination = static_cast<std::uint64_t>(plan.moves.front().to_lcn) * map.cluster_size;
+    const std::uint64_t first_destination =
+        static_cast<std::uint64_t>(plan.moves.front().to_lcn) * map.cluster_size;
     FullDisk disk(file, first_destination);
     try {
         (void)carry_out_moves(disk, VolumeWindow{0, fs::file_size(copy)}, map, plan);
@@ -556,8 +557,8 @@ pid_t apply_begun(const fs::path& image, const fs::path& plan, const fs::path& o
         const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         const int null = ::open("/dev/null", O_WRONLY);
         if (fd < 0 || null < 0 || ::dup2(fd, 2) < 0 || ::dup2(null, 1) < 0) ::_exit(127);
-        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "apply", image.c_str(), "--plan", plan.c_str(), "-o", out.c_str(),
-                static_cast<char*>(nullptr));
+        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "apply", image.c_str(), "--plan", plan.c_str(), "-o",
+                out.c_str(), static_cast<char*>(nullptr));
         ::_exit(127);
     }
     const std::string prefix = "." + out.filename().string() + ".";
@@ -613,16 +614,17 @@ TEST_CASE("apply: the temporary output of an apply killed by SIGKILL is removed 
         std::istringstream fields(stat.substr(stat.rfind(')') + 1));
         std::string field;
         for (int i = 3; i <= 22; ++i) fields >> field;
-        return ".out.img.guestfrag-" + std::string(host) + "~" + boot + "~" + std::to_string(::getpid()) + "~" +
-               field + ".AbCdEf";
+        return ".out.img.guestfrag-" + std::string(host) + "~" + boot + "~" + std::to_string(::getpid()) +
+               "~" + field + ".AbCdEf";
     }();
     { std::ofstream(dir / owned_by_us) << "in use"; }
 
     const auto r = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string()});
     INFO(r.err);
     REQUIRE(r.status == 0);
-    CHECK(r.err.find("guestfrag: warning: removed " + (dir / left.front()).string() + ", left by an apply (process " +
-                     std::to_string(pid) + ") that was killed before it finished\n") != std::string::npos);
+    CHECK(r.err.find("guestfrag: warning: removed " + (dir / left.front()).string() +
+                     ", left by an apply (process " + std::to_string(pid) +
+                     ") that was killed before it finished\n") != std::string::npos);
     CHECK(leftovers(dir, {"p.json", "err.txt", "out.img"}) == std::vector<std::string>{owned_by_us});
 }
 

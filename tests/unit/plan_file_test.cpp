@@ -34,13 +34,24 @@ MkImageOptions volume() {
 }
 
 /// Every command that takes a plan, given `plan`.
-std::vector<std::vector<std::string>> plan_readers(const fs::path& image, const fs::path& plan, const fs::path& out) {
+std::vector<std::vector<std::string>> plan_readers(const fs::path& image, const fs::path& plan,
+                                                   const fs::path& out) {
     return {{"apply", image.string(), "--plan", plan.string(), "-o", out.string()},
             {"plan", image.string(), "--check", plan.string()},
             {"estimate", image.string(), "--plan", plan.string()},
             {"impact", image.string(), "--plan", plan.string()},
             {"schedule", plan.string(), "--rate", "20MiB/s"}};
 }
+
+// A hostile input may cost 256 MB at most (docs/design.md §2). Under AddressSanitizer the
+// allocator adds its 64 MB quarantine, redzones and shadow to every allocation: a million
+// moves held as values (72 MB in the release build) then peak near 410 MB, and the bound
+// for that case is twice the release one. The padded plan holds nothing: 256 MB in both.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr long kMillionMovesBoundKib = 512 * 1024;
+#else
+constexpr long kMillionMovesBoundKib = 256 * 1024;
+#endif
 
 void refused(const test::CommandResult& r, const fs::path& plan, const std::string& says) {
     INFO(r.err);
@@ -67,14 +78,16 @@ TEST_CASE("a plan that is a directory or a FIFO nobody writes to is refused by e
         refused(test::run_cli(args), fifo, "the plan is a pipe or FIFO that nothing wrote to");
     }
     // A device that never ends is read only as far as its first byte that is not JSON.
-    const auto zero = test::run_cli({"apply", image.string(), "--plan", "/dev/zero", "-o", (dir / "out.img").string()});
+    const auto zero =
+        test::run_cli({"apply", image.string(), "--plan", "/dev/zero", "-o", (dir / "out.img").string()});
     CHECK(zero.status == 2);
     CHECK(zero.err.starts_with("guestfrag: error: /dev/zero: plan is not valid JSON"));
     CHECK(!fs::exists(dir / "out.img"));
 }
 
-TEST_CASE("a plan from a pipe or /dev/stdin is read, and a writer that never writes is given up after the time-out",
-          "[plan][hostile]") {
+TEST_CASE(
+    "a plan from a pipe or /dev/stdin is read, and a writer that never writes is given up after the time-out",
+    "[plan][hostile]") {
     const fs::path image = test::generated_image("plan-file", volume());
     const test::WorkDir dir("plan-pipe");
     const fs::path plan = dir / "p.json";
@@ -100,7 +113,8 @@ TEST_CASE("a plan from a pipe or /dev/stdin is read, and a writer that never wri
         FAIL("a silent pipe was read as a plan");
     } catch (const Error& e) {
         CHECK(e.kind() == ErrorKind::Io);
-        CHECK(std::string(e.what()) == "no plan data arrived for 300 ms from the pipe or FIFO it is read from");
+        CHECK(std::string(e.what()) ==
+              "no plan data arrived for 300 ms from the pipe or FIFO it is read from");
     }
     CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(300));
     ::close(writer);
@@ -135,17 +149,19 @@ TEST_CASE("a plan of a million moves, or behind 300 MiB of white space, is read 
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"schedule", big.string(), "--rate", "20MiB/s", "--json"},
           std::vector<std::string>{"plan", image.string(), "--check", big.string()},
-          std::vector<std::string>{"apply", image.string(), "--plan", big.string(), "-o", (dir / "o.img").string()}}) {
+          std::vector<std::string>{"apply", image.string(), "--plan", big.string(), "-o",
+                                   (dir / "o.img").string()}}) {
         INFO(args[0]);
         const auto r = test::run_cli_measured(args);
         INFO(r.err);
         CHECK(r.peak_rss_kib > 0);
-        CHECK(r.peak_rss_kib <= 256 * 1024);
+        CHECK(r.peak_rss_kib <= kMillionMovesBoundKib);
         CHECK(r.status == (args[0] == "schedule" ? 0 : 2));
     }
     CHECK(!fs::exists(dir / "o.img"));
 
-    // The same plan as written, behind 300 MiB of spaces: checked as it is, in a few MB.
+    // The same plan as written, behind 300 MiB of spaces: checked as it is (9 MB in the
+    // release build; 531 MB when the parser kept the padding).
     const fs::path padded = dir / "padded.json";
     {
         std::ofstream out(padded);
@@ -156,5 +172,5 @@ TEST_CASE("a plan of a million moves, or behind 300 MiB of white space, is read 
     const auto r = test::run_cli_measured({"plan", image.string(), "--check", padded.string()});
     INFO(r.err);
     CHECK(r.status == 0);
-    CHECK(r.peak_rss_kib <= 128 * 1024);
+    CHECK(r.peak_rss_kib <= 256 * 1024);
 }
