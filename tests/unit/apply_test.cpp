@@ -396,6 +396,32 @@ TEST_CASE("apply: a host write that fails says why, with the output's path", "[a
     ::close(fd);
 }
 
+namespace {
+
+/// Inverts the byte at `offset` of the file at `path`: a corruption only a proof can see.
+void flip_byte(const std::string& path, std::uint64_t offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(offset));
+    const char c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.put(static_cast<char>(~c));
+    REQUIRE(f.good());
+}
+
+/// What apply_to_copy of `plan` on bare_image() says when its verification fails.
+std::string verification_failure(const Plan& plan, const ApplyOptions& options) {
+    try {
+        (void)apply_to_copy(bare_image().string(), {}, plan, options);
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Corrupt);
+        return e.what();
+    }
+    FAIL("verification passed on a corrupted copy");
+    return {};
+}
+
+}  // namespace
+
 TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[apply]") {
     const test::WorkDir dir("apply-fail");
     const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
@@ -420,23 +446,12 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
                 return s.mft_record == moved->mft_record && s.label() == moved->stream;
             });
             REQUIRE(it != map.streams.end());
-            const auto at = static_cast<std::streamoff>(static_cast<std::uint64_t>(it->extents.front().lcn) * cs);
-            std::fstream f(temp, std::ios::in | std::ios::out | std::ios::binary);
-            f.seekg(at);
-            const char c = static_cast<char>(f.get());
-            f.seekp(at);
-            f.put(static_cast<char>(~c));
-            REQUIRE(f.good());
+            flip_byte(temp, static_cast<std::uint64_t>(it->extents.front().lcn) * cs);
         };
-        try {
-            (void)apply_to_copy(bare_image().string(), {}, plan, options);
-            FAIL("verification passed on a corrupted copy");
-        } catch (const Error& e) {
-            CHECK(e.kind() == ErrorKind::Corrupt);
-            CHECK(std::string(e.what()) == "verification failed: the contents of record " +
-                                               std::to_string(moved->mft_record) + " " + moved->stream +
-                                               " differ from the input's");
-        }
+        const std::string failure = verification_failure(plan, options);
+        REQUIRE(moved);
+        CHECK(failure == "verification failed: the contents of record " + std::to_string(moved->mft_record) +
+                             " " + moved->stream + " differ from the input's");
     }
     SECTION("an MFT record of a file no move touched changed") {
         // The log sequence number (offset 8) of the first record past the system files that
@@ -461,21 +476,11 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
                     offset = static_cast<std::uint64_t>(e.lcn) * cs + (at - lo);
             }
             REQUIRE(offset != 0);
-            std::fstream f(temp, std::ios::in | std::ios::out | std::ios::binary);
-            f.seekg(static_cast<std::streamoff>(offset + 8));
-            const char c = static_cast<char>(f.get());
-            f.seekp(static_cast<std::streamoff>(offset + 8));
-            f.put(static_cast<char>(~c));
-            REQUIRE(f.good());
+            flip_byte(temp, offset + 8);
         };
-        try {
-            (void)apply_to_copy(bare_image().string(), {}, plan, options);
-            FAIL("verification passed on a corrupted copy");
-        } catch (const Error& e) {
-            CHECK(e.kind() == ErrorKind::Corrupt);
-            CHECK(std::string(e.what()) == "verification failed: MFT record " + std::to_string(record) +
-                                               " changed, but it is no record of a file whose streams moved");
-        }
+        CHECK(verification_failure(plan, options) ==
+              "verification failed: MFT record " + std::to_string(record) +
+                  " changed, but it is no record of a file whose streams moved");
     }
     SECTION("interrupted after the first move") {
         std::stop_source stop;
