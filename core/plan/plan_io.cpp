@@ -321,7 +321,8 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
         // The parser pulls bytes as it goes and stops at the first that is not JSON, so a
         // device that never ends (/dev/zero) costs one buffer.
         doc = Json::parse(in, take);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
+        // A syntax error, or a number no double holds (1e611: out_of_range.406).
         if (source.empty_pipe())
             throw Error(ErrorKind::Corrupt, "the plan is a pipe or FIFO that nothing wrote to");
         corrupt(std::string("plan is not valid JSON: ") + e.what());

@@ -239,6 +239,16 @@ TEST_CASE("hostile or malformed plans are refused with exit 2, naming the move",
         CHECK(test::run_cli({"plan", image().string(), "--check", path.string()}).err.starts_with(
             "guestfrag: error: " + path.string() + ": "));
     }
+    SECTION("a number no double holds") {
+        // The JSON parser refuses 1e611 with its own range error, not a syntax error.
+        std::string text = good.dump(1);
+        const std::size_t at = text.find("\"vcn\": ");
+        REQUIRE(at != std::string::npos);
+        text.insert(at + 7, "1e611, \"x\": ");
+        const fs::path path = test::scratch_dir() / "plan-cli-overflow.json";
+        write(path, text);
+        refused(test::run_cli({"plan", image().string(), "--check", path.string()}), "plan is not valid JSON");
+    }
     SECTION("no such plan") {
         refused(test::run_cli({"plan", image().string(), "--check", "/nonexistent/plan.json"}), "cannot open plan");
     }
