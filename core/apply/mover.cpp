@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <vector>
 
@@ -265,11 +266,7 @@ MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, cons
             first = end;
             continue;
         }
-        VcnSet vcns;
-        for (std::size_t i = first; i < end; ++i)
-            vcns.add(VcnSet::interval_type::right_open(plan.moves[i].vcn,
-                                                       plan.moves[i].vcn + plan.moves[i].clusters));
-        if (unit_left_in_part(open->stream(), vcns)) {
+        if (unit_left_in_part(open->stream(), std::span(plan.moves).subspan(first, end - first))) {
             const std::string unit = std::to_string(open->stream().unit_clusters());
             skip_all(first, end,
                      "compressed or sparse stream moved in pieces that leave part of its compression unit of " +

@@ -91,9 +91,9 @@ std::string first_interval(const ClusterSet& set) {
 
 }  // namespace
 
-std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(const DiskImage& image,
-                                                                               const VolumeMap& volume,
-                                                                               const Progress& progress) {
+std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(
+    const DiskImage& image, const VolumeMap& volume, const Progress& progress,
+    const std::function<bool(const Stream&)>& skip) {
     std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> out;
     std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
     if (!state) throw std::bad_alloc();
@@ -103,6 +103,7 @@ std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(co
     for (std::size_t i = 0; i < volume.streams.size(); ++i) {
         progress.update(i, volume.streams.size());
         const Stream& s = volume.streams[i];
+        if (skip && skip(s)) continue;
         XXH3_64bits_reset(state.get());
         for (const Extent& e : s.extents) {
             const std::uint64_t bytes = static_cast<std::uint64_t>(e.clusters) * cs;

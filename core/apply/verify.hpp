@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,11 +19,13 @@ namespace guestfrag {
 
 class DiskImage;
 
-/// XXH3-64 of every non-resident stream's clusters (holes as zeros), keyed by (record,
-/// label), read from `image` through `volume`'s runlists. Throws what DiskImage::read throws
-/// and Error(Cancelled) from `progress` (streams). Cost: reads every allocated cluster once.
+/// XXH3-64 of every non-resident stream's clusters (holes as zeros) but those `skip` names,
+/// keyed by (record, label), read from `image` through `volume`'s runlists. Throws what
+/// DiskImage::read throws and Error(Cancelled) from `progress` (streams). Cost: reads every
+/// allocated cluster of the streams hashed once.
 [[nodiscard]] std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(
-    const DiskImage& image, const VolumeMap& volume, const Progress& progress = {});
+    const DiskImage& image, const VolumeMap& volume, const Progress& progress = {},
+    const std::function<bool(const Stream&)>& skip = {});
 
 /// The first difference between two maps of a volume as text (free space, the set of
 /// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the

@@ -172,13 +172,14 @@ bool in_range(std::int64_t value) { return value >= 0 && value <= kMaxPlanNumber
 struct MoveRun {
     std::size_t first = 0;  ///< index of its first move
     std::size_t stream = 0;
-    VcnSet vcns;
 };
 
-void check_units(const std::vector<Stream>& streams, const std::optional<MoveRun>& run) {
+/// Checks the run of moves [run->first, end) of `plan`.
+void check_units(const std::vector<Stream>& streams, const Plan& plan, const std::optional<MoveRun>& run,
+                 std::size_t end) {
     if (!run) return;
     const Stream& s = streams[run->stream];
-    if (const auto vcn = unit_left_in_part(s, run->vcns))
+    if (const auto vcn = unit_left_in_part(s, std::span(plan.moves).subspan(run->first, end - run->first)))
         reject(run->first,
                "record " + std::to_string(s.mft_record) + " " + s.label() +
                    " is compressed or sparse and these moves leave part of its compression unit of " +
@@ -215,6 +216,13 @@ std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet
     return first_cluster(*left.begin()) / unit * unit;
 }
 
+std::optional<std::int64_t> unit_left_in_part(const Stream& stream, std::span<const Move> run) {
+    if (stream.unit_clusters() <= 1) return std::nullopt;
+    VcnSet moved;
+    for (const Move& m : run) moved.add(cluster_range(m.vcn, m.vcn + m.clusters));
+    return unit_left_in_part(stream, moved);
+}
+
 void require_movable(const VolumeMap& map) {
     for (const VolumeFinding& f : map.findings)
         if (f.blocks_moves)
@@ -240,8 +248,8 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
         if (!found) reject(index, who(m) + " does not exist on this volume");
         const Stream& stream = after.streams[*found];
         if (!run || run->stream != *found) {
-            check_units(after.streams, run);
-            run = MoveRun{index, *found, {}};
+            check_units(after.streams, plan, run, index);
+            run = MoveRun{index, *found};
         }
         if (stream.placement != Placement::Movable)
             reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
@@ -266,9 +274,8 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
         rewrite(runs, m);
         free.remove(m.to_lcn, m.to_lcn + m.clusters);
         free.add(m.from_lcn, m.from_lcn + m.clusters);
-        run->vcns.add(cluster_range(m.vcn, m.vcn + m.clusters));
     }
-    check_units(after.streams, run);
+    check_units(after.streams, plan, run, plan.moves.size());
     after.free = free.to_set();
 
     for (auto& [i, runs] : edited) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
@@ -42,6 +43,9 @@ using VcnSet = ClusterSet;
 /// them), so a plan's consecutive moves of such a stream must cover whole units.
 /// O(ranges · log runs + the runs inside the touched units).
 [[nodiscard]] std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet& moved);
+
+/// unit_left_in_part of the VCNs a run of consecutive moves of `stream` carries.
+[[nodiscard]] std::optional<std::int64_t> unit_left_in_part(const Stream& stream, std::span<const Move> run);
 
 /// The identity a plan for `volume` on the image at `image_path` of `virtual_size` carries.
 /// The digest is FNV-1a 64 over the free extents and every stream's (record, type, name,
