@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag mkimage OUT`: generates a fragmented NTFS disk image for demos and tests.
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -55,6 +56,32 @@ private:
     struct sigaction old_term_ {};
 };
 
+/// A decimal count, for transform(). CLI11 reads unsigned options with strtoull, which takes
+/// "-3" for 2^64 - 3 and "010" for 8; this refuses signs and strips leading zeros first.
+CLI::Validator whole_number() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+                return "'" + text + "' is not a whole number";
+            text.erase(0, std::min(text.find_first_not_of('0'), text.size() - 1));
+            return {};
+        },
+        "");
+}
+
+/// What became of --layout-ini, when it was given.
+std::string layout_ini_line(std::uint64_t asked, const MkImageSummary& s) {
+    if (s.layout_ini_record == 0)
+        return s.files_kept == 0 ? "no Layout.ini: the volume keeps no files"
+                                 : "no Layout.ini: the volume filled up";
+    std::string line = "Layout.ini lists " + std::to_string(s.layout_ini_files) +
+                       (s.layout_ini_files == 1 ? " file" : " files");
+    if (s.layout_ini_files < asked)
+        line += " (asked for " + std::to_string(asked) + "; the volume keeps " +
+                std::to_string(s.files_kept) + ")";
+    return line;
+}
+
 }  // namespace
 
 void add_mkimage_command(CLI::App& app) {
@@ -101,6 +128,11 @@ void add_mkimage_command(CLI::App& app) {
     cmd->add_option("--label", o.label, "Volume label")->capture_default_str();
     cmd->add_flag("--compressed", o.compressed,
                   "Add two NTFS-compressed logs grown against each other (clusters up to 4K)");
+    cmd->add_option("--layout-ini", o.layout_ini,
+                    "Write \\Windows\\Prefetch\\Layout.ini listing this many kept files in a random boot "
+                    "order (0: none)")
+        ->transform(whole_number())
+        ->capture_default_str();
 
     cmd->callback([opts] {
         on_behalf_of(opts->output, [&] {
@@ -125,6 +157,8 @@ void add_mkimage_command(CLI::App& app) {
                                                   : ", " + options.table + " NTFS partition at " +
                                                         format_size(s.partition_offset))
                       << (s.volume_full ? "; the volume filled up early" : "") << '\n';
+            if (options.layout_ini != 0)
+                std::cout << opts->output << ": " << layout_ini_line(options.layout_ini, s) << '\n';
         });
     });
 }

@@ -31,6 +31,10 @@ struct MkImageOptions {
     /// Adds two NTFS-compressed logs in a compressed \\Logs directory, grown against each
     /// other one compression unit at a time. NTFS compresses only on clusters up to 4 KiB.
     bool compressed = false;
+    /// After the population, lists this many of the kept regular files, drawn at random in a
+    /// random (boot) order, in \\Windows\\Prefetch\\Layout.ini as Windows' prefetcher writes it;
+    /// fewer when fewer files are kept. 0: no Layout.ini (the population is the same either way).
+    std::uint64_t layout_ini = 0;
 };
 
 /// What make_image produced. MFT record numbers let tests look at particular files.
@@ -51,6 +55,8 @@ struct MkImageSummary {
     std::uint64_t sparse_record = 0;                    ///< a file with a hole in the middle; 0: none
     std::vector<std::uint64_t> compressed_records;      ///< the compressed logs (MkImageOptions::compressed)
     std::uint64_t named_stream_record = 0;              ///< first kept file with a named stream; 0: none
+    std::uint64_t layout_ini_files = 0;                 ///< paths in Layout.ini (MkImageOptions::layout_ini)
+    std::uint64_t layout_ini_record = 0;                ///< \\Windows\\Prefetch\\Layout.ini; 0: none
 };
 
 /// Generates the image described by `options` (libparted + mkntfs + libntfs-3g) and

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/image/writable_raw_file.hpp"
 
 namespace guestfrag::mkimage {
@@ -177,6 +178,25 @@ std::uint64_t NtfsWriter::make_directory(std::uint64_t parent, std::string_view 
     const std::uint64_t record = ni->mft_no;
     if (ntfs_inode_close(ni.release()) != 0) fail("closing directory", name);
     if (ntfs_inode_close(dir.release()) != 0) fail("closing a directory");
+    return record;
+}
+
+std::optional<std::uint64_t> NtfsWriter::find_directory(std::uint64_t parent, std::string_view name) {
+    InodePtr dir = open_inode(parent);
+    const NtfsName uname(name);
+    errno = 0;
+    const u64 ref = ntfs_inode_lookup_by_name(dir.get(), uname.chars(), uname.length());
+    if (ref == static_cast<u64>(-1)) {
+        if (errno != ENOENT) fail("looking up", name);
+        if (ntfs_inode_close(dir.release()) != 0) fail("closing a directory");
+        return std::nullopt;
+    }
+    if (ntfs_inode_close(dir.release()) != 0) fail("closing a directory");
+    InodePtr ni = open_inode(MREF(ref));
+    const bool directory = (ni->mrec->flags & MFT_RECORD_IS_DIRECTORY) != 0;
+    const std::uint64_t record = ni->mft_no;
+    if (ntfs_inode_close(ni.release()) != 0) fail("closing", name);
+    if (!directory) throw Error(ErrorKind::Io, "'" + std::string(name) + "' is not a directory");
     return record;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -93,6 +94,9 @@ public:
     /// compress, as ntfs-3g's `compression` mount option does) writes the files created in
     /// it compressed.
     std::uint64_t make_directory(std::uint64_t parent, std::string_view name, bool compressed = false);
+    /// The record of directory `name` in `parent`, none when `parent` has no entry of that
+    /// name. Throws Error(Io) when the entry is not a directory.
+    std::optional<std::uint64_t> find_directory(std::uint64_t parent, std::string_view name);
     /// Creates an empty regular file `name` in `parent`, open for writing.
     NtfsFile create_file(std::uint64_t parent, std::string_view name);
     /// Clusters of every non-resident attribute of `record` (holes skipped).

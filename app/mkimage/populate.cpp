@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/mkimage/file_content.hpp"
+#include "app/mkimage/layout_ini.hpp"
 
 namespace guestfrag::mkimage {
 
@@ -32,6 +35,7 @@ public:
               MkImageSummary& summary)
         : ntfs_(ntfs),
           plan_(plan),
+          seed_(seed),
           content_(seed),
           progress_(progress),
           summary_(summary),
@@ -52,6 +56,7 @@ public:
             summary_.volume_full = true;
         }
         summarise();
+        write_layout_ini();
     }
 
 private:
@@ -250,8 +255,61 @@ private:
         }
     }
 
+    /// "C:\\dir\\sub\\name.ext": file `index` as Layout.ini names it.
+    std::string windows_path(std::size_t index) const {
+        std::vector<std::uint32_t> chain;
+        for (std::uint32_t d = plan_.files[index].dir; d != 0; d = plan_.dirs[d].parent) chain.push_back(d);
+        std::string path = "C:";
+        for (auto d = chain.rbegin(); d != chain.rend(); ++d) path += "\\" + plan_.dirs[*d].name;
+        return path + "\\" + plan_.files[index].name;
+    }
+
+    /// \\Windows\\Prefetch\\Layout.ini listing plan_.layout_ini_files of the kept files, drawn
+    /// in boot order from a stream of the seed of its own. Last of all, so that neither the
+    /// list nor its directories take a record or a cluster the population would have taken:
+    /// the listed files lie where they lie without the list.
+    void write_layout_ini() {
+        if (plan_.layout_ini_files == 0) return;
+        std::vector<std::size_t> kept;
+        for (std::size_t i = 0; i < state_.size(); ++i)
+            if (state_[i].created) kept.push_back(i);
+        const auto count =
+            static_cast<std::size_t>(std::min<std::uint64_t>(plan_.layout_ini_files, kept.size()));
+        if (count == 0) return;
+        std::vector<std::string> paths;
+        for (const std::size_t k : draw_boot_order(kept.size(), count, seed_))
+            paths.push_back(windows_path(kept[k]));
+        const std::vector<unsigned char> bytes = layout_ini_bytes(paths);
+
+        std::uint64_t dir = NtfsWriter::root();
+        std::uint64_t record = 0;
+        try {
+            // The population's directory names never collide, but an existing one is used.
+            for (const std::string_view name : kLayoutIniDirs) {
+                if (const auto found = ntfs_.find_directory(dir, name)) {
+                    dir = *found;
+                } else {
+                    dir = ntfs_.make_directory(dir, name);
+                    summary_.directories++;
+                }
+            }
+            NtfsFile file = ntfs_.create_file(dir, kLayoutIniName);
+            record = file.record();
+            file.write(0, bytes.data(), bytes.size());
+            file.close();
+        } catch (const ntfs::VolumeFull&) {
+            // A list cut short would trace another boot; better none.
+            if (record != 0) ntfs_.remove(dir, record, kLayoutIniName);
+            summary_.volume_full = true;
+            return;
+        }
+        summary_.layout_ini_files = count;
+        summary_.layout_ini_record = record;
+    }
+
     NtfsWriter& ntfs_;
     const PopulationPlan& plan_;
+    std::uint32_t seed_;
     FileContent content_;
     const Progress& progress_;
     MkImageSummary& summary_;

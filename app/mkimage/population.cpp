@@ -160,6 +160,7 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
     PopulationPlan plan;
     plan.interleave = options.interleave;
     plan.cluster_size = options.cluster_size;
+    plan.layout_ini_files = options.layout_ini;
     const std::uint64_t cluster = options.cluster_size;
     const std::uint64_t files = options.files;
 

@@ -47,6 +47,9 @@ struct PopulationPlan {
     std::vector<std::uint32_t> deletions;  ///< indices into files, in deletion order
     std::uint32_t interleave = 1;
     std::uint64_t cluster_size = 4096;
+    /// Kept files to list in \\Windows\\Prefetch\\Layout.ini once the population is written
+    /// (fewer when fewer are kept); 0: no Layout.ini.
+    std::uint64_t layout_ini_files = 0;
 };
 
 /// Names of the named streams the generator writes (small resident / large non-resident).

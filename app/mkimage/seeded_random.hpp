@@ -11,10 +11,19 @@
 
 namespace guestfrag::mkimage {
 
+/// Streams of one seed besides the population's (SeededRandom(seed), which is none of these).
+enum class RandomStream : std::uint32_t {
+    LayoutIni = 1,  ///< which kept files Layout.ini lists, in which order
+};
+
 /// A seeded source of the few distributions the generator needs. Not thread-safe.
 class SeededRandom {
 public:
     explicit SeededRandom(std::uint32_t seed) : engine_(seed) {}
+    /// An engine for `stream` of `seed`, independent of SeededRandom(seed): a feature that
+    /// draws from its own stream leaves every draw of the population, and so every image made
+    /// without that feature, as it was. std::seed_seq's mixing is fixed by the standard too.
+    SeededRandom(std::uint32_t seed, RandomStream stream) : engine_(engine_for(seed, stream)) {}
 
     /// 64 raw bits from two engine draws.
     std::uint64_t bits64() {
@@ -50,6 +59,11 @@ public:
     double log_uniform(double low, double octaves) { return low * pow2(octaves * unit()); }
 
 private:
+    static std::mt19937 engine_for(std::uint32_t seed, RandomStream stream) {
+        std::seed_seq words{seed, static_cast<std::uint32_t>(stream)};
+        return std::mt19937(words);
+    }
+
     static double pow2(double x) {
         const double whole = std::floor(x);
         return std::ldexp(1.0 + (x - whole), static_cast<int>(whole));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // guestfrag mkimage: the generated disks must be what other tools (The Sleuth Kit, ntfsfix)
 // read as fragmented NTFS, and the same options must give the same population.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,15 +9,25 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stop_token>
 
+#include "analyzers/analysis.hpp"
 #include "app/mkimage/layout.hpp"
+#include "app/mkimage/layout_ini.hpp"
 #include "app/mkimage/mkimage.hpp"
+#include "app/mkimage/ntfs_writer.hpp"
 #include "app/mkimage/population.hpp"
 #include "core/error.hpp"
+#include "core/estimate/layout_ini.hpp"
+#include "core/estimate/trace_source.hpp"
+#include "core/image/open_image.hpp"
+#include "core/image/unique_fd.hpp"
+#include "core/image/writable_raw_file.hpp"
 #include "support/fixtures.hpp"
+#include "support/tsk_oracle.hpp"
 
 namespace fs = std::filesystem;
 using guestfrag::Error;
@@ -126,6 +137,50 @@ std::size_t fragments(const std::vector<std::uint64_t>& clusters) {
         next = c + 1;
     }
     return n;
+}
+
+/// `ifind -n PATH`: the MFT record The Sleuth Kit finds at `path` ("dir/file"), "" when none.
+std::string ifind(const fs::path& image, const std::string& path, std::uint64_t offset_sectors = 2048) {
+    const auto r = run({"ifind", "-o", std::to_string(offset_sectors), "-n", path, image.string()});
+    if (r.status != 0 || r.out.find_first_not_of("0123456789-\n") != std::string::npos) return {};
+    return r.out.substr(0, r.out.find_first_of("-\n"));
+}
+
+/// The lines of a Layout.ini as Windows writes it: byte-order mark FF FE, UTF-16LE, every line
+/// ended by CR LF. Generated paths are ASCII, so a unit above 0x7F fails the test.
+std::vector<std::string> layout_ini_lines(const std::string& bytes) {
+    REQUIRE(bytes.size() >= 2);
+    REQUIRE(bytes.substr(0, 2) == "\xFF\xFE");
+    REQUIRE(bytes.size() % 2 == 0);
+    std::string text;
+    for (std::size_t i = 2; i < bytes.size(); i += 2) {
+        const auto low = static_cast<unsigned char>(bytes[i]);
+        REQUIRE(bytes[i + 1] == '\0');
+        REQUIRE(low > 0);
+        REQUIRE(low < 0x80);
+        text += static_cast<char>(low);
+    }
+    REQUIRE(text.ends_with("\r\n"));
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at < text.size();) {
+        const auto end = text.find("\r\n", at);
+        const std::string line = text.substr(at, end - at);
+        REQUIRE(line.find('\n') == std::string::npos);  // no bare LF: CR LF only
+        out.push_back(line);
+        at = end + 2;
+    }
+    return out;
+}
+
+/// `fls -r -p` lines of live regular files, "r/r 64-128-2:\tpath", by path.
+std::map<std::string, std::string> live_entries(const std::vector<std::string>& fls) {
+    std::map<std::string, std::string> entries;
+    for (const auto& line : fls) {
+        const auto tab = line.find('\t');
+        if (tab == std::string::npos || !line.starts_with("r/r ") || line.find('*') < tab) continue;
+        entries[line.substr(tab + 1)] = line;
+    }
+    return entries;
 }
 
 }  // namespace
@@ -478,4 +533,183 @@ TEST_CASE("mkimage: command line", "[mkimage][cli]") {
     CHECK(r.status == 2);
     CHECK(r.err.starts_with("guestfrag: error: " + out.string() + ": --cluster-size"));
     CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("mkimage --layout-ini: a Windows Layout.ini listing kept files in a seeded boot order",
+          "[mkimage][layout]") {
+    require_tsk();
+    guestfrag::test::require_tools({"ifind"});
+    MkImageOptions o = small();
+    o.files = 300;
+    o.layout_ini = 50;
+    const Generated disk("mkimage-layout", o);
+    const MkImageSummary& s = disk.summary;
+    REQUIRE(s.layout_ini_files == 50);
+    REQUIRE(s.layout_ini_record != 0);
+    CHECK_FALSE(s.volume_full);
+
+    // The Sleuth Kit finds it where Windows keeps it, and reads it as Windows writes it.
+    CHECK(ifind(disk.path, "/Windows/Prefetch/Layout.ini") == std::to_string(s.layout_ini_record));
+    const std::string bytes = guestfrag::test::tsk_icat(disk.path, 2048, std::to_string(s.layout_ini_record));
+    const auto lines = layout_ini_lines(bytes);
+    REQUIRE(lines.size() == 2 + 50);
+    CHECK(lines[0] == "[OptimalLayoutFile]");
+    CHECK(lines[1] == "Version=1");
+    const std::vector<std::string> listed(lines.begin() + 2, lines.end());
+    CHECK(std::set<std::string>(listed.begin(), listed.end()).size() == 50);
+
+    // Every path is a live regular file of the population: TSK's ifind and fls agree on it.
+    const auto live = live_entries(tsk("fls", disk.path, {"-r", "-p"}));
+    std::vector<std::string> volume_paths;
+    std::vector<std::string> addresses;  // "64-128-2", as fls lists them
+    for (const auto& path : listed) {
+        INFO(path);
+        REQUIRE(path.starts_with("C:\\"));
+        std::string tsk_path = path.substr(2);
+        std::replace(tsk_path.begin(), tsk_path.end(), '\\', '/');
+        CHECK_FALSE(tsk_path.starts_with("/Windows/"));
+        const std::string record = ifind(disk.path, tsk_path);
+        REQUIRE_FALSE(record.empty());
+        const auto entry = live.find(tsk_path.substr(1));
+        REQUIRE(entry != live.end());  // allocated, not deleted
+        CHECK(entry->second.starts_with("r/r " + record + "-"));
+        addresses.push_back(entry->second.substr(4, entry->second.find(':') - 4));
+        volume_paths.push_back(path.substr(2));
+    }
+
+    // The estimator's own readers take it: the parser of the bytes, and @layout on the image.
+    CHECK(guestfrag::parse_path_list(std::as_bytes(std::span(bytes.data(), bytes.size())), "Layout.ini") ==
+          volume_paths);
+    {
+        const auto image = guestfrag::open_image(disk.path.string());
+        const auto analysis = guestfrag::analyze_image(*image);
+        CHECK(guestfrag::load_trace("@layout", *image, analysis.volumes.at(0).map) == volume_paths);
+    }
+
+    // The same seed lists the same files in the same order.
+    {
+        const Generated again("mkimage-layout-again", o);
+        CHECK(guestfrag::test::tsk_icat(again.path, 2048, std::to_string(again.summary.layout_ini_record)) ==
+              bytes);
+    }
+
+    // Without the option: the same population in the same places, and no \\Windows.
+    o.layout_ini = 0;
+    const Generated plain("mkimage-layout-none", o);
+    CHECK(plain.summary.layout_ini_files == 0);
+    CHECK(plain.summary.layout_ini_record == 0);
+    CHECK(plain.summary.files_kept == s.files_kept);
+    CHECK(plain.summary.directories + 2 == s.directories);
+    CHECK(plain.summary.fragmented_records == s.fragmented_records);
+    CHECK(ifind(plain.path, "/Windows").empty());
+    // Live files with their MFT records. Deleted entries are left out: \\Windows and
+    // Layout.ini may take the records of deleted files.
+    auto without_windows = live;
+    std::erase_if(without_windows, [](const auto& e) { return e.first.starts_with("Windows/"); });
+    CHECK(without_windows.size() + 1 == live.size());
+    CHECK(without_windows == live_entries(tsk("fls", plain.path, {"-r", "-p"})));
+    // Layout.ini is written after the files it lists: their clusters are where they were.
+    for (const auto& address : addresses) {
+        INFO("record " << address);
+        CHECK(data_clusters(tsk("istat", disk.path, {address})) ==
+              data_clusters(tsk("istat", plain.path, {address})));
+    }
+}
+
+TEST_CASE("mkimage --layout-ini: more files than the volume keeps lists them all", "[mkimage][layout]") {
+    require_tsk();
+    MkImageOptions o = small("none");
+    o.disk_size = 32ull << 20;
+    o.files = 40;
+    o.layout_ini = 1000;
+    const Generated disk("mkimage-layout-capped", o);
+    REQUIRE(disk.summary.files_kept == 32);
+    CHECK(disk.summary.layout_ini_files == 32);
+    REQUIRE(disk.summary.layout_ini_record != 0);
+    const auto lines = layout_ini_lines(
+        guestfrag::test::tsk_icat(disk.path, 0, std::to_string(disk.summary.layout_ini_record)));
+    CHECK(lines.size() == 2 + 32);
+    CHECK(std::set<std::string>(lines.begin() + 2, lines.end()).size() == 32);
+
+    SECTION("NtfsWriter finds a directory that is there and refuses a file in its place") {
+        using guestfrag::mkimage::NtfsWriter;
+        guestfrag::UniqueFd fd(::open(disk.path.c_str(), O_RDWR | O_CLOEXEC));
+        REQUIRE(fd.get() >= 0);
+        guestfrag::WritableRawFile file(fd.get(), disk.path.string());
+        NtfsWriter ntfs(file, 0, fs::file_size(disk.path));
+        const auto windows = ntfs.find_directory(NtfsWriter::root(), "Windows");
+        REQUIRE(windows.has_value());
+        const auto prefetch = ntfs.find_directory(*windows, "Prefetch");
+        REQUIRE(prefetch.has_value());
+        CHECK_FALSE(ntfs.find_directory(*windows, "System32").has_value());
+        try {
+            (void)ntfs.find_directory(*prefetch, "Layout.ini");
+            FAIL("a file taken for a directory");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Io);
+        }
+        ntfs.unmount();
+    }
+    SECTION("the command line says so") {
+        const fs::path out =
+            guestfrag::test::scratch_dir() / ("mkimage-layout-cli." + std::to_string(::getpid()) + ".img");
+        auto r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100",
+                                           "--table", "none", "--layout-ini", "2000"});
+        INFO(r.err);
+        CHECK(r.status == 0);
+        CHECK(r.out.find(": Layout.ini lists 80 files (asked for 2000; the volume keeps 80)\n") !=
+              std::string::npos);
+        r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100", "--table",
+                                      "none", "--layout-ini", "010"});
+        CHECK(r.status == 0);
+        CHECK(r.out.find(": Layout.ini lists 10 files\n") != std::string::npos);
+        fs::remove(out);
+        for (const char* bad : {"-3", "many", "1e3", ""}) {
+            INFO("--layout-ini '" << bad << "'");
+            r = guestfrag::test::run_cli({"mkimage", out.string(), "--layout-ini", bad});
+            CHECK(r.status == 1);
+            CHECK(r.err.find("--layout-ini") != std::string::npos);
+            CHECK_FALSE(fs::exists(out));
+        }
+    }
+}
+
+TEST_CASE("mkimage --layout-ini: encoding and boot order", "[mkimage][layout]") {
+    using namespace guestfrag::mkimage;
+    auto units = [](const std::vector<unsigned char>& bytes) {
+        std::vector<unsigned> out;
+        for (std::size_t i = 0; i + 1 < bytes.size(); i += 2) out.push_back(bytes[i] | bytes[i + 1] << 8u);
+        return out;
+    };
+    // ASCII, two-, three- and four-byte sequences; U+1F600 is a surrogate pair.
+    CHECK(units(to_utf16le("C:\\J\xC3\xBCrgen\\\xE2\x82\xAC\xF0\x9F\x98\x80.txt")) ==
+          std::vector<unsigned>{'C', ':', '\\', 'J', 0xFC, 'r', 'g', 'e', 'n', '\\', 0x20AC, 0xD83D, 0xDE00,
+                                '.', 't', 'x', 't'});
+    for (const char* bad : {"\x80", "\xC0\xAF", "\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xC3",
+                            "a\xE2\x82", "\xF5\x80\x80\x80", "\xC3("}) {
+        INFO(bad);
+        try {
+            (void)to_utf16le(bad);
+            FAIL("accepted");
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Internal);
+        }
+    }
+    const auto ini = layout_ini_bytes({"C:\\a.dll", "C:\\b\\c.exe"});
+    REQUIRE(ini.size() > 2);
+    CHECK(ini[0] == 0xFF);
+    CHECK(ini[1] == 0xFE);
+    std::string text;
+    for (const unsigned u : units({ini.begin() + 2, ini.end()})) text += static_cast<char>(u);
+    CHECK(text == "[OptimalLayoutFile]\r\nVersion=1\r\nC:\\a.dll\r\nC:\\b\\c.exe\r\n");
+
+    const auto order = draw_boot_order(1000, 100, 1);
+    CHECK(order == draw_boot_order(1000, 100, 1));
+    CHECK(order != draw_boot_order(1000, 100, 2));
+    CHECK(std::set<std::size_t>(order.begin(), order.end()).size() == 100);
+    CHECK(*std::max_element(order.begin(), order.end()) < 1000);
+    CHECK_FALSE(std::is_sorted(order.begin(), order.end()));
+    const auto all = draw_boot_order(5, 5, 9);
+    CHECK(std::set<std::size_t>(all.begin(), all.end()) == std::set<std::size_t>{0, 1, 2, 3, 4});
+    CHECK(draw_boot_order(5, 0, 9).empty());
 }
