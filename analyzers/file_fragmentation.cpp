@@ -11,7 +11,6 @@ namespace guestfrag {
 namespace {
 
 constexpr std::uint64_t kMftRecord = 0;
-constexpr std::uint64_t kRootRecord = 5;
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
 
 std::uint64_t add_saturating(std::uint64_t a, std::uint64_t b) { return b > kMax - a ? kMax : a + b; }

@@ -39,7 +39,7 @@ WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& worklo
     WorkloadIos out;
     switch (workload.workload.kind) {
         case Workload::Kind::Scan:
-            out.ios = scan_ios(volume, workload.max_io);
+            out.ios = scan_ios(volume, workload.workload.scan_order, workload.max_io);
             break;
         case Workload::Kind::Trace: {
             TraceIos trace = trace_ios(volume, workload.trace_paths, workload.max_io);

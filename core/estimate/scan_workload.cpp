@@ -4,11 +4,22 @@
 #include <algorithm>
 
 #include "core/estimate/stream_ios.hpp"
+#include "core/model/paths.hpp"
 
 namespace guestfrag {
 
-std::vector<const Stream*> scan_streams(const VolumeMap& volume) {
+std::vector<const Stream*> scan_streams(const VolumeMap& volume, Workload::ScanOrder order) {
     std::vector<const Stream*> streams;
+    if (order == Workload::ScanOrder::Path) {
+        for (const std::size_t i : path_order(volume)) {
+            const Stream& s = volume.streams[i];
+            const bool data = s.type == static_cast<std::uint32_t>(AttrType::Data);
+            const bool index =
+                s.type == static_cast<std::uint32_t>(AttrType::IndexAllocation) && s.name == "$I30";
+            if ((data || index) && s.size > 0) streams.push_back(&s);
+        }
+        return streams;
+    }
     for (const Stream& s : volume.streams)
         if (s.type == static_cast<std::uint32_t>(AttrType::Data) && s.size > 0) streams.push_back(&s);
     // Every label here is "$DATA" or "$DATA:name", so comparing names orders labels: the
@@ -21,10 +32,10 @@ std::vector<const Stream*> scan_streams(const VolumeMap& volume) {
     return streams;
 }
 
-std::vector<Io> scan_ios(const VolumeMap& volume, std::uint64_t max_io) {
+std::vector<Io> scan_ios(const VolumeMap& volume, Workload::ScanOrder order, std::uint64_t max_io) {
     check_max_io(max_io);
     std::vector<Io> ios;
-    for (const Stream* s : scan_streams(volume)) append_stream_ios(volume, *s, max_io, ios);
+    for (const Stream* s : scan_streams(volume, order)) append_stream_ios(volume, *s, max_io, ios);
     return ios;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/estimate/io.hpp"
+#include "core/model/paths.hpp"
 #include "core/model/volume_map.hpp"
 
 namespace guestfrag {
@@ -26,12 +27,6 @@ struct TraceIos {
     std::vector<Io> ios;
     TraceOutcome outcome;
 };
-
-/// The form trace paths are compared in: '/' becomes '\\', a leading '\\' is added when
-/// missing, trailing '\\' are dropped (except the root's), and ASCII letters are folded to
-/// lower case. NTFS compares names through the volume's $UpCase table; folding only ASCII
-/// means non-ASCII names must match case exactly (docs/estimate.md).
-[[nodiscard]] std::string fold_trace_path(std::string_view path);
 
 /// Reads, for each path in order, the unnamed $DATA of the file it names like the scan
 /// workload does (append_stream_ios). Paths are matched case-insensitively

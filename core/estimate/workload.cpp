@@ -11,7 +11,8 @@ namespace guestfrag {
 std::string Workload::text() const {
     switch (kind) {
         case Kind::Scan:
-            return "scan";
+            if (!scan_order_named) return "scan";
+            return scan_order == ScanOrder::Path ? "scan:path" : "scan:mft";
         case Kind::Trace:
             return "trace:" + trace_source;
         case Kind::Write:
@@ -41,6 +42,11 @@ std::optional<std::uint64_t> parse_file_count(std::string_view digits) {
 Workload parse_workload(std::string_view text) {
     Workload w;
     if (text == "scan") return w;
+    if (text == "scan:mft" || text == "scan:path") {
+        w.scan_order = text == "scan:path" ? Workload::ScanOrder::Path : Workload::ScanOrder::Mft;
+        w.scan_order_named = true;
+        return w;
+    }
     if (text.starts_with("trace:")) {
         w.kind = Workload::Kind::Trace;
         w.trace_source = std::string(text.substr(6));
@@ -77,9 +83,9 @@ Workload parse_workload(std::string_view text) {
         w.install = parse_install_job(w.install_options);
         return w;
     }
-    throw Error(ErrorKind::Unsupported,
-                "unknown workload '" + std::string(text) +
-                    "' (expected scan, trace:SOURCE, write:N, fio:OPTIONS or install:N[,OPTIONS])");
+    throw Error(ErrorKind::Unsupported, "unknown workload '" + std::string(text) +
+                                            "' (expected scan, scan:mft, scan:path, trace:SOURCE, write:N, "
+                                            "fio:OPTIONS or install:N[,OPTIONS])");
 }
 
 }  // namespace guestfrag

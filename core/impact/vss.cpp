@@ -13,7 +13,6 @@ namespace {
 // The VSS provider's GUID: the catalog file is named exactly this, and each shadow copy's
 // diff area is "{<shadow copy GUID>}" followed by it.
 constexpr std::string_view kVssGuid = "{3808876b-c176-4e48-b7ae-04046e6cc752}";
-constexpr std::uint64_t kRootRecord = 5;
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {

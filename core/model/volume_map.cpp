@@ -12,9 +12,6 @@ namespace guestfrag {
 
 namespace {
 
-/// The root directory's record number on every NTFS volume.
-constexpr std::uint64_t kRootRecord = 5;
-
 /// Most path components resolved; a deeper chain is reported as an orphan (docs/metrics.md).
 constexpr std::size_t kMaxPathDepth = 1024;
 

@@ -102,6 +102,9 @@ private:
     std::size_t allocated_ = 0;
 };
 
+/// The root directory's record number on every NTFS volume.
+inline constexpr std::uint64_t kRootRecord = 5;
+
 /// A file record in use (base records only), enough to name it.
 struct FileEntry {
     std::uint64_t mft_record = 0;

@@ -22,8 +22,6 @@
 namespace guestfrag {
 namespace {
 
-constexpr std::uint64_t kRootRecord = 5;
-
 std::array<std::byte, 512> read_boot_sector(const DiskImage& image, const Partition& partition) {
     std::array<std::byte, 512> sector{};
     if (partition.length < sector.size() || partition.start > image.size() - sector.size())

@@ -3,9 +3,11 @@
 // bucket, percentage and device time is worked out in the comment above it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -82,7 +84,7 @@ VolumeMap hand_volume() {
 TEST_CASE("scan reads $DATA streams by (record, label), holes skipped, last IO rounded to 512",
           "[estimate]") {
     const VolumeMap v = hand_volume();
-    const auto order = guestfrag::scan_streams(v);
+    const auto order = guestfrag::scan_streams(v, guestfrag::Workload::ScanOrder::Mft);
     REQUIRE(order.size() == 5);
     CHECK(order[0]->mft_record == 2);
     CHECK(order[1]->mft_record == 40);
@@ -97,12 +99,37 @@ TEST_CASE("scan reads $DATA streams by (record, label), holes skipped, last IO r
     // record 41 ads: LCN 50 → 2448, 1000 bytes rounded up to 1024
     // record 44: all hole, no IO
     const std::vector<Io> expected = {{2128, 8192}, {2848, 12288}, {2872, 8192}, {3648, 8192}, {2448, 1024}};
-    CHECK(guestfrag::scan_ios(v, MiB) == expected);
+    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == expected);
+}
+
+TEST_CASE("scan:path walks the tree depth first: a directory's index, then its entries by name",
+          "[estimate]") {
+    VolumeMap v = hand_volume();
+    std::ranges::sort(v.streams, [](const Stream& a, const Stream& b) {
+        return std::tuple(a.mft_record, a.type, a.name) < std::tuple(b.mft_record, b.type, b.name);
+    });
+    // The root's entries by folded name: $LogFile (2), a.bin (40), dir (42), empty (43),
+    // sparse (44), Windows (45) and below it b.bin (41); lost.txt (46) has no parent and
+    // comes last. Read: $DATA of size > 0 and non-resident directory indexes.
+    const auto order = guestfrag::scan_streams(v, guestfrag::Workload::ScanOrder::Path);
+    std::vector<std::string> got;
+    for (const Stream* s : order) got.push_back(std::to_string(s->mft_record) + s->label());
+    CHECK(got == std::vector<std::string>{"2$DATA", "40$DATA", "42$INDEX_ALLOCATION:$I30", "44$DATA",
+                                          "41$DATA", "41$DATA:ads"});
+    // record 42's index: LCN 60 → sector 2048 + 480 = 2528, one cluster.
+    const std::vector<Io> expected = {{2128, 8192}, {2848, 12288}, {2528, 4096},
+                                      {2872, 8192}, {3648, 8192},  {2448, 1024}};
+    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Path, MiB) == expected);
+    CHECK(guestfrag::parse_workload("scan:path").text() == "scan:path");
+    CHECK(guestfrag::parse_workload("scan:mft").text() == "scan:mft");
+    CHECK(guestfrag::parse_workload("scan").text() == "scan");
+    CHECK_THROWS_AS(guestfrag::parse_workload("scan:size"), guestfrag::Error);
 }
 
 TEST_CASE("scan statistics are the hand-computed ones", "[estimate]") {
     const VolumeMap v = hand_volume();
-    const IoStats s = guestfrag::summarize_ios(guestfrag::scan_ios(v, MiB));
+    const IoStats s =
+        guestfrag::summarize_ios(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB));
 
     // IOs (lbn, bytes, sectors): (2128,8192,16) (2848,12288,24) (2872,8192,16) (3648,8192,16) (2448,1024,2)
     CHECK(s.ios == 5);
@@ -152,7 +179,7 @@ TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estima
     // 4 KiB: every cluster of the scan becomes one IO; the 1000-byte stream stays 1024.
     const std::vector<Io> four_k = {{2128, 4096}, {2136, 4096}, {2848, 4096}, {2856, 4096}, {2864, 4096},
                                     {2872, 4096}, {2880, 4096}, {3648, 4096}, {3656, 4096}, {2448, 1024}};
-    CHECK(guestfrag::scan_ios(v, 4096) == four_k);
+    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 4096) == four_k);
 
     // 2560 bytes (5 sectors) does not divide a cluster: record 40's 12288-byte extent gives
     // 4 · 2560 + 2048, and record 41's first extent (8192) gives 3 · 2560 + 512.
@@ -170,8 +197,8 @@ TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estima
                                  {3658, 2560},
                                  {3663, 512}});
 
-    CHECK_THROWS_AS(guestfrag::scan_ios(v, 1000), guestfrag::Error);
-    CHECK_THROWS_AS(guestfrag::scan_ios(v, 0), guestfrag::Error);
+    CHECK_THROWS_AS(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 1000), guestfrag::Error);
+    CHECK_THROWS_AS(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 0), guestfrag::Error);
     CHECK_FALSE(guestfrag::valid_max_io(4095));
     CHECK(guestfrag::valid_max_io(512));
 }
@@ -203,7 +230,7 @@ TEST_CASE("a bare volume (offset 0) and 512-byte clusters map LCNs straight to s
     VolumeMap v;
     v.cluster_size = 512;
     v.streams = {stream(30, kData, "", 1536, {{0, 7, 3}})};
-    CHECK(guestfrag::scan_ios(v, MiB) == std::vector<Io>{{7, 1536}});
+    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == std::vector<Io>{{7, 1536}});
 }
 
 TEST_CASE("summaries of empty and single-IO streams", "[estimate]") {
