@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/estimate/trace_source.hpp"
 #include "core/image/open_image.hpp"
 #include "core/impact/plan_writes.hpp"
 #include "core/plan/apply.hpp"
@@ -36,11 +37,20 @@ OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional
     return {std::move(image), std::move(analysis)};
 }
 
+PlanOptions prepare_plan_options(const OpenedImage& opened, std::size_t volume, PlanOptions options) {
+    const std::optional<PlacementOrder> order = effective_order(options);
+    if (order && order->kind == PlacementOrder::Kind::Trace && !options.trace_paths)
+        options.trace_paths =
+            load_trace(order->trace_source, *opened.image, opened.analysis->volumes.at(volume).map);
+    return options;
+}
+
 PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const PlanOptions& options,
                           const Progress& progress) {
     const ImageAnalysis& analysis = *opened.analysis;
     const VolumeMap& before = analysis.volumes.at(volume).map;
-    PlanOutcome outcome = plan_and_apply(before, analysis.layers, identity_of(opened, before), options, progress);
+    PlanOutcome outcome = plan_and_apply(before, analysis.layers, identity_of(opened, before),
+                                         prepare_plan_options(opened, volume, options), progress);
     return {volume, std::move(outcome.plan), std::make_shared<const VolumeMap>(std::move(outcome.after))};
 }
 

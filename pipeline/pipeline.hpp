@@ -56,7 +56,15 @@ struct PlannedVolume {
     std::shared_ptr<const VolumeMap> after;  ///< apply_plan's result, shareable with views
 };
 
-/// Plans `options.strategy` for volume `volume` (an index into the analysis) and applies it.
+/// `options` with what its placement order needs from the image: for a trace order, the
+/// paths of the trace (load_trace on the volume, as `estimate --workload trace:` reads
+/// them), unless already there. Callers that plan more than once (plan_frontier) prepare
+/// once. Throws as load_trace (Error(NotFound / Corrupt / Unsupported)).
+[[nodiscard]] PlanOptions prepare_plan_options(const OpenedImage& opened, std::size_t volume,
+                                               PlanOptions options);
+
+/// Plans `options.strategy` for volume `volume` (an index into the analysis) and applies it
+/// (options prepared by prepare_plan_options).
 /// Throws std::out_of_range for a bad index, Error(Cancelled) from `progress` (streams
 /// considered) and Error(Internal) as make_plan does. Cost: make_plan's, plus one copy of
 /// the volume's map for the after-state.

@@ -19,6 +19,9 @@ struct JobOptions {
     /// record the plan and its impact warnings; no planning when `plan` is false.
     bool plan = false;
     std::optional<Strategy> strategy;
+    /// Placement order for the strategies that take one (nullopt: their default); a
+    /// recommended strategy that takes none (thin-safe) plans without it.
+    std::optional<PlacementOrder> order;
     /// With `batch --apply-to`: carry the plan out into a new disk (implies `plan`).
     struct Apply {
         std::map<std::string, std::string> outputs;  ///< image path → output path (apply_outputs)

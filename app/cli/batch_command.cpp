@@ -41,6 +41,7 @@ struct Options {
     unsigned per_datastore = 0;
     bool plan = false;
     std::optional<std::string> strategy;
+    std::string order;
     bool force = false;
     std::string shard;
     bool json = false;
@@ -144,6 +145,7 @@ std::string describe(const Options& o, std::size_t images) {
     if (!o.read_rate.empty()) out << " --read-rate " << o.read_rate;
     if (o.per_datastore) out << " --per-datastore " << o.per_datastore;
     if (o.plan) out << " --plan" << (o.strategy ? " --strategy " + *o.strategy : "");
+    if (!o.order.empty()) out << " --order " << o.order;
     if (o.force) out << " --force";
     if (!o.shard.empty()) out << " --shard " << o.shard;
     if (o.apply_to) {
@@ -185,6 +187,10 @@ void run(const Options& opts) {
     options.force = opts.force;
     options.job.plan = opts.plan || opts.strategy.has_value() || opts.apply_to.has_value();
     if (opts.strategy) options.job.strategy = parse_strategy(*opts.strategy);
+    // An order the chosen strategy cannot take is refused here; with the recommended
+    // strategy it applies to the images planned with defrag (thick disks).
+    options.job.order = order_option(opts.order, options.job.strategy.value_or(Strategy::Defrag));
+    options.job.plan = options.job.plan || options.job.order.has_value();
 
     on_behalf_of(opts.db, [&] {
         batch::ResultsDb db(opts.db, true);
@@ -241,6 +247,8 @@ void add_batch_command(CLI::App& app) {
     cmd->add_flag("--plan", opts->plan, "Also plan every volume (recommended strategy) and record impact warnings");
     cmd->add_option("--strategy", opts->strategy, "Plan with this strategy (implies --plan)")
         ->check(strategy_check());
+    cmd->add_option("--order", opts->order, std::string(kOrderHelp) + " (implies --plan)")
+        ->check(order_check());
     cmd->add_flag("--force", opts->force, "Re-analyse images that are unchanged since an earlier run");
     cmd->add_option("--shard", opts->shard, "Only the images of shard K of N (K/N, by path hash)")
         ->check(CLI::Validator(

@@ -28,6 +28,7 @@ struct Options {
     std::string image;
     std::optional<int> partition;
     std::string strategy = "defrag";
+    std::string order;
     std::string max_growth;
     std::string max_moved;
     std::string granule;
@@ -64,6 +65,7 @@ void run(const Options& opts) {
     if (!opts.check.empty()) on_behalf_of(opts.check, [&] { checked = read_plan(opts.check); });
     std::optional<int> partition = opts.partition;
     if (checked && !partition) partition = checked->identity.partition;
+    const std::optional<PlacementOrder> order = order_option(opts.order, *parse_strategy(opts.strategy));
 
     on_behalf_of(opts.image, [&] {
         const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, partition);
@@ -77,10 +79,12 @@ void run(const Options& opts) {
             on_behalf_of(opts.check, [&] { planned = adopt_plan(opened, volume, std::move(*checked), granule); });
         } else {
             options.strategy = *parse_strategy(opts.strategy);
+            options.order = order;
             options.max_growth = size_option(opts.max_growth);
             options.max_moved = size_option(opts.max_moved);
             options.granule = granule.value_or(0);
             options.exclude = opts.exclude;
+            options = prepare_plan_options(opened, volume, std::move(options));
             ProgressMeter meter("planning");
             planned = plan_volume(opened, volume, options, meter.progress());
         }
@@ -117,6 +121,7 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("--strategy", opts->strategy, strategy_choices())
         ->check(strategy_check())
         ->capture_default_str();
+    CLI::Option* order = cmd->add_option("--order", opts->order, kOrderHelp)->check(order_check());
     cmd->add_option("--max-growth", opts->max_growth, "Most the top layer may grow (thin plus clone delta growth)")
         ->check(size_check());
     cmd->add_option("--max-moved", opts->max_moved, "Most data the plan may move")->check(size_check());
@@ -136,6 +141,7 @@ void add_plan_command(CLI::App& app) {
                         "Validate this plan against IMAGE (identity and every move) and print its summary");
     // A checked plan is not made again, so it has no frontier: both together would do nothing.
     check->excludes(frontier);
+    check->excludes(order);
     cmd->callback([opts] { run(*opts); });
 }
 

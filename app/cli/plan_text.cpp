@@ -46,7 +46,8 @@ void row(std::ostream& out, const std::string& name, const std::string& before, 
 
 void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& volume, const std::string& image) {
     const PlanSummary& s = plan.summary;
-    out << "Plan for " << image << ", partition " << volume.partition << " (strategy " << plan.strategy << ")\n";
+    out << "Plan for " << image << ", partition " << volume.partition << " (strategy " << plan.strategy
+        << (plan.order.empty() ? "" : ", order " + plan.order) << ")\n";
     line(out, "moves", std::to_string(s.moves));
     line(out, "data moved", format_size(s.moved_bytes));
     row(out, "fragments", std::to_string(s.fragments_before), std::to_string(s.fragments_after));

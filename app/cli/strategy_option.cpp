@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/plan/planner.hpp"
+#include "app/cli/failure.hpp"
+#include "core/error.hpp"
 
 namespace guestfrag::cli {
 
@@ -12,6 +13,32 @@ CLI::Validator strategy_check() {
     std::vector<std::string> names;
     for (const Strategy s : kStrategies) names.emplace_back(strategy_name(s));
     return CLI::IsMember(names);
+}
+
+CLI::Validator order_check() {
+    return CLI::Validator(
+        [](const std::string& text) -> std::string {
+            try {
+                (void)parse_order(text);
+                return {};
+            } catch (const Error& e) {
+                return e.what();
+            }
+        },
+        "ORDER");
+}
+
+std::optional<PlacementOrder> order_option(const std::string& text, Strategy strategy) {
+    if (text.empty()) return std::nullopt;
+    PlanOptions options;
+    options.strategy = strategy;
+    options.order = parse_order(text);
+    try {
+        (void)effective_order(options);
+    } catch (const Error& e) {
+        throw Failure("--order", e.what(), kUsage);
+    }
+    return options.order;
 }
 
 }  // namespace guestfrag::cli

@@ -40,6 +40,7 @@ PlanPanel::PlanPanel(QWidget* parent)
     : QWidget(parent),
       strategy_(new QComboBox),
       strategy_note_(new QLabel),
+      order_(new QComboBox),
       max_growth_(new QLineEdit),
       max_moved_(new QLineEdit),
       dedup_chunks_(new QLineEdit(QStringLiteral("4K,8K,16K,32K"))),
@@ -52,10 +53,20 @@ PlanPanel::PlanPanel(QWidget* parent)
         const std::string_view name = strategy_name(strategy);
         strategy_->addItem(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
     }
+    // Editable: trace:FILE names a host file; the common choices are listed.
+    order_->setEditable(true);
+    for (const char* order : {"mft", "path", "size", "trace:@layout", "trace:@prefetch"})
+        order_->addItem(QString::fromLatin1(order));
+    order_->setToolTip(
+        tr("The order defrag, consolidate and optimize lay files out in: mft (what a scan reads), "
+           "path (a tree walk), size (packs free space best) or trace:SOURCE (as the workload "
+           "trace: takes it; traced files first, in trace order)"));
     max_growth_->setPlaceholderText(tr("no limit"));
     max_moved_->setPlaceholderText(tr("no limit"));
-    workload_->setToolTip(tr("scan, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), write:N, "
-                             "fio:OPTIONS or install:N[,writers=W,chunk=SIZE]"));
+    workload_->setToolTip(
+        tr("scan (scan:mft), scan:path, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
+           "write:N, "
+           "fio:OPTIONS or install:N[,writers=W,chunk=SIZE]"));
     summary_->setTextFormat(Qt::RichText);
     summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     summary_->setWordWrap(true);
@@ -63,6 +74,7 @@ PlanPanel::PlanPanel(QWidget* parent)
     auto* form = new QFormLayout;
     form->addRow(tr("Strategy"), strategy_);
     form->addRow(QString(), strategy_note_);
+    form->addRow(tr("Order"), order_);
     strategy_note_->setVisible(false);
     strategy_note_->setWordWrap(true);  // the panel is narrow: a long note wraps, never cuts off
     form->addRow(tr("Max growth"), max_growth_);
@@ -89,11 +101,23 @@ PlanPanel::PlanPanel(QWidget* parent)
         strategy_chosen_ = true;
         strategy_note_->setVisible(false);
     });
+    // thin-safe and shrink place by what is allocated: no order to choose.
+    connect(strategy_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
+        order_->setEnabled(takes_order(parse_strategy(name.toStdString()).value_or(Strategy::Defrag)));
+    });
 }
 
 std::optional<PlanRequest> PlanPanel::request(QString* error) const {
     PlanRequest r;
     r.options.strategy = parse_strategy(strategy_->currentText().toStdString()).value_or(Strategy::Defrag);
+    if (takes_order(r.options.strategy)) {
+        try {
+            r.options.order = parse_order(order_->currentText().trimmed().toStdString());
+        } catch (const Error& e) {
+            if (error) *error = tr("Order: %1").arg(QString::fromStdString(e.what()));
+            return std::nullopt;
+        }
+    }
     if (!read_size(max_growth_, tr("Max growth"), r.options.max_growth, error)) return std::nullopt;
     if (!read_size(max_moved_, tr("Max moved"), r.options.max_moved, error)) return std::nullopt;
     r.impact.dedup_chunks.clear();

@@ -17,7 +17,7 @@ class QPushButton;
 
 namespace guestfrag::gui {
 
-/// The plan's settings (strategy, budgets, dedup chunk sizes, workload) and a summary of
+/// The plan's settings (strategy, placement order, budgets, dedup chunk sizes, workload) and a summary of
 /// the last plan. Reads its fields into a PlanRequest; the window runs it.
 class PlanPanel : public QWidget {
     Q_OBJECT
@@ -48,6 +48,7 @@ private:
     QComboBox* strategy_;
     QLabel* strategy_note_;
     bool strategy_chosen_ = false;
+    QComboBox* order_;
     QLineEdit* max_growth_;
     QLineEdit* max_moved_;
     QLineEdit* dedup_chunks_;

@@ -10,7 +10,9 @@ namespace guestfrag::gui {
 PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const PlanRequest& request,
                            const Progress& progress) {
     const Workload workload = parse_workload(request.workload);
-    PlanResult out{plan_volume(opened, volume, request.options, progress), {}, {}, {}, {}};
+    // Prepared once: a trace order reads its trace for the plan and for every frontier point.
+    const PlanOptions options = prepare_plan_options(opened, volume, request.options);
+    PlanResult out{plan_volume(opened, volume, options, progress), {}, {}, {}, {}};
     out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, &out, {}, progress);
     try {
         out.impact = plan_impact(opened, volume, out.plan, request.impact, progress);
@@ -19,8 +21,8 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
         if (e.kind() == ErrorKind::Cancelled) throw;
         out.impact_error = e.what();
     }
-    out.frontier = plan_frontier(opened.analysis->volumes.at(volume).map, opened.analysis->layers, out.plan,
-                                 request.options);
+    out.frontier =
+        plan_frontier(opened.analysis->volumes.at(volume).map, opened.analysis->layers, out.plan, options);
     return out;
 }
 

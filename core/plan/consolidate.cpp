@@ -2,6 +2,8 @@
 // Strategy "consolidate": free-space consolidation (docs/planner.md §6).
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <unordered_map>
 
 #include "core/plan/intervals.hpp"
 #include "core/plan/strategy.hpp"
@@ -95,15 +97,43 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
         firsts.push_back(c.first_lcn);
     }
     RightmostFit fit(sizes);
+    std::vector<char> taken(candidates.size(), 0);
+    // In placement order: which candidate each stream is, and which stream ends where, so
+    // that a hole can take the stream read right after the one that ends at its start.
+    std::vector<std::size_t> candidate_of;
+    std::unordered_map<std::int64_t, std::size_t> ends_at;  // end of the last piece → stream
+    if (builder.ordered()) {
+        candidate_of.assign(streams.size(), candidates.size());
+        for (std::size_t k = 0; k < candidates.size(); ++k) candidate_of[candidates[k].index] = k;
+        for (std::size_t i = 0; i < streams.size(); ++i)
+            if (const std::vector<Piece> pieces = pieces_of(streams[i]); !pieces.empty())
+                ends_at[pieces.back().lcn + pieces.back().clusters] = i;
+    }
+    // The candidate read right after whatever ends at `a`, when it lies wholly after the hole
+    // [a, b) and fits it.
+    const auto successor = [&](std::int64_t a, std::int64_t b) -> std::optional<std::size_t> {
+        const auto before = ends_at.find(a);
+        if (before == ends_at.end()) return std::nullopt;
+        const std::size_t r = builder.rank(before->second) + 1;
+        if (r >= builder.sequence().size()) return std::nullopt;
+        const std::size_t k = candidate_of[builder.sequence()[r]];
+        if (k == candidates.size() || taken[k] || candidates[k].first_lcn < b ||
+            candidates[k].clusters > b - a)
+            return std::nullopt;
+        return k;
+    };
 
     // Holes are filled only outside the MFT zone and the unmovable clusters.
     ClusterSet allowed(cluster_range(0, volume.total_clusters));
     allowed -= volume.mft_zone;
     allowed -= volume.unmovable;
     Pool pool(volume.free, std::move(allowed), ClusterSet{});
-    ClusterSet free_now = volume.free;  // the whole volume's free space, for the extent count
+    // The whole volume's free space: its extent count, largest extent and fragmentation.
+    FreeIndex free_now(volume.free, volume.cluster_size);
+    const double fragmentation_before = free_now.fragmentation_percent();
+    const std::int64_t largest_before = free_now.largest();
 
-    Checkpoint best{0, builder.plan().skipped.size(), free_now.iterative_size()};
+    Checkpoint best{0, builder.plan().skipped.size(), free_now.extents()};
     const std::size_t skipped_at_start = best.skipped;
     std::int64_t cursor = 0;
     std::uint64_t steps = 0;
@@ -116,12 +146,14 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
         // the start, so the loop ends.
         const auto after = static_cast<std::size_t>(std::ranges::lower_bound(firsts, b) - firsts.begin());
         if (after == candidates.size()) break;
-        const auto chosen = fit.rightmost(after, b - a);
+        auto chosen = builder.ordered() ? successor(a, b) : std::nullopt;
+        if (!chosen) chosen = fit.rightmost(after, b - a);
         if (!chosen) {
             cursor = b;
             continue;
         }
         fit.remove(*chosen);
+        taken[*chosen] = 1;
         const Candidate& c = candidates[*chosen];
         const Stream& s = streams[c.index];
         if (builder.over_moved_budget(c.clusters)) {
@@ -135,14 +167,21 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
         const std::vector<Piece> pieces = pieces_of(s);
         builder.move_whole(s, pieces, a);
         pool.take(a, a + c.clusters);
-        free_now.subtract(cluster_range(a, a + c.clusters));
+        free_now.take(a, a + c.clusters);
         for (const Piece& p : pieces) {
             pool.give(p.lcn, p.lcn + p.clusters);
-            free_now.add(cluster_range(p.lcn, p.lcn + p.clusters));
+            free_now.give(p.lcn, p.lcn + p.clusters);
         }
         cursor = a + c.clusters;
-        if (free_now.iterative_size() < best.free_extents)
-            best = {builder.plan().moves.size(), builder.plan().skipped.size(), free_now.iterative_size()};
+        if (builder.ordered()) {
+            ends_at.erase(pieces.back().lcn + pieces.back().clusters);
+            ends_at[cursor] = c.index;
+        }
+        // Like defrag (docs/planner.md §5), never a cut that leaves free space more
+        // fragmented or its largest extent smaller than before the plan.
+        if (free_now.extents() < best.free_extents &&
+            free_now.fragmentation_percent() <= fragmentation_before && free_now.largest() >= largest_before)
+            best = {builder.plan().moves.size(), builder.plan().skipped.size(), free_now.extents()};
     }
     progress.update(volume.total_clusters, volume.total_clusters);
 
@@ -153,7 +192,9 @@ void plan_consolidate(Builder& builder, const Progress& progress) {
         plan.moves.resize(best.moves);
         plan.skipped.resize(std::max(best.skipped, skipped_at_start));
         plan.notes.push_back("the last " + std::to_string(dropped_streams) +
-                             " streams considered were left out: moving them would not leave fewer free extents");
+                             " streams considered were left out: moving them would not leave fewer free "
+                             "extents, or would leave "
+                             "free space more fragmented than before the plan");
     }
 }
 

@@ -15,6 +15,10 @@ struct Candidate {
     std::uint64_t fragments = 0;
 };
 
+/// Free extents (and streams back) an ordered defrag looks at for room after a stream's
+/// predecessor before it settles for best fit.
+constexpr std::size_t kOrderedVisits = 64;
+
 bool all_fragments_large(const Stream& s, std::uint32_t cluster_size) {
     const auto sizes = fragment_sizes(s);
     return std::ranges::all_of(sizes, [cluster_size](std::int64_t clusters) {
@@ -109,8 +113,11 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
         }
         candidates.push_back({i, fragments});
     }
-    // Most fragments first, then larger, then by record and label for a stable order.
-    std::ranges::sort(candidates, [&streams](const Candidate& a, const Candidate& b) {
+    // Most fragments first, then larger, then by record and label for a stable order; in
+    // placement order when there is one, so that a stream's predecessor has its place
+    // before the stream looks for room after it.
+    std::ranges::sort(candidates, [&](const Candidate& a, const Candidate& b) {
+        if (builder.ordered()) return builder.rank(a.index) < builder.rank(b.index);
         if (a.fragments != b.fragments) return a.fragments > b.fragments;
         const Stream& x = streams[a.index];
         const Stream& y = streams[b.index];
@@ -135,6 +142,19 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
     std::size_t in_zone_kept = 0;
 
     std::vector<char> moved(streams.size(), 0);
+    std::vector<std::int64_t> moved_to(streams.size(), -1);  // where a moved stream starts now
+    // Where a reader in placement order is when it reaches stream i: the end of the last
+    // piece of the nearest stream before it that has clusters.
+    const auto predecessor_end = [&](std::size_t i) -> std::optional<std::int64_t> {
+        const auto& sequence = builder.sequence();
+        for (std::size_t r = builder.rank(i), looked = 0; r > 0 && looked < kOrderedVisits; ++looked) {
+            const std::size_t j = sequence[--r];
+            if (moved_to[j] >= 0) return moved_to[j] + streams[j].allocated_clusters();
+            const std::vector<Piece> pieces = pieces_of(streams[j]);
+            if (!pieces.empty()) return pieces.back().lcn + pieces.back().clusters;
+        }
+        return std::nullopt;
+    };
     std::uint64_t in_zone = 0;
     bool budget_spent = false;
     for (std::size_t n = 0; n < candidates.size(); ++n) {
@@ -158,7 +178,19 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
             builder.skip(s, builder.moved_budget_reason());
             continue;
         }
-        const auto fit = pool.best_fit(needed);
+        // In placement order, the first room after where the stream before it ends, when free
+        // space stays no worse than before the plan with the stream there; best fit otherwise.
+        std::optional<Pool::Fit> fit;
+        if (const auto after = builder.ordered() ? predecessor_end(candidates[n].index) : std::nullopt)
+            if (const auto at = pool.first_fit_from(*after, needed, kOrderedVisits)) {
+                const std::vector<Piece> old = pieces_of(s);
+                free_now.take(*at, *at + needed);
+                for (const Piece& p : old) free_now.give(p.lcn, p.lcn + p.clusters);
+                if (no_worse()) fit = Pool::Fit{*at, false};
+                for (const Piece& p : old) free_now.take(p.lcn, p.lcn + p.clusters);
+                free_now.give(*at, *at + needed);
+            }
+        if (!fit) fit = pool.best_fit(needed);
         if (!fit) {
             builder.skip(s, "no free region of " + std::to_string(needed) + " clusters" +
                                 (thin_safe ? " inside allocated granules" : "") + " (largest is " +
@@ -182,6 +214,7 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
         }
         builder.move_whole(s, pieces, fit->lcn);
         moved[candidates[n].index] = 1;
+        moved_to[candidates[n].index] = fit->lcn;
         pool.take(fit->lcn, fit->lcn + needed);
         for (const Piece& p : pieces) pool.give(p.lcn, p.lcn + p.clusters);
         if (fit->avoided) ++in_zone;

@@ -2,6 +2,7 @@
 // Strategy "optimize": full optimization — one large free window, every other stream packed
 // whole into the gaps between the streams that stay (docs/planner.md §7).
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -110,11 +111,17 @@ public:
         for (std::size_t i = 0; i < items_.size(); ++i)
             for (const Piece& p : items_[i].pieces) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
         std::ranges::sort(pieces_by_lcn_, {}, &PlacedPiece::lcn);
+        if (builder.ordered()) {
+            std::vector<std::size_t> item_of(streams.size(), items_.size());
+            for (std::size_t i = 0; i < items_.size(); ++i) item_of[items_[i].stream] = i;
+            for (const std::size_t s : builder.sequence())
+                if (item_of[s] < items_.size()) in_order_.push_back(item_of[s]);
+        }
     }
 
     void plan(const Progress& progress) {
         if (items_.empty()) return;
-        const Layout best = choose_layout(progress);
+        const Layout best = builder_.ordered() ? choose_ordered_layout(progress) : choose_layout(progress);
         carry_out(best, progress);
     }
 
@@ -269,6 +276,84 @@ private:
         return l;
     }
 
+    /// The best ordered layout over the slacks: fewest clusters without a place, then free-space
+    /// fragmentation to 0.1 %, then least data moved, then the largest free extent.
+    /// O(slacks · (items · log barriers + pieces · log pieces)).
+    Layout choose_ordered_layout(const Progress& progress) const {
+        const auto key = [](const Layout& l) {
+            return std::tuple{l.over_budget, l.no_room, static_cast<std::int64_t>(l.fragmentation * 10 + 0.5),
+                              l.moved, -l.largest};
+        };
+        std::optional<Layout> best;
+        for (std::size_t k = 0; k < kSlacks.size(); ++k) {
+            progress.update(k, kSlacks.size());
+            Layout l = evaluate_ordered(kSlacks[k]);
+            if (!best || key(l) < key(*best)) best = std::move(l);
+        }
+        return std::move(*best);
+    }
+
+    /// Streams laid end to end in placement order from the start of the volume, skipping the
+    /// barriers (a stream goes whole after a barrier it would cross). A stream in one
+    /// fragment that already lies at or after the cursor, no more than `slack` clusters on,
+    /// stays where it is (an anchor) and the cursor jumps past it: the streams already in
+    /// order cost nothing, and the gaps they leave are the price. Every later destination lies
+    /// after every anchor, so no move lands on a stream that stays.
+    [[nodiscard]] Layout evaluate_ordered(std::int64_t slack) const {
+        Layout l;
+        l.dest.assign(items_.size(), kStays);
+        ClusterSet blocked = barriers_;
+        std::vector<std::pair<std::int64_t, std::int64_t>> held;  // clusters taken after the plan
+        for (const auto& p : pinned_) held.emplace_back(first_cluster(p), end_cluster(p));
+        const std::int64_t n = volume_.total_clusters;
+        // The first place at or after `at` where `size` clusters cross nothing blocked.
+        const auto fit_from = [&](std::int64_t at, std::int64_t size) -> std::optional<std::int64_t> {
+            while (at + size <= n) {
+                const auto b = blocked.lower_bound(cluster_range(at, at + size));
+                if (b == blocked.end() || first_cluster(*b) >= at + size) return at;
+                at = end_cluster(*b);
+            }
+            return std::nullopt;
+        };
+        std::int64_t cursor = 0;
+        for (const std::size_t i : in_order_) {
+            const Item& it = items_[i];
+            if (!it.fragmented && it.first >= cursor && it.first - cursor <= slack) {
+                held.emplace_back(it.first, it.end);
+                cursor = it.end;
+                continue;
+            }
+            const auto at = fit_from(cursor, it.clusters);
+            if (!at) {
+                // Nowhere left after the cursor: the stream stays, and later ones go around it.
+                l.dest[i] = kNoRoom;
+                l.no_room += it.clusters;
+                for (const Piece& p : it.pieces) {
+                    blocked.add(cluster_range(p.lcn, p.lcn + p.clusters));
+                    held.emplace_back(p.lcn, p.lcn + p.clusters);
+                }
+                continue;
+            }
+            l.dest[i] = *at;
+            l.moved += it.clusters;
+            held.emplace_back(*at, *at + it.clusters);
+            cursor = *at + it.clusters;
+        }
+        std::ranges::sort(held);
+        std::vector<std::pair<std::int64_t, std::int64_t>> free_after;
+        std::int64_t at = 0;
+        for (const auto& [lo, hi] : held) {
+            if (lo > at) free_after.emplace_back(at, lo);
+            at = std::max(at, hi);
+        }
+        if (at < n) free_after.emplace_back(at, n);
+        l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
+        l.window_lo = l.window_hi = cursor;
+        const auto& budget = builder_.options().max_moved;
+        l.over_budget = budget && static_cast<std::uint64_t>(l.moved) * volume_.cluster_size > *budget;
+        return l;
+    }
+
     /// The largest free extent inside the MFT zone, nullopt when the zone has none.
     [[nodiscard]] std::optional<std::pair<std::int64_t, std::int64_t>> largest_zone_room() const {
         std::optional<std::pair<std::int64_t, std::int64_t>> best;
@@ -285,11 +370,14 @@ private:
     void carry_out(const Layout& layout, const Progress& progress);
 
     static constexpr std::size_t kLargeVolume = 250000;
+    /// Gaps (clusters) an ordered layout may leave before a stream that stays.
+    static constexpr std::array<std::int64_t, 5> kSlacks{0, 1, 8, 64, 512};
 
     Builder& builder_;
     const VolumeMap& volume_;
     std::vector<Item> items_;
     std::vector<std::size_t> by_size_;
+    std::vector<std::size_t> in_order_;       ///< items in placement order (ordered plans only)
     std::vector<PlacedPiece> pieces_by_lcn_;  ///< every item's pieces, by LCN
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills

@@ -78,7 +78,10 @@ struct PlanSummary {
 /// a separate step (apply_plan) that never touches an image.
 struct Plan {
     PlanIdentity identity;
-    std::string strategy;  ///< "defrag", "consolidate", "thin-safe", "shrink"
+    std::string strategy;  ///< "defrag", "consolidate", "optimize", "thin-safe", "shrink"
+    /// The placement order (PlacementOrder::text()) of a strategy that takes one, "" for
+    /// thin-safe and shrink (and plans written before orders existed).
+    std::string order;
     std::vector<Move> moves;
     /// Streams the planner wanted to move but could not, with the reason (no free region
     /// large enough, budget exhausted, ...).

@@ -345,7 +345,17 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     plan.identity.total_clusters = id.number("total_clusters");
     plan.identity.allocation_digest = id.hex("allocation_digest");
     plan.strategy = root.text("strategy");
-    if (!parse_strategy(plan.strategy)) corrupt("plan: unknown strategy \"" + plan.strategy + "\"");
+    const std::optional<Strategy> strategy = parse_strategy(plan.strategy);
+    if (!strategy) corrupt("plan: unknown strategy \"" + plan.strategy + "\"");
+    if (root.has("order")) {
+        plan.order = root.text("order");
+        try {
+            (void)parse_order(plan.order);
+        } catch (const Error& e) {
+            corrupt(std::string("plan: \"order\": ") + e.what());
+        }
+        if (!takes_order(*strategy)) corrupt("plan: strategy " + plan.strategy + " takes no \"order\"");
+    }
 
     // What the parser left of "moves" and "skipped" must be the (now empty) arrays they were
     // taken from.
@@ -376,7 +386,9 @@ std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Fronti
     std::ostringstream out;
     out << "{\n  \"schema\": " << compact(OrderedJson(kSchema)) << ",\n  \"image\": " << nested(image, 2)
         << ",\n  \"partition\": " << plan.identity.partition << ",\n  \"identity\": " << nested(identity, 2)
-        << ",\n  \"strategy\": " << compact(OrderedJson(plan.strategy)) << ",\n  \"moves\": [";
+        << ",\n  \"strategy\": " << compact(OrderedJson(plan.strategy));
+    if (!plan.order.empty()) out << ",\n  \"order\": " << compact(OrderedJson(plan.order));
+    out << ",\n  \"moves\": [";
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         const Move& m = plan.moves[i];
         const OrderedJson move = {{"mft_record", m.mft_record}, {"stream", m.stream},     {"vcn", m.vcn},

@@ -72,6 +72,57 @@ std::string strategy_choices() {
     return text;
 }
 
+std::string PlacementOrder::text() const {
+    switch (kind) {
+        case Kind::Size:
+            return "size";
+        case Kind::Mft:
+            return "mft";
+        case Kind::Path:
+            return "path";
+        case Kind::Trace:
+            return "trace:" + trace_source;
+    }
+    return {};
+}
+
+PlacementOrder parse_order(std::string_view text) {
+    PlacementOrder order;
+    if (text == "size") return order;
+    if (text == "mft" || text == "path") {
+        order.kind = text == "mft" ? PlacementOrder::Kind::Mft : PlacementOrder::Kind::Path;
+        return order;
+    }
+    if (text.starts_with("trace:") && text.size() > 6) {
+        order.kind = PlacementOrder::Kind::Trace;
+        order.trace_source = std::string(text.substr(6));
+        return order;
+    }
+    throw Error(ErrorKind::Unsupported,
+                "unknown order '" + std::string(text) + "' (expected size, mft, path or trace:SOURCE)");
+}
+
+bool takes_order(Strategy strategy) noexcept {
+    return strategy == Strategy::Defrag || strategy == Strategy::Consolidate ||
+           strategy == Strategy::Optimize;
+}
+
+std::optional<PlacementOrder> default_order(Strategy strategy) {
+    if (!takes_order(strategy)) return std::nullopt;
+    // MFT order serves `scan` best on every measured volume (docs/planner.md §14).
+    return PlacementOrder{PlacementOrder::Kind::Mft, {}};
+}
+
+std::optional<PlacementOrder> effective_order(const PlanOptions& options) {
+    if (!options.order) return default_order(options.strategy);
+    if (!takes_order(options.strategy))
+        throw Error(ErrorKind::Unsupported, std::string(strategy_name(options.strategy)) +
+                                                " cannot take --order " + options.order->text() +
+                                                ": it places streams by what is allocated, in no order "
+                                                "(orders: defrag, consolidate and optimize)");
+    return options.order;
+}
+
 Strategy recommended_strategy(const std::vector<Layer>& layers, std::uint64_t virtual_size) {
     if (layers.size() > 1) return Strategy::ThinSafe;
     if (!layers.empty() && layers.front().allocated_bytes() < virtual_size) return Strategy::ThinSafe;
@@ -132,11 +183,13 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
     // Before any free-space bookkeeping: its invariants (one owner per cluster, $Bitmap in
     // step with the files) are the volume's to keep, and a volume that breaks them is input
     // to refuse, not a planner bug.
+    const std::optional<PlacementOrder> order = effective_order(options);
     require_movable(volume);
     PlanOutcome out;
     Plan& plan = out.plan;
     plan.identity = identity;
     plan.strategy = std::string(strategy_name(options.strategy));
+    if (order) plan.order = order->text();
     planner::Builder builder(volume, layers, options, plan);
     switch (options.strategy) {
         case Strategy::Defrag:

@@ -35,9 +35,44 @@ inline constexpr std::array<Strategy, 5> kStrategies{Strategy::Defrag, Strategy:
 /// hold every byte), where any other strategy grows the storage; defrag on thick disks.
 [[nodiscard]] Strategy recommended_strategy(const std::vector<Layer>& layers, std::uint64_t virtual_size);
 
+/// The order a placing strategy lays streams out in (docs/planner.md §14): the order of the
+/// reads it serves.
+struct PlacementOrder {
+    enum class Kind : std::uint8_t {
+        Size,   ///< "size": by size, as free space is packed best (best fit decreasing)
+        Mft,    ///< "mft": MFT record order, what `scan` reads in
+        Path,   ///< "path": depth-first path order (path_order), what `scan:path` reads in
+        Trace,  ///< "trace:SOURCE": the traced files first in trace order, the rest by path
+    };
+    Kind kind = Kind::Size;
+    std::string trace_source;  ///< Trace: as `estimate --workload trace:` takes it
+
+    /// "size", "mft", "path" or "trace:SOURCE".
+    [[nodiscard]] std::string text() const;
+    friend bool operator==(const PlacementOrder&, const PlacementOrder&) = default;
+};
+
+/// Parses "size", "mft", "path" or "trace:SOURCE" (SOURCE non-empty); Error(Unsupported)
+/// naming the choices otherwise.
+[[nodiscard]] PlacementOrder parse_order(std::string_view text);
+
+/// Whether `strategy` places streams in an order: defrag, consolidate and optimize do;
+/// thin-safe and shrink choose places by what is allocated and take none.
+[[nodiscard]] bool takes_order(Strategy strategy) noexcept;
+
+/// The order `strategy` uses when none is given (docs/planner.md §14); nullopt for the
+/// strategies that take none.
+[[nodiscard]] std::optional<PlacementOrder> default_order(Strategy strategy);
+
 /// What the planner is asked to do and within which limits.
 struct PlanOptions {
     Strategy strategy = Strategy::Defrag;
+    /// Placement order; nullopt: default_order(strategy). Given to a strategy that takes
+    /// none, make_plan throws Error(Unsupported).
+    std::optional<PlacementOrder> order;
+    /// Trace order only: the volume paths the trace names, in order (load_trace's result;
+    /// the planner does not read images). make_plan throws Error(Internal) without them.
+    std::optional<std::vector<std::string>> trace_paths;
     /// Growth budget: thin growth plus clone delta growth may not exceed it (bytes).
     std::optional<std::uint64_t> max_growth;
     /// Data the plan may move (bytes).
@@ -49,6 +84,11 @@ struct PlanOptions {
     /// and `\` both separate, `*` crosses separators) are never moved.
     std::vector<std::string> exclude;
 };
+
+/// The order make_plan uses for `options` (options.order or the strategy's default);
+/// throws Error(Unsupported, "STRATEGY cannot take --order ORDER: …") when the strategy
+/// takes none.
+[[nodiscard]] std::optional<PlacementOrder> effective_order(const PlanOptions& options);
 
 /// Plans `options.strategy` for `volume` of an image with `layers` (top layer first; may be
 /// empty, then nothing counts as allocated). The plan carries `identity` and its summary,

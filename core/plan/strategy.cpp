@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/plan/strategy.hpp"
 
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/error.hpp"
+#include "core/model/paths.hpp"
 #include "core/plan/intervals.hpp"
 
 namespace guestfrag::planner {
@@ -63,6 +70,17 @@ std::optional<Pool::Fit> Pool::best_fit(std::int64_t clusters) const {
     return std::nullopt;
 }
 
+std::optional<std::int64_t> Pool::first_fit_from(std::int64_t lcn, std::int64_t clusters,
+                                                 std::size_t visits) const {
+    auto e = all_.extent_from(lcn);
+    for (std::size_t k = 0; e && k < visits; ++k, e = all_.extent_from(e->second)) {
+        const std::int64_t lo = std::max(e->first, lcn);
+        if (e->second - lo >= clusters && !boost::icl::intersects(avoid_, cluster_range(lo, lo + clusters)))
+            return lo;
+    }
+    return std::nullopt;
+}
+
 void Pool::take(std::int64_t lo, std::int64_t hi) { all_.take(lo, hi); }
 
 void Pool::give(std::int64_t lo, std::int64_t hi) {
@@ -84,8 +102,79 @@ ClusterSet Pool::take_all_in(std::int64_t lo, std::int64_t hi) {
     return taken;
 }
 
-Builder::Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options, Plan& plan)
-    : volume_(volume), options_(options), plan_(plan), growth_(volume, layers, options.granule) {}
+namespace {
+
+/// Trace order: the unnamed $DATA of each file the trace names, in trace order (a file named
+/// again stays where it was first read), then every other stream in path order. Paths that
+/// name no file are counted in a note; the rest are placed.
+std::vector<std::size_t> trace_sequence(const VolumeMap& volume, const std::vector<std::string>& paths,
+                                        std::vector<std::string>& notes) {
+    const auto& streams = volume.streams;
+    const std::unordered_map<std::string, std::uint64_t> records = index_paths(volume);
+    std::vector<std::size_t> sequence;
+    std::vector<char> placed(streams.size(), 0);
+    std::vector<std::string> missing;
+    std::unordered_set<std::string> seen_missing;
+    for (const std::string& path : paths) {
+        const auto file = records.find(fold_trace_path(path));
+        if (file == records.end()) {
+            if (seen_missing.insert(path).second) missing.push_back(path);
+            continue;
+        }
+        auto it = std::ranges::lower_bound(streams, file->second, {}, &Stream::mft_record);
+        for (; it != streams.end() && it->mft_record == file->second; ++it) {
+            if (it->type != static_cast<std::uint32_t>(AttrType::Data) || !it->name.empty()) continue;
+            const auto i = static_cast<std::size_t>(it - streams.begin());
+            if (!placed[i]) {
+                placed[i] = 1;
+                sequence.push_back(i);
+            }
+        }
+    }
+    for (const std::size_t i : path_order(volume))
+        if (!placed[i]) sequence.push_back(i);
+    if (!missing.empty()) {
+        std::string first;
+        for (std::size_t k = 0; k < std::min<std::size_t>(missing.size(), 3); ++k)
+            first += (k == 0 ? "" : ", ") + missing[k];
+        notes.push_back("the trace names " + std::to_string(missing.size()) +
+                        " paths that are no file of the volume (first: " + first +
+                        "); the files it does name are "
+                        "placed in its order");
+    }
+    return sequence;
+}
+
+}  // namespace
+
+Builder::Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options,
+                 Plan& plan)
+    : volume_(volume),
+      options_(options),
+      plan_(plan),
+      growth_(volume, layers, options.granule),
+      order_(effective_order(options)) {
+    if (!order_ || order_->kind == PlacementOrder::Kind::Size) return;
+    switch (order_->kind) {
+        case PlacementOrder::Kind::Mft:
+            // The map is sorted by (record, type, name): its own order.
+            sequence_.resize(volume.streams.size());
+            std::iota(sequence_.begin(), sequence_.end(), std::size_t{0});
+            break;
+        case PlacementOrder::Kind::Path:
+            sequence_ = path_order(volume);
+            break;
+        case PlacementOrder::Kind::Trace:
+            if (!options.trace_paths)
+                throw Error(ErrorKind::Internal, "trace order without the trace's paths (load_trace first)");
+            sequence_ = trace_sequence(volume, *options.trace_paths, plan.notes);
+            break;
+        case PlacementOrder::Kind::Size:
+            break;
+    }
+    rank_.resize(volume.streams.size());
+    for (std::size_t r = 0; r < sequence_.size(); ++r) rank_[sequence_[r]] = r;
+}
 
 std::optional<std::string> Builder::excluded_by(const Stream& stream) const {
     if (options_.exclude.empty()) return std::nullopt;

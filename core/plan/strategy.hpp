@@ -41,6 +41,10 @@ public:
         bool avoided = false;  ///< only a region touching `avoid` was large enough
     };
     [[nodiscard]] std::optional<Fit> best_fit(std::int64_t clusters) const;
+    /// The first room of `clusters` clusters at or after `lcn` outside `avoid`, looking at no
+    /// more than `visits` extents: the place nearest after a stream read just before.
+    [[nodiscard]] std::optional<std::int64_t> first_fit_from(std::int64_t lcn, std::int64_t clusters,
+                                                             std::size_t visits) const;
     /// [lo, hi) must lie inside one extent of the pool.
     void take(std::int64_t lo, std::int64_t hi);
     /// Adds the allowed part of [lo, hi), which must not be in the pool yet.
@@ -69,6 +73,16 @@ public:
     [[nodiscard]] Plan& plan() { return plan_; }
     [[nodiscard]] std::uint64_t moved_bytes() const { return moved_bytes_; }
 
+    /// The placement order (effective_order), nullopt for strategies without one.
+    [[nodiscard]] const std::optional<PlacementOrder>& order() const { return order_; }
+    /// Whether streams are placed in an order other than by size.
+    [[nodiscard]] bool ordered() const { return !sequence_.empty(); }
+    /// Indices into volume().streams in placement order, every stream once; empty for the
+    /// size order.
+    [[nodiscard]] const std::vector<std::size_t>& sequence() const { return sequence_; }
+    /// Position of stream `index` in sequence(); only when ordered().
+    [[nodiscard]] std::size_t rank(std::size_t index) const { return rank_[index]; }
+
     /// The --exclude glob the stream's file matches, nullopt when none does (or none given).
     [[nodiscard]] std::optional<std::string> excluded_by(const Stream& stream) const;
     /// Whether moving `clusters` more would pass --max-moved.
@@ -88,6 +102,9 @@ private:
     Plan& plan_;
     GrowthModel growth_;
     std::uint64_t moved_bytes_ = 0;
+    std::optional<PlacementOrder> order_;
+    std::vector<std::size_t> sequence_;
+    std::vector<std::size_t> rank_;
 };
 
 /// The strategies (docs/planner.md §5–§8); each fills builder.plan().

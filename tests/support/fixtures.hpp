@@ -71,6 +71,10 @@ std::filesystem::path generated_image(const std::string& key, MkImageOptions opt
 /// seed 23), a generated_image.
 std::filesystem::path small_cli_image();
 
+/// The 256 MiB disk of 3,000 files (30 % deleted, interleave 8, seed 7) the optimize, order
+/// and report tests share, a generated_image.
+std::filesystem::path fragmented_256_image();
+
 /// SHA-256-free but strong enough content fingerprint (FNV-1a 64 over all bytes) used to
 /// prove images are not modified.
 std::uint64_t file_fingerprint(const std::filesystem::path& path);

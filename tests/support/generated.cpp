@@ -41,4 +41,14 @@ fs::path small_cli_image() {
     return generated_image("estimate-small", o);
 }
 
+fs::path fragmented_256_image() {
+    MkImageOptions o;
+    o.disk_size = 256ull << 20;
+    o.files = 3000;
+    o.interleave = 8;
+    o.delete_fraction = 0.3;
+    o.seed = 7;
+    return generated_image("optimize-256-7", o);
+}
+
 }  // namespace guestfrag::test

@@ -124,7 +124,8 @@ TEST_CASE("plan -o writes the document, prints the summary and --check accepts i
     const auto r = test::run_cli({"plan", image().string(), "--strategy", "consolidate", "-o", out.string()});
     INFO(r.err);
     REQUIRE(r.status == 0);
-    CHECK(r.out.starts_with("Plan for " + image().string() + ", partition 1 (strategy consolidate)"));
+    CHECK(r.out.starts_with("Plan for " + image().string() +
+                            ", partition 1 (strategy consolidate, order mft)"));
     CHECK(r.out.find("free extents") != std::string::npos);
     const Plan plan = read_plan(out.string());
     CHECK(plan.strategy == "consolidate");

@@ -24,9 +24,12 @@ namespace {
 using test::r;
 using test::stream;
 
+/// Best fit decreasing: the size order, whose layouts the hand-worked examples and the peer
+/// comparison of docs/planner.md §12 describe.
 PlanOptions optimize() {
     PlanOptions o;
     o.strategy = Strategy::Optimize;
+    o.order = PlacementOrder{};
     return o;
 }
 
@@ -206,13 +209,7 @@ TEST_CASE("the knee of a trade-off curve, worked by hand", "[plan][frontier]") {
 }
 
 TEST_CASE("plan --frontier: every point is the plan --max-moved of its budget makes", "[plan][frontier][cli]") {
-    MkImageOptions options;
-    options.disk_size = 256ull << 20;
-    options.files = 3000;
-    options.interleave = 8;
-    options.delete_fraction = 0.3;
-    options.seed = 7;
-    const auto image = test::generated_image("optimize-256-7", options).string();
+    const auto image = test::fragmented_256_image().string();
     const auto run_json = [](const std::vector<std::string>& args) {
         const auto r = test::run_cli(args);
         INFO(r.err);

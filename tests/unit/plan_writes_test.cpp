@@ -199,7 +199,9 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
     const test::WorkDir dir("plan_writes_cli");
     const std::string image = test::small_cli_image().string();
     const std::string plan_path = (dir / "plan.json").string();
-    run_json({"plan", image, "--strategy", "consolidate", "-o", plan_path, "--json"});
+    // optimize: a plan that writes into blocks never written before (consolidate's no-worse
+    // rule leaves this small volume a plan that writes only over old data).
+    run_json({"plan", image, "--strategy", "optimize", "--order", "mft", "-o", plan_path, "--json"});
     const Json doc = run_json({"impact", image, "--plan", plan_path, "--json"});
     const Json& j = doc["figures"]["plan_writes"];
 
@@ -266,7 +268,7 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
     REQUIRE(text.status == 0);
     CHECK(text.out.find("Carrying out the plan") != std::string::npos);
     CHECK(text.out.find("into new blocks") != std::string::npos);
-    const Json report = run_json({"report", image, "--strategy", "consolidate", "--json"});
+    const Json report = run_json({"report", image, "--strategy", "optimize", "--order", "mft", "--json"});
     const Json& r = report["volumes"][0]["impact"]["figures"]["plan_writes"];
     CHECK(r["ios"] == w.stats.ios);
     CHECK(r["first_writes"] == w.stats.first_writes);

@@ -126,3 +126,26 @@ TEST_CASE("report shows a full copy's three states, in text and JSON, as impact 
           Approx(at4["now"]["commands"].get<double>() * 0.001 + bytes / double(1u << 30)));
     CHECK(test::run_cli({"impact", image, "--plan", plan, "--copy-preset", "no-such"}).status == 1);
 }
+
+TEST_CASE("report weighs the orders for the workload and recommends the one that saves the most",
+          "[cli][report][order]") {
+    const auto image = test::fragmented_256_image().string();
+    const auto r =
+        test::run_cli({"report", image, "--strategy", "optimize", "--workload", "scan:path", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const auto doc = nlohmann::json::parse(r.out);
+    const auto& volume = doc["volumes"][0];
+    REQUIRE(volume["candidates"].size() == 2);
+    CHECK(volume["candidates"][0]["order"] == "size");
+    CHECK(volume["candidates"][1]["order"] == "path");
+    // A tree walk is served best by the tree's order, and the report's plan is that one.
+    CHECK(volume["order"] == "path");
+    CHECK(volume["plan"]["order"] == "path");
+    CHECK(volume["candidates"][1]["seconds_saved"]["array"].get<double>() >
+          volume["candidates"][0]["seconds_saved"]["array"].get<double>());
+
+    const auto refused = test::run_cli({"report", image, "--strategy", "thin-safe", "--order", "path"});
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find("thin-safe cannot take --order path") != std::string::npos);
+}
