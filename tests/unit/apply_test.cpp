@@ -432,11 +432,11 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
     const std::uint32_t cs = opened.analysis->volumes.front().map.cluster_size;
 
     SECTION("a moved cluster changed after the move") {
-        // Flip the first byte of the first stream a move was done on, where the new disk
-        // holds it now.
+        // Flip the first byte of the first file data a move was done on, where the new disk
+        // holds it now (a directory index flipped would stop the mount before the check).
         std::optional<Move> moved;
         options.after_move = [&](std::size_t i) {
-            if (!moved) moved = plan.moves[i];
+            if (!moved && plan.moves[i].stream == "$DATA") moved = plan.moves[i];
         };
         options.before_verify = [&](const std::string& temp) {
             REQUIRE(moved);
@@ -789,7 +789,7 @@ TEST_CASE("apply --output-format qcow2 refuses another format and leaves no outp
     const std::uint32_t cs = open_and_analyze(bare_image().string()).analysis->volumes.front().map.cluster_size;
     std::optional<Move> moved;
     options.after_move = [&](std::size_t i) {
-        if (!moved) moved = plan.moves[i];
+        if (!moved && plan.moves[i].stream == "$DATA") moved = plan.moves[i];
     };
     options.before_verify = [&](const std::string& temp) {
         // The first byte of the first move's destination (a bare volume: disk offset = LCN ·
@@ -946,8 +946,11 @@ TEST_CASE("apply skips every move of an encrypted (EFS) stream, and the rest sti
     options.output = (dir / "probe.img").string();
     options.verify = false;
     const ApplyResult probe = apply_to_copy(bare_image().string(), {}, original, options);
-    REQUIRE(!probe.moves.done.empty());
-    const std::uint64_t record = original.moves[probe.moves.done.front()].mft_record;
+    // The first file whose data a move was done on (EFS marks a file's $DATA).
+    const auto data_move = std::ranges::find_if(
+        probe.moves.done, [&](std::size_t i) { return original.moves[i].stream == "$DATA"; });
+    REQUIRE(data_move != probe.moves.done.end());
+    const std::uint64_t record = original.moves[*data_move].mft_record;
     fs::remove(dir / "probe.img");
 
     const fs::path copy = dir / "in.img";
