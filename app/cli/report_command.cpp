@@ -3,17 +3,16 @@
 // its effect on a workload's IO, for people. Every figure comes from the same functions as
 // `analyze`, `plan`, `impact` and `estimate`, so each can be reproduced with those commands.
 #include <algorithm>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
+#include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/copy_options.hpp"
 #include "app/cli/estimate_text.hpp"
@@ -97,24 +96,18 @@ bool better(const Candidate& a, const Candidate& b) {
     return key(a) < key(b);
 }
 
-std::string seconds(double s) {
-    std::ostringstream out;
-    out << std::fixed << std::setprecision(2) << s << " s";
-    return out.str();
-}
-
 void print_candidates(std::ostream& out, const std::vector<Candidate>& candidates, const Candidate& best,
                       const Workload& workload) {
     out << "\nSeconds each plan saves on " << workload.text() << " (estimate --plan, before − after)\n";
-    out << "  " << std::left << std::setw(28) << "strategy, order" << std::right << std::setw(12) << "moved"
-        << std::setw(12) << "HDD" << std::setw(12) << "SSD" << std::setw(12) << "array" << '\n';
+    out << "  " << pad("strategy, order", 28) << pad("moved", 12, true) << pad("HDD", 12, true)
+        << pad("SSD", 12, true) << pad("array", 12, true) << '\n';
     for (const Candidate& c : candidates) {
         const std::string name = std::string(strategy_name(c.options.strategy)) +
                                  (c.planned.plan.order.empty() ? "" : ", " + c.planned.plan.order);
-        out << (&c == &best ? "* " : "  ") << std::left << std::setw(28) << name << std::right
-            << std::setw(12) << format_size(c.planned.plan.summary.moved_bytes) << std::setw(12)
-            << seconds(c.saved.hdd) << std::setw(12) << seconds(c.saved.ssd) << std::setw(12)
-            << seconds(c.saved.array) << '\n';
+        out << (&c == &best ? "* " : "  ") << pad(name, 28)
+            << pad(format_size(c.planned.plan.summary.moved_bytes), 12, true)
+            << pad(seconds_text(c.saved.hdd), 12, true) << pad(seconds_text(c.saved.ssd), 12, true)
+            << pad(seconds_text(c.saved.array), 12, true) << '\n';
     }
 }
 

@@ -180,14 +180,14 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
         }
         // In placement order, the first room after where the stream before it ends, when free
         // space stays no worse than before the plan with the stream there; best fit otherwise.
+        const std::vector<Piece> pieces = pieces_of(s);
         std::optional<Pool::Fit> fit;
         if (const auto after = builder.ordered() ? predecessor_end(candidates[n].index) : std::nullopt)
             if (const auto at = pool.first_fit_from(*after, needed, kOrderedVisits)) {
-                const std::vector<Piece> old = pieces_of(s);
                 free_now.take(*at, *at + needed);
-                for (const Piece& p : old) free_now.give(p.lcn, p.lcn + p.clusters);
+                for (const Piece& p : pieces) free_now.give(p.lcn, p.lcn + p.clusters);
                 if (no_worse()) fit = Pool::Fit{*at, false};
-                for (const Piece& p : old) free_now.take(p.lcn, p.lcn + p.clusters);
+                for (const Piece& p : pieces) free_now.take(p.lcn, p.lcn + p.clusters);
                 free_now.give(*at, *at + needed);
             }
         if (!fit) fit = pool.best_fit(needed);
@@ -201,7 +201,6 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
             builder.skip(s, std::move(*reason));
             continue;
         }
-        const std::vector<Piece> pieces = pieces_of(s);
         free_now.take(fit->lcn, fit->lcn + needed);
         for (const Piece& p : pieces) free_now.give(p.lcn, p.lcn + p.clusters);
         if (free_now.largest() < largest_before) {

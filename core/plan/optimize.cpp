@@ -348,7 +348,6 @@ private:
         }
         if (at < n) free_after.emplace_back(at, n);
         l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
-        l.window_lo = l.window_hi = cursor;
         const auto& budget = builder_.options().max_moved;
         l.over_budget = budget && static_cast<std::uint64_t>(l.moved) * volume_.cluster_size > *budget;
         return l;
