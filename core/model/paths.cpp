@@ -82,8 +82,14 @@ std::vector<std::size_t> path_order(const VolumeMap& volume) {
         if (folded_less(y.name, x.name)) return false;
         return x.mft_record < y.mft_record;
     });
-    const auto children = [&](std::uint64_t record) {
-        return std::ranges::equal_range(entries, record, {}, [&](std::size_t i) { return files[i].parent; });
+    // Iterator pairs rather than ranges::subrange, whose members clang 14 cannot take from
+    // libstdc++ 12's concepts (the fuzz build).
+    using Range =
+        std::pair<std::vector<std::size_t>::const_iterator, std::vector<std::size_t>::const_iterator>;
+    const auto children = [&](std::uint64_t record) -> Range {
+        const auto by_parent = [&](std::size_t i) { return files[i].parent; };
+        return {std::ranges::lower_bound(entries, record, {}, by_parent),
+                std::ranges::upper_bound(entries, record, {}, by_parent)};
     };
 
     std::vector<std::size_t> order;
@@ -102,18 +108,16 @@ std::vector<std::size_t> path_order(const VolumeMap& volume) {
     // An explicit stack of entry ranges, not recursion: directory depth is the volume's to
     // choose. A directory is expanded once, so a parent loop in a corrupt map ends.
     std::vector<char> expanded(files.size(), 0);
-    using Range = decltype(children(0));
     std::vector<Range> stack;
     emit(kRootRecord);
     stack.push_back(children(kRootRecord));
     while (!stack.empty()) {
         Range& top = stack.back();
-        if (top.empty()) {
+        if (top.first == top.second) {
             stack.pop_back();
             continue;
         }
-        const std::size_t f = top.front();
-        top = Range(std::next(top.begin()), top.end());
+        const std::size_t f = *top.first++;
         if (files[f].mft_record == kRootRecord) continue;  // the root is its own parent
         emit(files[f].mft_record);
         if (files[f].directory && !expanded[f]) {
