@@ -45,7 +45,14 @@ double HddModel::io_seconds(const Io& io, std::optional<std::int64_t> distance) 
     if (distance && *distance == 1) return transfer;
     // The first IO moves the heads from LBN 0 (where they rest after power-on).
     const std::int64_t seek = distance ? *distance : io.lbn;
-    return seek_seconds(seek) + rotational_latency_seconds() + transfer;
+    const double positioning = seek_seconds(seek) + rotational_latency_seconds();
+    if (!distance || *distance < 1) return positioning + transfer;
+    // A short forward skip: the target is ahead on the track under the head (or the next
+    // one, which sequential reading reaches without a seek), so the drive waits for the
+    // gap to pass at the media rate instead of seeking and waiting half a turn on average.
+    const double gap = static_cast<double>(*distance - 1) * static_cast<double>(kSectorBytes) /
+                       (io.write ? write_transfer_bytes_per_second : transfer_bytes_per_second);
+    return std::min(gap, positioning) + transfer;
 }
 
 double SsdModel::io_seconds(const Io& io, std::optional<std::int64_t>) const noexcept {
@@ -73,7 +80,8 @@ ArrayModel format_calibrated_array() noexcept {
     const double per_io = kFormatEagerSeconds / kFormatIos;
     array.write_transfer_bytes_per_second = kMiB / (per_io - array.write_io_seconds);
     // Lazy adds one 1 MiB block's zeroing per IO, thin also its allocation.
-    array.first_write.zero_bytes_per_second = kMiB / ((kFormatLazySeconds - kFormatEagerSeconds) / kFormatIos);
+    array.first_write.zero_bytes_per_second =
+        kMiB / ((kFormatLazySeconds - kFormatEagerSeconds) / kFormatIos);
     array.first_write.allocate_seconds = (kFormatThinSeconds - kFormatLazySeconds) / kFormatIos;
     return array;
 }

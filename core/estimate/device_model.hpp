@@ -29,8 +29,9 @@ struct FirstWriteCost {
 };
 
 /// A 7200 rpm hard disk: a non-sequential IO pays a seek and, on average, half a
-/// revolution; every IO pays its transfer at the media rate. The heads start at LBN 0, so
-/// the first IO seeks |lbn| sectors.
+/// revolution, or for a forward skip the time the skipped sectors take to pass under the
+/// head when that is less; every IO pays its transfer at the media rate. The heads start
+/// at LBN 0, so the first IO seeks |lbn| sectors.
 struct HddModel {
     double rpm = 7200;
     double settle_seconds = 0.5e-3;      ///< seek of 0 sectors (head settle, track-to-track)
@@ -47,8 +48,9 @@ struct HddModel {
     /// settle + (full_stroke − settle) · √min(1, |sectors| · 512 / stroke_bytes): the
     /// square-root seek curve (Ruemmler and Wilkes 1994).
     [[nodiscard]] double seek_seconds(std::int64_t sectors) const noexcept;
-    /// Transfer (at the read or write rate), plus seek and rotational latency unless
-    /// distance == 1.
+    /// Transfer (at the read or write rate), plus, unless distance == 1, seek and
+    /// rotational latency, or for distance > 1 the gap's (distance − 1 sectors) time at
+    /// that rate when it is shorter.
     [[nodiscard]] double io_seconds(const Io& io, std::optional<std::int64_t> distance) const noexcept;
 };
 

@@ -164,14 +164,17 @@ TEST_CASE("scan statistics are the hand-computed ones", "[estimate]") {
     // 1 MiB); transfer 37888 B / 1 GB/s = 37.888 µs. 0.6 ms + 0.15 ms + 37.888 µs.
     CHECK(s.device_seconds.array == Approx(787.888e-6).epsilon(1e-12));
 
-    // HDD: transfer 37888 B / 150 MB/s; every IO but IO3 pays the rotational latency
-    // 30/7200 s and a seek of 0.5 ms + 14.5 ms · √(sectors · 512 / 1e12) over 2128 sectors
-    // (the first IO seeks from LBN 0), 705, 761 and 1215 sectors.
+    // HDD: transfer 37888 B / 150 MB/s. IO3 (distance 1) pays nothing more. IO1 (from LBN
+    // 0) and IO5 (backwards) pay the rotational latency 30/7200 s and a seek of 0.5 ms +
+    // 14.5 ms · √(sectors · 512 / 1e12) over 2128 and 1215 sectors. IO2 and IO4 skip forward
+    // over 704 and 760 sectors: waiting for them to pass at 150 MB/s (2.403 and 2.594 ms)
+    // is shorter than a seek and half a turn (≈ 4.68 ms), so they pay that.
     auto seek = [](double sectors) { return 0.5e-3 + 14.5e-3 * std::sqrt(sectors * 512 / 1e12); };
-    const double hdd = 37888 / 150e6 + 4 * (30.0 / 7200) + seek(2128) + seek(705) + seek(761) + seek(1215);
-    // ≈ 0.2526 ms + 16.6667 ms + 4 · 0.5 ms + (15.1 + 8.7 + 9.0 + 11.4) µs ≈ 18.964 ms
+    const double hdd =
+        37888 / 150e6 + 2 * (30.0 / 7200) + seek(2128) + seek(1215) + 704 * 512 / 150e6 + 760 * 512 / 150e6;
+    // ≈ 0.2526 ms + 8.3333 ms + 2 · 0.5 ms + (15.1 + 11.4) µs + 2.4030 ms + 2.5941 ms ≈ 14.610 ms
     CHECK(s.device_seconds.hdd == Approx(hdd).epsilon(1e-12));
-    CHECK(s.device_seconds.hdd == Approx(18.964e-3).epsilon(1e-4));
+    CHECK(s.device_seconds.hdd == Approx(14.610e-3).epsilon(1e-4));
 }
 
 TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estimate]") {
@@ -248,6 +251,21 @@ TEST_CASE("summaries of empty and single-IO streams", "[estimate]") {
     CHECK(s.sequential_percent == 0);
     // HDD first IO at LBN 0: seek over 0 sectors = settle 0.5 ms, + 30/7200 s + 4096 / 150e6.
     CHECK(s.device_seconds.hdd == Approx(0.5e-3 + 30.0 / 7200 + 4096 / 150e6).epsilon(1e-12));
+}
+
+TEST_CASE("an HDD serves a short forward skip by waiting for the platter, a long one by seeking",
+          "[estimate]") {
+    // IO2 starts 7 sectors after IO1's end (the next file in order, at its own cluster):
+    // distance 8. IO3 starts 2,000,000 sectors (1.024 GB) after IO2's end.
+    const std::vector<Io> ios = {{0, 1024}, {9, 4096}, {2000017, 4096}};
+    const IoStats s = guestfrag::summarize_ios(ios);
+    const double first = 0.5e-3 + 30.0 / 7200 + 1024 / 150e6;
+    const double skip = 7 * 512 / 150e6 + 4096 / 150e6;  // 23.9 µs of passing sectors, no seek
+    const double far = 0.5e-3 + 14.5e-3 * std::sqrt(2000001.0 * 512 / 1e12) + 30.0 / 7200 + 4096 / 150e6;
+    CHECK(2000000 * 512 / 150e6 > far);  // passing 1 GB would take 6.8 s: it seeks
+    CHECK(s.device_seconds.hdd == Approx(first + skip + far).epsilon(1e-12));
+    CHECK(s.sequential == 0);  // vscsiStats' +1 only: the skip is in bucket ≤8
+    CHECK(s.seek_distance.counts()[21] == 1);
 }
 
 TEST_CASE("trace reads each listed file's unnamed $DATA in order, counting missing paths",
