@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     add_merge_command(app);
     add_schedule_command(app);
     add_apply_command(app);
+    add_compact_command(app);
     add_mkimage_command(app);
     try {
         app.parse(argc, argv);

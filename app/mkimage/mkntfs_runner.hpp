@@ -14,9 +14,9 @@ struct MkntfsParams {
     std::string label;
 };
 
-/// Quick-formats the regular file `volume` (whole file = the volume) with mkntfs, run via
-/// posix_spawn (no shell) with its output captured. Throws Error(Unsupported) when mkntfs is
-/// not installed and Error(Io) with mkntfs's last output line when it fails.
+/// Quick-formats the regular file `volume` (whole file = the volume) with mkntfs
+/// (run_program). Throws Error(Unsupported) when mkntfs is not installed and Error(Io) with
+/// mkntfs's last output line when it fails.
 void run_mkntfs(const std::filesystem::path& volume, const MkntfsParams& params);
 
 }  // namespace guestfrag::mkimage

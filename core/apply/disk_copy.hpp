@@ -3,11 +3,11 @@
 
 #include <cstdint>
 
+#include "core/image/disk_image.hpp"
 #include "core/progress.hpp"
 
 namespace guestfrag {
 
-class DiskImage;
 class RateLimiter;
 
 /// Writes the whole virtual disk of `image` into `fd`, a fresh empty file open for writing,
@@ -15,9 +15,10 @@ class RateLimiter;
 /// stores and that are not all zero are written (in 1 MiB blocks), so unallocated and zero
 /// areas stay holes. Returns the bytes written. Throws Error(Io) for a host failure, what
 /// DiskImage::read throws, and Error(Cancelled) from `progress` (bytes of the disk done).
-/// Each block read first takes its bytes from `limiter` when there is one.
-/// Cost: reads the allocated part of the image once; memory one block.
+/// Each block read first takes its bytes from `limiter` when there is one. With `only`,
+/// nothing outside it is read or written (compaction leaves NTFS-free clusters out).
+/// Cost: reads the allocated part of the image (within `only`) once; memory one block.
 std::uint64_t copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {},
-                               RateLimiter* limiter = nullptr);
+                               RateLimiter* limiter = nullptr, const ByteSet* only = nullptr);
 
 }  // namespace guestfrag

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "pipeline/compact.hpp"
+
+#include <sys/stat.h>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/apply/disk_copy.hpp"
+#include "core/apply/sparsify.hpp"
+#include "core/apply/volume_checks.hpp"
+#include "core/error.hpp"
+#include "core/image/open_image.hpp"
+#include "core/image/writable_raw_file.hpp"
+#include "core/io/child_process.hpp"
+#include "core/io/rate_limiter.hpp"
+#include "core/plan/growth.hpp"
+#include "pipeline/copy_output.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace guestfrag {
+namespace {
+
+constexpr std::uint64_t kKiB = 1024;
+constexpr std::uint64_t kMiB = 1024 * kKiB;
+
+struct FormatInfo {
+    CompactFormat format;
+    std::string_view name;
+    std::uint64_t default_granule;
+};
+
+constexpr std::array<FormatInfo, 4> kFormats{{
+    {CompactFormat::Raw, "raw", kMiB},
+    {CompactFormat::Qcow2, "qcow2", 64 * kKiB},
+    {CompactFormat::Vmdk, "vmdk", 64 * kKiB},
+    {CompactFormat::Vhdx, "vhdx", kMiB},
+}};
+
+bool power_of_two(std::uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+/// The virtual-disk bytes of a volume's free clusters.
+ByteSet free_bytes(const VolumeMap& map) {
+    ByteSet out;
+    for (const auto& f : map.free)
+        out += ByteSet::interval_type::right_open(
+            map.partition_offset + static_cast<std::uint64_t>(f.lower()) * map.cluster_size,
+            map.partition_offset + static_cast<std::uint64_t>(f.upper()) * map.cluster_size);
+    return out;
+}
+
+/// The virtual-disk bytes the moves of `plan` write on `map`'s volume.
+ByteSet destination_bytes(const VolumeMap& map, const Plan& plan) {
+    ByteSet out;
+    for (const Move& m : plan.moves) {
+        const std::uint64_t at =
+            map.partition_offset + static_cast<std::uint64_t>(m.to_lcn) * map.cluster_size;
+        out += ByteSet::interval_type::right_open(
+            at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
+    }
+    return out;
+}
+
+std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
+    return boost::icl::length(whole_granules_touching(bytes, granule)) / granule;
+}
+
+/// Bytes the host file at `path` holds (st_blocks · 512).
+std::uint64_t held_bytes(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return 0;
+    return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
+/// Bytes the input's files hold on the host: each layer's own file and the raw or flat
+/// files it names (a VMDK's extents), each once.
+std::uint64_t input_held_bytes(const DiskImage& image) {
+    std::set<std::string> files;
+    for (std::size_t i = 0; i < image.layers().size(); ++i) {
+        files.insert(image.layers()[i].path);
+        for (const PhysicalFile& f : image.physical_files(i)) files.insert(f.path);
+    }
+    std::uint64_t total = 0;
+    for (const std::string& f : files) total += held_bytes(f);
+    return total;
+}
+
+/// The file system block of the file `fd`: the unit a punched hole frees.
+std::uint64_t file_block(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_blksize <= 0) return 4096;
+    const auto block = static_cast<std::uint64_t>(st.st_blksize);
+    return power_of_two(block) && block <= kMiB ? block : 4096;
+}
+
+void begin(const CompactOptions& options, CompactStep step) {
+    if (options.on_step) options.on_step(step);
+}
+
+/// qemu-img's -o options for `format` allocating in `granule`-byte blocks.
+std::string create_options(CompactFormat format, std::uint64_t granule) {
+    switch (format) {
+        case CompactFormat::Qcow2:
+            return "cluster_size=" + std::to_string(granule);
+        case CompactFormat::Vmdk:
+            return "subformat=monolithicSparse";
+        case CompactFormat::Vhdx:
+            return "subformat=dynamic,block_size=" + std::to_string(granule);
+        case CompactFormat::Raw:
+            break;
+    }
+    return {};
+}
+
+/// The virtual-disk bytes `qemu-img map` says the image at `path` stores data for.
+ByteSet mapped_data(const std::string& qemu_img, const std::string& format, const std::string& path,
+                    const std::stop_token& stop) {
+    const std::string text = run_program({qemu_img, "map", "--output=json", "-f", format, path}, stop);
+    ByteSet out;
+    try {
+        for (const auto& entry : nlohmann::json::parse(text))
+            if (entry.at("data").get<bool>()) {
+                const auto start = entry.at("start").get<std::uint64_t>();
+                out += ByteSet::interval_type::right_open(start,
+                                                          start + entry.at("length").get<std::uint64_t>());
+            }
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(ErrorKind::Internal,
+                    std::string("qemu-img map printed what is not its JSON map: ") + e.what());
+    }
+    return out;
+}
+
+/// Converts the proved raw disk `raw` into `format` at `target` with qemu-img and proves the
+/// container: its own check, the same bytes as `raw`, and data stored in exactly the
+/// granules `raw` stores data in. Returns the granules it stores data in.
+std::uint64_t convert(const std::string& raw, std::uint64_t disk_size, const std::string& target,
+                      CompactFormat format, std::uint64_t granule, const ByteSet& raw_data,
+                      const CompactOptions& options, const Progress& progress) {
+    const std::string qemu_img = find_program("qemu-img", "qemu-utils");
+    const std::string name(compact_format_name(format));
+    // Created first and filled with --target-is-zero: the holes of the raw disk are then
+    // never written, where a plain convert writes zeros into formats without a zero-write
+    // of their own (vhdx) and so allocates every block.
+    (void)run_program({qemu_img, "create", "-q", "-f", name, "-o", create_options(format, granule), target,
+                       std::to_string(disk_size)},
+                      progress.stop);
+    std::vector<std::string> args{qemu_img, "convert", "-q", "-n", "--target-is-zero",
+                                  "-f",     "raw",     "-O", name};
+    if (options.limiter != nullptr && options.limiter->rate() != 0)
+        args.insert(args.end(), {"-r", std::to_string(options.limiter->rate())});
+    args.insert(args.end(), {raw, target});
+    (void)run_program(args, progress.stop);
+    // qemu's vhdx driver reports no block status (`qemu-img map` calls every byte data), so
+    // a vhdx output's blocks are read from its BAT by guestfrag's own reader.
+    const ByteSet data = format == CompactFormat::Vhdx ? open_image(target)->layers().front().allocated
+                                                       : mapped_data(qemu_img, name, target, progress.stop);
+    if (options.verify) {
+        (void)run_program({qemu_img, "check", "-q", "-f", name, target}, progress.stop);
+        (void)run_program({qemu_img, "compare", "-q", "-f", "raw", "-F", name, raw, target}, progress.stop);
+        const ByteSet want = whole_granules_touching(raw_data, granule);
+        const ByteSet got = whole_granules_touching(data, granule);
+        if (want != got)
+            verification_failed(
+                "the " + name + " output stores data in " + std::to_string(granules(data, granule)) +
+                " granules, the verified raw disk in " + std::to_string(granules(raw_data, granule)));
+    }
+    return granules(data, granule);
+}
+
+}  // namespace
+
+std::string_view compact_format_name(CompactFormat format) noexcept {
+    for (const FormatInfo& f : kFormats)
+        if (f.format == format) return f.name;
+    return "raw";
+}
+
+std::optional<CompactFormat> parse_compact_format(std::string_view name) noexcept {
+    for (const FormatInfo& f : kFormats)
+        if (f.name == name) return f.format;
+    return std::nullopt;
+}
+
+std::uint64_t default_granule(CompactFormat format) noexcept {
+    for (const FormatInfo& f : kFormats)
+        if (f.format == format) return f.default_granule;
+    return kMiB;
+}
+
+void check_granule(CompactFormat format, std::uint64_t granule) {
+    const auto refuse = [&](const std::string& what) {
+        throw Error(ErrorKind::Unsupported, "a " + std::string(compact_format_name(format)) +
+                                                " output cannot allocate in " + std::to_string(granule) +
+                                                "-byte granules: " + what);
+    };
+    switch (format) {
+        case CompactFormat::Raw:
+            if (!power_of_two(granule) || granule < 4 * kKiB) refuse("give a power of two of at least 4 KiB");
+            break;
+        case CompactFormat::Qcow2:
+            if (!power_of_two(granule) || granule < 512 || granule > 2 * kMiB)
+                refuse("its cluster size is a power of two from 512 B to 2 MiB");
+            break;
+        case CompactFormat::Vmdk:
+            if (granule != 64 * kKiB) refuse("its grain is 64 KiB");
+            break;
+        case CompactFormat::Vhdx:
+            if (!power_of_two(granule) || granule < kMiB || granule > 256 * kMiB)
+                refuse("its block size is a power of two from 1 MiB to 256 MiB");
+            break;
+    }
+}
+
+std::vector<CompactStep> compact_steps(const CompactOptions& options) {
+    std::vector<CompactStep> steps{CompactStep::Analyse};
+    if (options.pack) steps.push_back(CompactStep::Plan);
+    steps.push_back(CompactStep::Copy);
+    if (options.pack) steps.push_back(CompactStep::Move);
+    if (options.verify)
+        steps.insert(steps.end(), {CompactStep::AnalyseOutput, CompactStep::Sparsify, CompactStep::HashInput,
+                                   CompactStep::HashOutput});
+    else
+        steps.push_back(CompactStep::Sparsify);
+    if (options.format != CompactFormat::Raw) steps.push_back(CompactStep::Convert);
+    return steps;
+}
+
+CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, const CompactOptions& options,
+                              const Progress& progress) {
+    const auto started = std::chrono::steady_clock::now();
+    CompactResult result;
+    result.output = options.output;
+    result.format = options.format;
+    result.packed = options.pack;
+    result.granule = options.granule != 0 ? options.granule : default_granule(options.format);
+    check_granule(options.format, result.granule);
+    if (options.format != CompactFormat::Raw) (void)find_program("qemu-img", "qemu-utils");
+    check_output_path(options.output, options.replace);  // before the analysis: it takes a while
+    result.warnings = remove_dead_leftovers(options.output, "a compact");
+
+    begin(options, CompactStep::Analyse);
+    const OpenedImage input = open_and_analyze(path, open, std::nullopt, progress);
+    check_apply_output(options.output, *input.image, options.replace);
+    const DiskImage& image = *input.image;
+    const ImageAnalysis& analysis = *input.analysis;
+    if (analysis.volumes.empty())
+        throw Error(ErrorKind::Unsupported,
+                    "the disk has no NTFS volume guestfrag can read: nothing to compact");
+    const std::vector<std::string> layer_text = layer_warnings(image);
+    result.warnings.insert(result.warnings.begin(), layer_text.begin(), layer_text.end());
+
+    // Everything that may refuse runs before the first byte is written.
+    std::vector<VolumeWindow> windows;
+    for (const VolumeAnalysis& v : analysis.volumes) {
+        VolumeWindow window;
+        for (const Partition& p : analysis.table.partitions)
+            if (p.number == v.map.partition) window = {p.start, p.length};
+        if (window.length == 0) throw Error(ErrorKind::Internal, "an analysed partition is not in the table");
+        check_volume_state(image, window, v.map, options.allow_vss);
+        windows.push_back(window);
+    }
+    std::vector<PlannedVolume> planned;
+    if (options.pack) begin(options, CompactStep::Plan);
+    for (std::size_t i = 0; i < analysis.volumes.size(); ++i) {
+        if (options.pack) {
+            PlanOptions packing;
+            packing.strategy = Strategy::Shrink;
+            packing.granule = result.granule;
+            planned.push_back(plan_volume(input, i, packing, progress));
+        } else {
+            PlannedVolume as_is;
+            as_is.volume = i;
+            as_is.after = std::make_shared<const VolumeMap>(analysis.volumes[i].map);
+            planned.push_back(std::move(as_is));
+        }
+    }
+
+    const std::uint64_t size = image.size();
+    result.disk_bytes = size;
+    const ByteSet disk(ByteSet::interval_type::right_open(0, size));
+    const ByteSet stored = image.stored() & disk;
+    ByteSet free_before;
+    ByteSet free_after;
+    ByteSet written = stored;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        free_before += free_bytes(analysis.volumes[i].map);
+        free_after += free_bytes(*planned[i].after);
+        written += destination_bytes(analysis.volumes[i].map, planned[i].plan);
+    }
+    result.granules_input = granules(stored, result.granule);
+    result.granules_sparsified = granules(stored - free_before, result.granule);
+    result.granules_packed = granules((written & disk) - free_after, result.granule);
+    result.host_bytes_input = input_held_bytes(image);
+
+    // The raw disk: the output itself, or the intermediate a container is converted from.
+    const bool raw = options.format == CompactFormat::Raw;
+    TemporaryDisk disk_file(options.output, options.replace);
+    const bool holes = can_punch_holes(disk_file.fd());
+    if (!holes && raw)
+        throw Error(ErrorKind::Unsupported,
+                    "the file system of " + directory_of(options.output).string() +
+                        " cannot punch holes, so a raw output would store the whole disk: "
+                        "use --output-format qcow2");
+    begin(options, CompactStep::Copy);
+    const ByteSet keep = disk - free_before;
+    result.bytes_copied = copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, &keep);
+    WritableRawFile file(disk_file.fd(), disk_file.path());
+    if (options.pack) begin(options, CompactStep::Move);
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        CompactVolume volume;
+        volume.partition = analysis.volumes[i].map.partition;
+        if (!planned[i].plan.moves.empty())
+            volume.moves = carry_out_moves(file, windows[i], analysis.volumes[i].map, planned[i].plan,
+                                           progress, {}, options.limiter);
+        result.volumes.push_back(std::move(volume));
+    }
+    disk_file.sync();
+
+    // Each volume's free clusters and zero blocks go before its proofs read the file, so
+    // that they prove the file as it is kept.
+    const std::uint64_t block = file_block(disk_file.fd());
+    ByteSet data;
+    ByteSet volumes_bytes;
+    const auto sparsify_volume = [&](std::size_t i, const VolumeMap& after) {
+        begin(options, CompactStep::Sparsify);
+        const ByteSet free = free_bytes(after);
+        discard_stored(disk_file.fd(), disk_file.path(), size, free, holes);
+        const ByteSet window(
+            ByteSet::interval_type::right_open(windows[i].offset, windows[i].offset + windows[i].length));
+        volumes_bytes += window;
+        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, window - free, block, holes,
+                                    progress);
+        result.volumes[i].free_bytes = boost::icl::length(free);
+    };
+    const OpenOptions output_open;  // the raw file stands alone
+    const auto relay = [&](ApplyStep step) {
+        if (step == ApplyStep::AnalyseOutput) begin(options, CompactStep::AnalyseOutput);
+        if (step == ApplyStep::HashInput) begin(options, CompactStep::HashInput);
+        if (step == ApplyStep::HashOutput) begin(options, CompactStep::HashOutput);
+    };
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        const VolumeMap& before = analysis.volumes[i].map;
+        if (options.verify)
+            result.volumes[i].verification = prove_moves(
+                input, before, planned[i], result.volumes[i].moves, disk_file.path(), output_open, windows[i],
+                relay, progress, [&](const VolumeMap& after) { sparsify_volume(i, after); });
+        else
+            sparsify_volume(i, *planned[i].after);
+        result.volumes[i].plan = std::move(planned[i].plan);
+    }
+    data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, disk - volumes_bytes, block, holes,
+                                progress);
+    disk_file.sync();
+    if (holes) {
+        // The host must have freed what was punched: the file stores exactly the data kept.
+        const ByteSet kept = stored_ranges(disk_file.fd(), size);
+        if (kept != data)
+            verification_failed("the raw disk stores " + std::to_string(boost::icl::length(kept)) +
+                                " bytes, not the " + std::to_string(boost::icl::length(data)) +
+                                " bytes of data it keeps (the file system did not free the holes punched)");
+    }
+    result.data_bytes_output = boost::icl::length(data);
+
+    if (raw) {
+        result.granules_output = granules(data, result.granule);
+        disk_file.commit();
+        result.output_file_bytes = size;
+    } else {
+        begin(options, CompactStep::Convert);
+        TemporaryDisk container(options.output, options.replace);
+        result.granules_output = convert(disk_file.path(), size, container.path(), options.format,
+                                         result.granule, data, options, progress);
+        container.sync();
+        container.commit();
+        struct stat st {};
+        if (::stat(options.output.c_str(), &st) == 0)
+            result.output_file_bytes = static_cast<std::uint64_t>(st.st_size);
+    }
+    result.host_bytes_output = held_bytes(options.output);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+}  // namespace guestfrag

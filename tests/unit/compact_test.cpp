@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag compact`: a new image holding only what NTFS uses, packed into the fewest
+// granules. Oracles: The Sleuth Kit (blkls for the free clusters, icat for every file),
+// qemu-img (map, check, compare) and the host file system's own map of the raw output.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/apply/sparsify.hpp"
+#include "core/error.hpp"
+#include "core/image/unique_fd.hpp"
+#include "pipeline/compact.hpp"
+#include "support/error_kind.hpp"
+#include "support/fixtures.hpp"
+#include "support/qemu_tools.hpp"
+#include "support/tsk_oracle.hpp"
+
+using namespace guestfrag;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// 64 MiB, MBR, 600 files of which 40 % deleted: free clusters that still hold the deleted
+/// files' data, scattered through the volume.
+fs::path compact_image() {
+    MkImageOptions o;
+    o.disk_size = 64ull << 20;
+    o.table = "msdos";
+    o.files = 600;
+    o.interleave = 8;
+    o.delete_fraction = 0.4;
+    o.seed = 41;
+    return test::generated_image("compact-mbr", o);
+}
+
+std::uint64_t partition_sector(const fs::path& image) { return test::mmls_partitions(image).at(0).first; }
+
+/// The free clusters of the NTFS volume at `sector` by The Sleuth Kit (`blkls -A -l`), as
+/// virtual-disk bytes.
+ByteSet tsk_free_bytes(const fs::path& image, std::uint64_t sector, std::uint64_t cluster) {
+    const auto r = test::run({"blkls", "-A", "-l", "-o", std::to_string(sector), image.string()});
+    REQUIRE(r.status == 0);
+    ByteSet free;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.empty() || !std::isdigit(static_cast<unsigned char>(line[0])) || !line.ends_with("|f"))
+            continue;
+        const std::uint64_t at = sector * 512 + std::stoull(line) * cluster;
+        free += ByteSet::interval_type::right_open(at, at + cluster);
+    }
+    return free;
+}
+
+ByteSet qemu_data(const fs::path& image, const std::string& format) {
+    ByteSet data;
+    for (const auto& e : test::qemu_map(image, format))
+        if (e.data) data += ByteSet::interval_type::right_open(e.start, e.start + e.length);
+    return data;
+}
+
+std::uint64_t granules_of(const ByteSet& bytes, std::uint64_t granule) {
+    ByteSet widened;
+    for (const auto& r : bytes)
+        widened += ByteSet::interval_type::right_open(r.lower() / granule * granule,
+                                                      (r.upper() + granule - 1) / granule * granule);
+    return boost::icl::length(widened) / granule;
+}
+
+/// Every regular file and stream TSK lists in `a` has the same contents in `b`; with
+/// `moved`, but the three that record moves ($MFT, $MFTMirr, $Bitmap; docs/apply.md).
+void check_same_files(const fs::path& a, const fs::path& b, std::uint64_t sector, bool moved) {
+    const auto files = test::tsk_files(a, sector);
+    REQUIRE(files.size() > 300);
+    CHECK(test::tsk_files(b, sector) == files);
+    for (const auto& [path, address] : files) {
+        if (moved && (path == "$MFT" || path == "$MFTMirr" || path == "$Bitmap")) continue;
+        INFO(path);
+        CHECK(test::tsk_icat(b, sector, address) == test::tsk_icat(a, sector, address));
+    }
+}
+
+Json compact(const std::vector<std::string>& extra, const fs::path& image, const fs::path& out) {
+    std::vector<std::string> args{"compact", image.string(), "-o", out.string(), "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = test::run_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return Json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("compact writes a raw disk that stores no NTFS-free cluster and the same files", "[compact]") {
+    test::require_tools({"blkls", "icat", "fls", "mmls", "qemu-img"});
+    const fs::path image = compact_image();
+    const std::uint64_t before = test::file_fingerprint(image);
+    const std::uint64_t sector = partition_sector(image);
+    test::WorkDir dir("compact-raw");
+
+    const fs::path sparse = dir / "sparse.raw";
+    const Json plain = compact({"--no-pack"}, image, sparse);
+    const fs::path packed = dir / "packed.raw";
+    const Json doc = compact({"--granule", "64K"}, image, packed);
+    CHECK(test::file_fingerprint(image) == before);  // the input is only read
+
+    for (const fs::path& out : {sparse, packed}) {
+        INFO(out);
+        check_same_files(image, out, sector, out == packed);
+        // The host file holds no byte of a cluster TSK calls free, and every byte it holds
+        // is data qemu-img sees too (the file system's map is the one both read).
+        const ByteSet free = tsk_free_bytes(out, sector, 4096);
+        const ByteSet data = qemu_data(out, "raw");
+        CHECK(boost::icl::length(free) > (8u << 20));
+        CHECK(boost::icl::length(data & free) == 0);
+        UniqueFd fd(::open(out.c_str(), O_RDONLY));
+        CHECK(stored_ranges(fd.get(), fs::file_size(out)) == data);
+    }
+
+    // Sparsifying leaves the granules with a used cluster; packing empties some of those;
+    // the output stores exactly its data's granules.
+    CHECK(plain["packed"] == false);
+    CHECK(plain["volumes"][0]["moves"]["planned"] == 0);
+    CHECK(plain["granules"]["input"].get<std::uint64_t>() >=
+          plain["granules"]["sparsified"].get<std::uint64_t>());
+    CHECK(plain["granules"]["output"].get<std::uint64_t>() <=
+          plain["granules"]["sparsified"].get<std::uint64_t>());
+    CHECK(plain["volumes"][0]["verification"]["passed"] == true);
+
+    CHECK(doc["packed"] == true);
+    CHECK(doc["granule_bytes"] == 65536);
+    const Json& volume = doc["volumes"][0];
+    CHECK(volume["moves"]["planned"].get<std::uint64_t>() > 0);
+    CHECK(volume["moves"]["done"] == volume["moves"]["planned"]);
+    CHECK(doc["granules"]["packed"].get<std::uint64_t>() <
+          doc["granules"]["sparsified"].get<std::uint64_t>());
+    CHECK(doc["granules"]["output"].get<std::uint64_t>() <= doc["granules"]["packed"].get<std::uint64_t>());
+    CHECK(granules_of(qemu_data(packed, "raw"), 65536) == doc["granules"]["output"].get<std::uint64_t>());
+    CHECK(doc["host_bytes"]["output"].get<std::uint64_t>() < doc["host_bytes"]["input"].get<std::uint64_t>());
+    CHECK(doc["data_bytes_output"].get<std::uint64_t>() == boost::icl::length(qemu_data(packed, "raw")));
+}
+
+TEST_CASE("compact converts into qcow2, vmdk and vhdx that store exactly the granules predicted",
+          "[compact][qemu]") {
+    test::require_tools({"qemu-img", "icat", "fls", "mmls"});
+    const fs::path image = compact_image();
+    test::WorkDir dir("compact-containers");
+    const fs::path raw = dir / "out.raw";
+    (void)compact({"--granule", "64K"}, image, raw);
+    for (const std::string format : {"qcow2", "vmdk", "vhdx"}) {
+        INFO(format);
+        const fs::path out = dir / ("out." + format);
+        const Json doc = compact({"--output-format", format}, image, out);
+        CHECK(doc["output_format"] == format);
+        const std::uint64_t granule = doc["granule_bytes"].get<std::uint64_t>();
+        CHECK(granule == (format == "vhdx" ? 1u << 20 : 1u << 16));
+        // qemu's own view of the container: sound, the same disk as the raw output of the
+        // same packing (vmdk and qcow2 pack at 64 KiB as the raw one did), data where
+        // predicted.
+        CHECK(test::run({"qemu-img", "check", "-f", format, out.string()}).status == 0);
+        if (granule == (1u << 16))
+            CHECK(test::run({"qemu-img", "compare", "-f", "raw", "-F", format, raw.string(), out.string()})
+                      .status == 0);
+        const std::uint64_t stored = doc["granules"]["output"].get<std::uint64_t>();
+        if (format == "vhdx") {
+            // qemu-img map calls every byte of a vhdx data (its driver has no block status):
+            // the file itself shows the blocks, each 1 MiB, beside 1 MiB each of headers,
+            // log, metadata and BAT regions.
+            const std::uint64_t file = fs::file_size(out);
+            CHECK(file >= stored * granule);
+            CHECK(file <= (stored + 8) * granule);
+        } else {
+            CHECK(granules_of(qemu_data(out, format), granule) == stored);
+        }
+        CHECK(doc["granules"]["output"].get<std::uint64_t>() <=
+              doc["granules"]["packed"].get<std::uint64_t>());
+        CHECK(doc["host_bytes"]["output"].get<std::uint64_t>() <
+              doc["host_bytes"]["input"].get<std::uint64_t>());
+    }
+}
+
+TEST_CASE("compact refuses an output that exists or is the input, and granules a format cannot take",
+          "[compact]") {
+    const fs::path image = compact_image();
+    test::WorkDir dir("compact-refusals");
+    const fs::path taken = dir / "taken.raw";
+    { std::ofstream(taken) << "x"; }
+    const auto exists = test::run_cli({"compact", image.string(), "-o", taken.string()});
+    CHECK(exists.status == 2);
+    CHECK(exists.err.find("exists") != std::string::npos);
+    CHECK(fs::file_size(taken) == 1);
+
+    const auto input = test::run_cli({"compact", image.string(), "-o", image.string()});
+    CHECK(input.status == 2);
+
+    const auto grain = test::run_cli({"compact", image.string(), "-o", (dir / "g.vmdk").string(),
+                                      "--output-format", "vmdk", "--granule", "1MiB"});
+    CHECK(grain.status == 2);
+    CHECK(grain.err.find("its grain is 64 KiB") != std::string::npos);
+    CHECK(test::kind_of([] { check_granule(CompactFormat::Qcow2, 4u << 20); }) == ErrorKind::Unsupported);
+    CHECK(test::kind_of([] { check_granule(CompactFormat::Raw, 3000); }) == ErrorKind::Unsupported);
+    check_granule(CompactFormat::Vhdx, 32u << 20);
+    // Nothing was left beside the outputs.
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+    CHECK(entries == 1);
+}
+
+TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[compact]") {
+    test::WorkDir dir("compact-sparsify");
+    const fs::path path = dir / "f.raw";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    REQUIRE(::ftruncate(fd.get(), 1 << 20) == 0);
+    // Blocks 0-3 data, 4-5 zeros written, 6-7 data; then a hole; block 20 data.
+    std::vector<char> block(4096, 'a');
+    const std::vector<char> zeros(4096, 0);
+    for (int b : {0, 1, 2, 3, 6, 7, 20}) REQUIRE(::pwrite(fd.get(), block.data(), 4096, b * 4096) == 4096);
+    for (int b : {4, 5}) REQUIRE(::pwrite(fd.get(), zeros.data(), 4096, b * 4096) == 4096);
+    REQUIRE(can_punch_holes(fd.get()));
+    // Discard block 1 and half of block 3 (which then keeps its other half).
+    ByteSet discard(ByteSet::interval_type::right_open(4096, 8192));
+    discard += ByteSet::interval_type::right_open(3 * 4096 + 2048, 4 * 4096);
+    discard_stored(fd.get(), path.string(), 1 << 20, discard, true);
+    const ByteSet kept =
+        discard_zero_blocks(fd.get(), path.string(), 1 << 20,
+                            ByteSet(ByteSet::interval_type::right_open(0, 1 << 20)), 4096, true);
+    ByteSet want(ByteSet::interval_type::right_open(0, 4096));
+    want += ByteSet::interval_type::right_open(2 * 4096, 4 * 4096);
+    want += ByteSet::interval_type::right_open(6 * 4096, 8 * 4096);
+    want += ByteSet::interval_type::right_open(20 * 4096, 21 * 4096);
+    CHECK(kept == want);
+    CHECK(stored_ranges(fd.get(), 1 << 20) == want);
+    char byte = 0;
+    REQUIRE(::pread(fd.get(), &byte, 1, 3 * 4096 + 3000) == 1);
+    CHECK(byte == 0);
+    REQUIRE(::pread(fd.get(), &byte, 1, 3 * 4096 + 1000) == 1);
+    CHECK(byte == 'a');
+}
