@@ -5,7 +5,8 @@
 #     block for containers);
 #   - "zero the free clusters, then convert": ntfswipe --unused on the NTFS partition (cut
 #     out with dd and put back), then qemu-img convert into the input's format;
-#   - virt-sparsify (guestfs-tools), when its appliance runs on this machine.
+#   - virt-sparsify (guestfs-tools), when its appliance runs on this machine (where KVM
+#     cannot start it, LIBGUESTFS_BACKEND_SETTINGS=force_tcg runs it under TCG, slower).
 # Per run: wall time (and as a multiple of the anchor, `cp --sparse=always` of the input
 # measured in the same run), peak RSS, the bytes the output holds on the host, and the 1 MiB
 # granules it stores data in (`qemu-img map`).
@@ -42,7 +43,8 @@ measure() {  # measure NAME OUTPUT FORMAT COMMAND...: runs COMMAND, prints a row
     local name=$1 out=$2 format=$3 measured
     shift 3
     rm -f "$out"
-    measured=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; exit 1; }; } 2>&1 | tail -1)
+    /usr/bin/time -o "$work/time" -f "%e %M" "$@" >/dev/null 2>"$work/err" || { cat "$work/err" >&2; return 1; }
+    measured=$(tail -1 "$work/time")
     local wall=${measured% *} rss=${measured#* }
     printf '| %s | %s | %.1f (%.2fx) | %d MiB | %.2f GiB | %s |\n' "$(basename "$image")" "$name" "$wall" \
         "$(echo "$wall / $anchor" | bc -l)" $((rss / 1024)) "$(echo "$(held "$out") / 2^30" | bc -l)" "$(granules "$out" "$format")"
@@ -72,22 +74,22 @@ for image in "${images[@]}"; do
     # The peer path: zero the free clusters of the partition, then convert.
     start=$(date +%s.%N)
     qemu-img convert -f "$format" -O raw "$image" "$work/zeroed.raw"
-    offset=$("$cli" analyze "$image" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["partition_offset"])')
+    offset=$("$cli" analyze "$image" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["volumes"][0]["offset"])')
     length=$("$cli" analyze "$image" --json | python3 -c 'import json,sys; v=json.load(sys.stdin)["volumes"][0]; print(v["cluster_size"] * v["total_clusters"])')
     dd if="$work/zeroed.raw" of="$work/part" bs=1M iflag=skip_bytes,count_bytes skip="$offset" count="$length" conv=sparse status=none
-    ntfswipe --unused --quiet "$work/part" >/dev/null 2>&1 || ntfswipe -u -f "$work/part" >/dev/null
+    ntfswipe --unused --force --quiet "$work/part" >/dev/null
     dd if="$work/part" of="$work/zeroed.raw" bs=1M oflag=seek_bytes seek="$offset" conv=notrunc,sparse status=none
     rm -f "$work/part"
     measure "zero free clusters (ntfswipe) + qemu-img convert" "$work/out" "$out_format" \
         qemu-img convert -f raw -O "$out_format" "$work/zeroed.raw" "$work/out"
-    echo "|  | (the zeroing before that convert took $(echo "$(date +%s.%N) - $start" | bc -l | xargs printf '%.1f') s in all) | | | | |"
+    printf '| | (that path in all: raw copy, ntfswipe of the partition, convert: %.1f s, %.2fx) | | | | |\n' \
+        "$(echo "$(date +%s.%N) - $start" | bc -l)" "$(echo "($(date +%s.%N) - $start) / $anchor" | bc -l)"
     rm -f "$work/zeroed.raw"
 
     if command -v virt-sparsify >/dev/null && [ "${NO_VIRT_SPARSIFY:-0}" != 1 ]; then
-        if measure "virt-sparsify" "$work/out" "$out_format" \
-            virt-sparsify --quiet --format "$format" --convert "$out_format" "$image" "$work/out" 2>"$work/vs-err"; then :; else
-            echo "| | virt-sparsify failed: $(tail -1 "$work/vs-err") | | | | |"
-        fi
+        measure "virt-sparsify" "$work/out" "$out_format" \
+            virt-sparsify --quiet --format "$format" --convert "$out_format" "$image" "$work/out" ||
+            echo "| | virt-sparsify failed: $(tail -1 "$work/err") | | | | |"
     fi
     rm -f "$work/out"
 done

@@ -80,6 +80,8 @@ struct ApplyVerification {
     std::uint64_t records_added = 0;    ///< of them, extension records a longer runlist needed
     /// Clusters of non-resident attribute lists libntfs-3g freed as it removed their entries
     std::uint64_t attribute_list_clusters_freed = 0;
+    /// Clusters libntfs-3g took for attribute lists of moved files that a longer runlist needed
+    std::uint64_t attribute_list_clusters_taken = 0;
     std::uint64_t fragments_before = 0;      ///< Σ Stream::fragments() on the input
     std::uint64_t fragments_predicted = 0;   ///< on apply_plan's after-state of the moves done
     std::uint64_t fragments_after = 0;       ///< on the output, as analysed

@@ -274,6 +274,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
             PlanOptions packing;
             packing.strategy = Strategy::Shrink;
             packing.granule = result.granule;
+            packing.split_streams = true;
             planned.push_back(plan_volume(input, i, packing, progress));
         } else {
             PlannedVolume as_is;

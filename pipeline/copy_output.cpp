@@ -120,7 +120,9 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
     const VolumeMap& after = output.analysis->volumes.front().map;
     if (analysed) analysed(after);
     ApplyVerification result;
-    result.attribute_list_clusters_freed = adopt_attribute_list_shrinks(predicted, after, moved);
+    const AttributeListChanges lists = adopt_attribute_list_changes(predicted, after, moved);
+    result.attribute_list_clusters_freed = lists.freed;
+    result.attribute_list_clusters_taken = lists.taken;
     if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);

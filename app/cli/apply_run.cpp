@@ -50,6 +50,7 @@ nlohmann::ordered_json apply_json(const ApplyResult& r) {
             {"records",
              {{"changed", v.records_changed}, {"freed", v.records_freed}, {"added", v.records_added}}},
             {"attribute_list_clusters_freed", v.attribute_list_clusters_freed},
+            {"attribute_list_clusters_taken", v.attribute_list_clusters_taken},
             {"fragments_before", v.fragments_before},
             {"fragments_predicted", v.fragments_predicted},
             {"fragments_after", v.fragments_after}};

@@ -60,7 +60,8 @@ Json compact_json(const CompactResult& r) {
                 {"mft_mirror_matches", true},
                 {"records",
                  {{"changed", p.records_changed}, {"freed", p.records_freed}, {"added", p.records_added}}},
-                {"attribute_list_clusters_freed", p.attribute_list_clusters_freed}};
+                {"attribute_list_clusters_freed", p.attribute_list_clusters_freed},
+                {"attribute_list_clusters_taken", p.attribute_list_clusters_taken}};
         } else {
             volume["verification"] = nullptr;
         }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
@@ -28,8 +29,8 @@ std::vector<Extent> merged(const std::vector<Extent>& extents) {
         if (!out.empty()) {
             Extent& prev = out.back();
             const bool holes = prev.lcn == Extent::kSparse && e.lcn == Extent::kSparse;
-            const bool contiguous = prev.lcn != Extent::kSparse && e.lcn != Extent::kSparse &&
-                                    prev.lcn + prev.clusters == e.lcn;
+            const bool contiguous =
+                prev.lcn != Extent::kSparse && e.lcn != Extent::kSparse && prev.lcn + prev.clusters == e.lcn;
             if (prev.vcn + prev.clusters == e.vcn && (holes || contiguous)) {
                 prev.clusters += e.clusters;
                 continue;
@@ -44,8 +45,8 @@ std::string runs_text(const std::vector<Extent>& extents) {
     std::string out;
     for (const Extent& e : extents) {
         if (!out.empty()) out += ' ';
-        out += std::to_string(e.vcn) + ":" + (e.lcn == Extent::kSparse ? "hole" : std::to_string(e.lcn)) + "+" +
-               std::to_string(e.clusters);
+        out += std::to_string(e.vcn) + ":" + (e.lcn == Extent::kSparse ? "hole" : std::to_string(e.lcn)) +
+               "+" + std::to_string(e.clusters);
         if (out.size() > 200) return out + " ...";
     }
     return out;
@@ -129,8 +130,9 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
     if (expected.free != actual.free) {
         const ClusterSet missing = expected.free - actual.free;
         const ClusterSet extra = actual.free - expected.free;
-        return missing.empty() ? "free space differs: " + first_interval(extra) + " is free but should be used"
-                               : "free space differs: " + first_interval(missing) + " is used but should be free";
+        return missing.empty()
+                   ? "free space differs: " + first_interval(extra) + " is free but should be used"
+                   : "free space differs: " + first_interval(missing) + " is used but should be free";
     }
     auto key = [](const Stream& s) { return std::make_pair(s.mft_record, s.label()); };
     std::map<std::pair<std::uint64_t, std::string>, const Stream*> actual_streams;
@@ -141,7 +143,8 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
         if (it == actual_streams.end()) return name + " is missing";
         const std::vector<Extent> want = merged(s.extents);
         const std::vector<Extent> got = merged(it->second->extents);
-        if (want != got) return name + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
+        if (want != got)
+            return name + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
         actual_streams.erase(it);
     }
     if (!actual_streams.empty())
@@ -206,16 +209,16 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
     return out;
 }
 
-std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap& actual,
-                                           const std::set<std::uint64_t>& moved) {
+AttributeListChanges adopt_attribute_list_changes(VolumeMap& predicted, const VolumeMap& actual,
+                                                  const std::set<std::uint64_t>& moved) {
     const auto is_list = [](const Stream& s) {
         return s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
     };
-    // The list of `record` in `actual` (streams sorted by record), or null when it has none.
-    const auto actual_list = [&](std::uint64_t record) -> const Stream* {
-        auto it = std::lower_bound(actual.streams.begin(), actual.streams.end(), record,
+    // The list of `record` in `map` (streams sorted by record), or null when it has none.
+    const auto list_of = [&](const VolumeMap& map, std::uint64_t record) -> const Stream* {
+        auto it = std::lower_bound(map.streams.begin(), map.streams.end(), record,
                                    [](const Stream& s, std::uint64_t r) { return s.mft_record < r; });
-        for (; it != actual.streams.end() && it->mft_record == record; ++it)
+        for (; it != map.streams.end() && it->mft_record == record; ++it)
             if (is_list(*it)) return &*it;
         return nullptr;
     };
@@ -226,41 +229,61 @@ std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap
                 set.add(boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters));
         return set;
     };
-    std::uint64_t freed = 0;
-    for (auto it = predicted.streams.begin(); it != predicted.streams.end();) {
-        if (!is_list(*it) || moved.count(it->mft_record) == 0) {
-            ++it;
-            continue;
-        }
-        const Stream* now = actual_list(it->mft_record);
-        // libntfs-3g only truncates a list: what remains must be its first clusters, in VCN
-        // order, and no more than there were.
-        const std::vector<Extent> kept = now == nullptr ? std::vector<Extent>{} : merged(now->extents);
-        const std::vector<Extent> was = merged(it->extents);
-        const std::int64_t kept_end = kept.empty() ? 0 : kept.back().vcn + kept.back().clusters;
-        std::vector<Extent> cut;  // `was` cut at kept_end
-        for (const Extent& e : was) {
-            if (e.vcn >= kept_end) break;
+    // `runs` cut at VCN `end`.
+    const auto prefix = [](const std::vector<Extent>& runs, std::int64_t end) {
+        std::vector<Extent> cut;
+        for (const Extent& e : runs) {
+            if (e.vcn >= end) break;
             cut.push_back(e);
-            cut.back().clusters = std::min(e.clusters, kept_end - e.vcn);
+            cut.back().clusters = std::min(e.clusters, end - e.vcn);
         }
-        if (kept == was || cut != kept) {
-            ++it;
-            continue;
-        }
-        const ClusterSet gone = clusters(was) - clusters(kept);
-        freed += static_cast<std::uint64_t>(boost::icl::length(gone));
-        predicted.free += gone;
-        if (now == nullptr) {
-            it = predicted.streams.erase(it);
+        return cut;
+    };
+    const auto end_of = [](const std::vector<Extent>& runs) {
+        return runs.empty() ? std::int64_t{0} : runs.back().vcn + runs.back().clusters;
+    };
+    AttributeListChanges changes;
+    for (const std::uint64_t record : moved) {
+        const Stream* was_stream = list_of(predicted, record);
+        const Stream* now = list_of(actual, record);
+        const std::vector<Extent> was =
+            was_stream == nullptr ? std::vector<Extent>{} : merged(was_stream->extents);
+        const std::vector<Extent> kept = now == nullptr ? std::vector<Extent>{} : merged(now->extents);
+        if (kept == was) continue;
+        if (prefix(was, end_of(kept)) == kept) {
+            // libntfs-3g truncated the list (ntfs_attr_record_rm): what remains is its first
+            // clusters, in VCN order; the rest is free.
+            const ClusterSet gone = clusters(was) - clusters(kept);
+            changes.freed += static_cast<std::uint64_t>(boost::icl::length(gone));
+            predicted.free += gone;
+        } else if (prefix(kept, end_of(was)) == was && now != nullptr) {
+            // libntfs-3g grew the list, or made a resident one non-resident, as a longer
+            // runlist needed more entries: the clusters it took must have been free.
+            const ClusterSet added = clusters(kept) - clusters(was);
+            if (!boost::icl::contains(predicted.free, added)) continue;
+            changes.taken += static_cast<std::uint64_t>(boost::icl::length(added));
+            predicted.free -= added;
         } else {
-            it->extents = kept;
-            it->size = now->size;
-            it->allocated_size = now->allocated_size;
-            ++it;
+            continue;  // anything else is allocation_difference's to report
+        }
+        if (now == nullptr) {
+            predicted.streams.erase(predicted.streams.begin() + (was_stream - predicted.streams.data()));
+        } else if (was_stream == nullptr) {
+            // In map order: (record, type, name); the list's type sorts before $DATA's.
+            const auto at = std::lower_bound(predicted.streams.begin(), predicted.streams.end(), *now,
+                                             [](const Stream& a, const Stream& b) {
+                                                 return std::tie(a.mft_record, a.type, a.name) <
+                                                        std::tie(b.mft_record, b.type, b.name);
+                                             });
+            predicted.streams.insert(at, *now);
+        } else {
+            Stream& list = predicted.streams[static_cast<std::size_t>(was_stream - predicted.streams.data())];
+            list.extents = now->extents;
+            list.size = now->size;
+            list.allocated_size = now->allocated_size;
         }
     }
-    return freed;
+    return changes;
 }
 
 std::optional<std::string> bitmap_difference(const VolumeMap& volume) {
@@ -273,7 +296,8 @@ std::optional<std::string> bitmap_difference(const VolumeMap& volume) {
     used -= volume.free;
     if (claimed == used) return std::nullopt;
     const ClusterSet unclaimed = used - claimed;
-    if (!unclaimed.empty()) return "$Bitmap marks " + first_interval(unclaimed) + " used but no runlist holds it";
+    if (!unclaimed.empty())
+        return "$Bitmap marks " + first_interval(unclaimed) + " used but no runlist holds it";
     return "$Bitmap marks " + first_interval(claimed - used) + " free but a runlist holds it";
 }
 

@@ -30,7 +30,8 @@ class DiskImage;
 /// The first difference between two maps of a volume as text (free space, the set of
 /// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the
 /// allocation is the same. O(streams + runs).
-[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual);
+[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected,
+                                                               const VolumeMap& actual);
 
 /// Where $Bitmap (the map's free space) and the union of every stream's runs disagree, as
 /// text, or nothing when the used clusters are exactly those the runlists claim.
@@ -57,12 +58,21 @@ struct ChangedRecords {
                                              const DiskImage& output, const VolumeMap& after,
                                              const std::set<std::uint64_t>& moved);
 
+/// Clusters adopt_attribute_list_changes found libntfs-3g to have freed from, or taken for,
+/// the attribute lists of moved files.
+struct AttributeListChanges {
+    std::uint64_t freed = 0;
+    std::uint64_t taken = 0;
+};
+
 /// `predicted` with what libntfs-3g does to the attribute lists of the files in `moved` when
-/// it lays their new runlists out (ntfs_attr_record_rm): a non-resident $ATTRIBUTE_LIST that
-/// `actual` holds shorter (a VCN prefix of the predicted runs) or not at all has the rest of
-/// its clusters freed. Anything else is left for allocation_difference to report. Returns the
-/// clusters so freed. O(streams of the moved files).
-std::uint64_t adopt_attribute_list_shrinks(VolumeMap& predicted, const VolumeMap& actual,
-                                           const std::set<std::uint64_t>& moved);
+/// it lays their new runlists out: a non-resident $ATTRIBUTE_LIST that `actual` holds shorter
+/// (a VCN prefix of the predicted runs) or not at all has the rest of its clusters freed
+/// (ntfs_attr_record_rm); one that `actual` holds longer (the predicted runs a VCN prefix of
+/// it), or non-resident where it was resident or absent, because the longer runlist needed
+/// more entries, takes the clusters it added, which must have been free. Anything else is
+/// left for allocation_difference to report. O(moved files · log streams).
+AttributeListChanges adopt_attribute_list_changes(VolumeMap& predicted, const VolumeMap& actual,
+                                                  const std::set<std::uint64_t>& moved);
 
 }  // namespace guestfrag

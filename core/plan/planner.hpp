@@ -19,8 +19,8 @@ namespace guestfrag {
 enum class Strategy { Defrag, Consolidate, Optimize, ThinSafe, Shrink };
 
 /// Every strategy, in the order help texts and menus offer them.
-inline constexpr std::array<Strategy, 5> kStrategies{Strategy::Defrag, Strategy::Consolidate, Strategy::Optimize,
-                                                     Strategy::ThinSafe, Strategy::Shrink};
+inline constexpr std::array<Strategy, 5> kStrategies{
+    Strategy::Defrag, Strategy::Consolidate, Strategy::Optimize, Strategy::ThinSafe, Strategy::Shrink};
 
 /// "defrag", "consolidate", "optimize", "thin-safe", "shrink".
 [[nodiscard]] std::string_view strategy_name(Strategy strategy) noexcept;
@@ -80,6 +80,11 @@ struct PlanOptions {
     /// Granule of the growth and reclaimable figures and of shrink's packing (bytes);
     /// 0: the top layer's granule (the cluster size without layers).
     std::uint64_t granule = 0;
+    /// shrink only: once no more granules can be emptied by moving whole streams, empty the
+    /// sparsest of the rest by moving the parts of streams lying in them, split over free
+    /// room where no single hole holds a part (docs/planner.md §8, step 6). Packs into
+    /// fewer granules at the price of fragments: what compaction wants.
+    bool split_streams = false;
     /// Streams whose file path matches one of these (fnmatch-style, case-insensitive, `/`
     /// and `\` both separate, `*` crosses separators) are never moved.
     std::vector<std::string> exclude;
@@ -97,8 +102,9 @@ struct PlanOptions {
 /// (require_movable), Error(Cancelled) from `progress` (reported in streams considered) and
 /// Error(Internal) if the planner ever produced a plan the validator rejects.
 /// Cost: O(streams · log streams + runs + moves · log free extents); memory O(runs).
-[[nodiscard]] Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
-                             const PlanOptions& options, const Progress& progress = {});
+[[nodiscard]] Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers,
+                             const PlanIdentity& identity, const PlanOptions& options,
+                             const Progress& progress = {});
 
 /// make_plan and the volume after the plan (apply_plan's result, which make_plan computes
 /// anyway), for callers that analyse the after-state too.
@@ -114,7 +120,8 @@ struct PlanOutcome {
 /// reclaimable figures at `granule` (0: the top layer's), free-space fragmentation by
 /// analyze_free_space on both maps. O(streams + runs + free extents).
 [[nodiscard]] PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after,
-                                         const std::vector<Layer>& layers, std::uint64_t granule, const Plan& plan);
+                                         const std::vector<Layer>& layers, std::uint64_t granule,
+                                         const Plan& plan);
 
 /// Whether `path` matches the fnmatch-style `glob` as PlanOptions::exclude describes.
 [[nodiscard]] bool path_matches(std::string_view glob, std::string_view path);

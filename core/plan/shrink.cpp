@@ -34,7 +34,8 @@ public:
     }
     /// Whether granule i lies wholly inside the volume (only those can become reclaimable).
     [[nodiscard]] bool inside(std::size_t i) const {
-        return (first_ + i) * g_ >= po_ && (first_ + i + 1) * g_ <= po_ + static_cast<std::uint64_t>(total_) * cs_;
+        return (first_ + i) * g_ >= po_ &&
+               (first_ + i + 1) * g_ <= po_ + static_cast<std::uint64_t>(total_) * cs_;
     }
     /// Granules touched by clusters [lo, hi), as [first, last] indices.
     [[nodiscard]] std::pair<std::size_t, std::size_t> touched(std::int64_t lo, std::int64_t hi) const {
@@ -65,6 +66,7 @@ struct Owned {
     std::int64_t lo = 0;
     std::int64_t hi = 0;
     std::size_t stream = 0;
+    std::int64_t vcn = 0;  ///< of `lo`
 };
 
 }  // namespace
@@ -74,9 +76,10 @@ void plan_shrink(Builder& builder, const Progress& progress) {
     const auto& streams = volume.streams;
     const std::uint64_t granule = builder.growth().granule();
     if (granule <= volume.cluster_size || volume.cluster_size == 0) {
-        builder.plan().notes.push_back("the granule (" + bytes_text(granule) +
-                                       ") is not larger than a cluster: every free cluster already lies in "
-                                       "wholly free granules, so there is nothing to pack; try --granule 1MiB");
+        builder.plan().notes.push_back(
+            "the granule (" + bytes_text(granule) +
+            ") is not larger than a cluster: every free cluster already lies in "
+            "wholly free granules, so there is nothing to pack; try --granule 1MiB");
         return;
     }
     const Granules grid(volume, granule);
@@ -96,7 +99,8 @@ void plan_shrink(Builder& builder, const Progress& progress) {
 
     std::vector<State> state(n, State::Target);
     std::vector<bool> received(n, false);
-    ClusterSet allowed = builder.growth().clusters_in_top_granules() & ClusterSet(cluster_range(0, volume.total_clusters));
+    ClusterSet allowed =
+        builder.growth().clusters_in_top_granules() & ClusterSet(cluster_range(0, volume.total_clusters));
     allowed -= volume.unmovable;
     for (std::size_t i = 0; i < n; ++i) {
         if (!grid.inside(i))
@@ -113,13 +117,26 @@ void plan_shrink(Builder& builder, const Progress& progress) {
     std::vector<bool> movable(streams.size(), false);
     for (std::size_t s = 0; s < streams.size(); ++s) {
         for (const Extent& e : streams[s].extents)
-            if (e.lcn >= 0 && e.clusters > 0) owners.push_back({e.lcn, e.lcn + e.clusters, s});
+            if (e.lcn >= 0 && e.clusters > 0) owners.push_back({e.lcn, e.lcn + e.clusters, s, e.vcn});
         const std::int64_t clusters = streams[s].allocated_clusters();
         movable[s] = streams[s].placement == Placement::Movable && clusters > 0 && clusters <= per_granule &&
                      !builder.excluded_by(streams[s]);
     }
     std::ranges::sort(owners, {}, &Owned::lo);
     std::vector<bool> moved(streams.size(), false);
+    // The runs of streams in clusters [lo, hi), clipped to it; a stream moved whole is
+    // elsewhere now and left out.
+    const auto parts_in = [&](std::int64_t lo, std::int64_t hi) {
+        std::vector<Owned> parts;
+        auto it = std::ranges::lower_bound(owners, lo, {}, &Owned::lo);
+        if (it != owners.begin() && std::prev(it)->hi > lo) --it;
+        for (; it != owners.end() && it->lo < hi; ++it) {
+            if (moved[it->stream]) continue;
+            const std::int64_t a = std::max(lo, it->lo);
+            parts.push_back({a, std::min(hi, it->hi), it->stream, it->vcn + (a - it->lo)});
+        }
+        return parts;
+    };
 
     // Evacuation candidates: granules holding data the top layer stores, sparsest first.
     std::vector<std::size_t> order;
@@ -141,13 +158,10 @@ void plan_shrink(Builder& builder, const Progress& progress) {
         std::vector<std::size_t> movers;
         std::int64_t owned = 0;
         bool pinned = false;
-        auto it = std::ranges::lower_bound(owners, lo, {}, &Owned::lo);
-        if (it != owners.begin() && std::prev(it)->hi > lo) --it;
-        for (; it != owners.end() && it->lo < hi; ++it) {
-            if (moved[it->stream]) continue;
-            owned += std::min(hi, it->hi) - std::max(lo, it->lo);
-            if (!movable[it->stream]) pinned = true;
-            movers.push_back(it->stream);
+        for (const Owned& part : parts_in(lo, hi)) {
+            owned += part.hi - part.lo;
+            if (!movable[part.stream]) pinned = true;
+            movers.push_back(part.stream);
         }
         if (pinned || owned != used[g]) {
             ++blocked;
@@ -228,15 +242,91 @@ void plan_shrink(Builder& builder, const Progress& progress) {
     }
     progress.update(order.size(), order.size());
 
+    // Step 6: the granules whole streams could not empty, sparsest first, emptied part by
+    // part. A granule whose parts do not all fit stops it: the denser ones would not either.
+    std::uint64_t split = 0;
+    if (builder.options().split_streams) {
+        std::vector<std::size_t> rest;
+        for (const std::size_t g : order)
+            if (state[g] == State::Target && !received[g] && used[g] > 0) rest.push_back(g);
+        std::ranges::stable_sort(rest, [&used](std::size_t a, std::size_t b) { return used[a] < used[b]; });
+        for (const std::size_t g : rest) {
+            if (state[g] != State::Target || received[g] || used[g] == 0) continue;
+            const std::int64_t lo = grid.first_cluster_of(g);
+            const std::int64_t hi = grid.end_cluster_of(g);
+            // A part moved out of another granule lay outside g.
+            const std::vector<Owned> parts = parts_in(lo, hi);
+            std::int64_t owned = 0;
+            bool pinned = false;
+            for (const Owned& part : parts) {
+                const Stream& stream = streams[part.stream];
+                // Compressed and sparse streams move whole units only (docs/planner.md §1):
+                // never in parts.
+                if (stream.placement != Placement::Movable || stream.compression_unit != 0 ||
+                    builder.excluded_by(stream))
+                    pinned = true;
+                owned += part.hi - part.lo;
+            }
+            if (pinned || owned != used[g]) continue;
+            if (builder.over_moved_budget(owned)) {
+                builder.plan().notes.push_back("stopped: " + builder.moved_budget_reason());
+                break;
+            }
+            state[g] = State::Source;
+            const ClusterSet withdrawn = pool.take_all_in(lo, hi);
+            std::vector<Owned> placed;  // lo: source, hi: destination, vcn, stream
+            std::vector<std::int64_t> sizes;
+            bool fits = true;
+            for (const Owned& part : parts) {
+                for (std::int64_t at = part.lo; fits && at < part.hi;) {
+                    const std::int64_t want = std::min(part.hi - at, pool.largest());
+                    const auto fit = want > 0 ? pool.best_fit(want) : std::nullopt;
+                    if (!fit || builder.over_growth_budget(fit->lcn, want)) {
+                        fits = false;
+                        break;
+                    }
+                    pool.take(fit->lcn, fit->lcn + want);
+                    placed.push_back({at, fit->lcn, part.stream, part.vcn + (at - part.lo)});
+                    sizes.push_back(want);
+                    at += want;
+                }
+                if (!fits) break;
+            }
+            if (!fits) {
+                for (std::size_t i = 0; i < placed.size(); ++i)
+                    pool.give(placed[i].hi, placed[i].hi + sizes[i]);
+                for (const auto& i : withdrawn) pool.give(first_cluster(i), end_cluster(i));
+                state[g] = State::Target;
+                ++no_room;
+                break;
+            }
+            for (std::size_t i = 0; i < placed.size(); ++i) {
+                const Owned& p = placed[i];
+                builder.move_part(streams[p.stream], p.vcn, p.lo, p.hi, sizes[i]);
+                add_used(p.hi, p.hi + sizes[i], +1);
+                add_used(p.lo, p.lo + sizes[i], -1);
+                const auto [a, b] = grid.touched(p.hi, p.hi + sizes[i]);
+                for (std::size_t j = a; j <= b; ++j) received[j] = true;
+            }
+            state[g] = State::Empty;
+            ++emptied;
+            ++split;
+        }
+    }
+
     Plan& plan = builder.plan();
     plan.notes.push_back(std::to_string(emptied) + " granules of " + bytes_text(granule) + " emptied");
+    if (split != 0)
+        plan.notes.push_back(std::to_string(split) + " of them by moving the parts of streams lying in them");
     if (blocked != 0)
-        plan.notes.push_back(std::to_string(blocked) +
-                             " granules hold data shrink does not move (unmovable, excluded, or a stream larger "
-                             "than a granule)");
+        plan.notes.push_back(
+            std::to_string(blocked) +
+            " granules hold data shrink does not move (unmovable, excluded, or a stream larger "
+            "than a granule)");
     if (no_room != 0)
-        plan.notes.push_back(std::to_string(no_room) +
-                             " granules could not be emptied: no room for their streams in granules that stay in use");
+        plan.notes.push_back(
+            std::to_string(no_room) +
+            " granules could not be emptied: no room for their streams in granules that stay in use");
 }
 
 }  // namespace guestfrag::planner

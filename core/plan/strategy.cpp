@@ -208,13 +208,16 @@ std::optional<std::string> Builder::over_growth_budget(std::int64_t lcn, std::in
 }
 
 void Builder::move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination) {
-    const std::string label = stream.label();
     std::int64_t to = destination;
     for (const Piece& p : pieces) {
-        plan_.moves.push_back({stream.mft_record, label, p.vcn, p.lcn, to, p.clusters});
+        move_part(stream, p.vcn, p.lcn, to, p.clusters);
         to += p.clusters;
     }
-    const std::int64_t clusters = to - destination;
+}
+
+void Builder::move_part(const Stream& stream, std::int64_t vcn, std::int64_t from, std::int64_t destination,
+                        std::int64_t clusters) {
+    plan_.moves.push_back({stream.mft_record, stream.label(), vcn, from, destination, clusters});
     growth_.write(destination, clusters);
     moved_bytes_ += static_cast<std::uint64_t>(clusters) * volume_.cluster_size;
 }
@@ -223,10 +226,12 @@ void Builder::skip(const Stream& stream, std::string reason) {
     plan_.skipped.push_back({stream.mft_record, stream.label(), std::move(reason)});
 }
 
-std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<Move>& moves, std::size_t from) {
+std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<Move>& moves,
+                                                              std::size_t from) {
     std::vector<std::pair<std::uint64_t, std::string>> out;
     for (std::size_t i = from; i < moves.size(); ++i)
-        if (i == from || moves[i].mft_record != moves[i - 1].mft_record || moves[i].stream != moves[i - 1].stream)
+        if (i == from || moves[i].mft_record != moves[i - 1].mft_record ||
+            moves[i].stream != moves[i - 1].stream)
             out.emplace_back(moves[i].mft_record, moves[i].stream);
     return out;
 }

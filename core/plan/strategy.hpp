@@ -65,7 +65,8 @@ private:
 /// list of skipped streams. One per make_plan call.
 class Builder {
 public:
-    Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options, Plan& plan);
+    Builder(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanOptions& options,
+            Plan& plan);
 
     [[nodiscard]] const VolumeMap& volume() const { return volume_; }
     [[nodiscard]] const PlanOptions& options() const { return options_; }
@@ -88,12 +89,17 @@ public:
     /// Whether moving `clusters` more would pass --max-moved.
     [[nodiscard]] bool over_moved_budget(std::int64_t clusters) const;
     /// Why writing [lcn, lcn + clusters) would pass --max-growth, nullopt when it fits.
-    [[nodiscard]] std::optional<std::string> over_growth_budget(std::int64_t lcn, std::int64_t clusters) const;
+    [[nodiscard]] std::optional<std::string> over_growth_budget(std::int64_t lcn,
+                                                                std::int64_t clusters) const;
     [[nodiscard]] std::string moved_budget_reason() const;
 
     /// Moves the whole stream to [destination, destination + allocated clusters): one move
     /// per piece, pieces laid end to end in VCN order. Records the growth and the bytes.
     void move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination);
+    /// Moves `clusters` clusters of the stream from VCN `vcn` (at LCN `from`, contiguous) to
+    /// `destination`: one move. Records the growth and the bytes.
+    void move_part(const Stream& stream, std::int64_t vcn, std::int64_t from, std::int64_t destination,
+                   std::int64_t clusters);
     void skip(const Stream& stream, std::string reason);
 
 private:
@@ -121,7 +127,7 @@ inline constexpr std::uint64_t kProgressEvery = 4096;
 /// The streams the moves from index `from` on belong to (runs of consecutive moves of one
 /// stream, each once), for strategies that cut their plan: (mft_record, stream label).
 [[nodiscard]] std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<Move>& moves,
-                                                                           std::size_t from);
+                                                                            std::size_t from);
 
 /// Byte counts in reasons and notes: "12582912 bytes" (exact, so tests and scripts can parse it).
 [[nodiscard]] std::string bytes_text(std::uint64_t bytes);

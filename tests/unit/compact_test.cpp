@@ -14,11 +14,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/apply/sparsify.hpp"
+#include "core/apply/verify.hpp"
 #include "core/error.hpp"
 #include "core/image/unique_fd.hpp"
 #include "pipeline/compact.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
+#include "support/hand_volume.hpp"
 #include "support/qemu_tools.hpp"
 #include "support/tsk_oracle.hpp"
 
@@ -243,4 +245,36 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     CHECK(byte == 0);
     REQUIRE(::pread(fd.get(), &byte, 1, 3 * 4096 + 1000) == 1);
     CHECK(byte == 'a');
+}
+
+TEST_CASE(
+    "the prediction adopts an attribute list libntfs-3g grew for a longer runlist, only on free clusters",
+    "[compact][apply]") {
+    // File 70 moved in parts: its runlist no longer fits its record, so libntfs-3g gave it
+    // a non-resident $ATTRIBUTE_LIST in cluster 9, which the plan left free.
+    VolumeMap predicted = test::empty_volume(16);
+    predicted.free.add(test::r(8, 16));
+    predicted.streams.push_back(test::stream(70, {{0, 0, 2}, {2, 4, 2}}));
+    VolumeMap actual = predicted;
+    Stream list = test::stream(70, {{0, 9, 1}});
+    list.type = static_cast<std::uint32_t>(AttrType::AttributeList);
+    actual.streams.insert(actual.streams.begin(), list);
+    actual.free.subtract(test::r(9, 10));
+
+    VolumeMap adopted = predicted;
+    const AttributeListChanges changes = adopt_attribute_list_changes(adopted, actual, {70});
+    CHECK(changes.taken == 1);
+    CHECK(changes.freed == 0);
+    CHECK_FALSE(allocation_difference(adopted, actual));
+    // Not for a file that did not move, nor on clusters the plan had given to something.
+    VolumeMap other = predicted;
+    CHECK(adopt_attribute_list_changes(other, actual, {71}).taken == 0);
+    CHECK(allocation_difference(other, actual));
+    VolumeMap taken = predicted;
+    taken.free.subtract(test::r(9, 10));
+    CHECK(adopt_attribute_list_changes(taken, actual, {70}).taken == 0);
+    // And the shrink the other way round: the list goes, its cluster is free again.
+    VolumeMap back = actual;
+    CHECK(adopt_attribute_list_changes(back, predicted, {70}).freed == 1);
+    CHECK_FALSE(allocation_difference(back, predicted));
 }

@@ -59,11 +59,13 @@ TEST_CASE("defrag: best fit outside the MFT zone, the zone only as a last resort
     CHECK(p.notes.empty());
     REQUIRE(p.skipped.size() == 1);
     CHECK(p.skipped[0].mft_record == 66);
-    CHECK(p.skipped[0].reason == "only the largest free extent has room for its 4 clusters, and defrag does not make "
-                                 "it smaller");
+    CHECK(p.skipped[0].reason ==
+          "only the largest free extent has room for its 4 clusters, and defrag does not make "
+          "it smaller");
     CHECK(p.summary.fragmented_streams_after == 1);
     CHECK(p.summary.moved_bytes == 10 * 4096);
-    CHECK(*p.summary.free_space_fragmentation_percent_after <= *p.summary.free_space_fragmentation_percent_before);
+    CHECK(*p.summary.free_space_fragmentation_percent_after <=
+          *p.summary.free_space_fragmentation_percent_before);
 
     // With nothing outside the zone, the zone is used and the plan says so. Zone 0-39: A goes
     // to the smaller zone extent 0-9 (0-7), and the largest free extent, 25-39, stays. Then C
@@ -190,4 +192,34 @@ TEST_CASE("shrink moves streams out of the sparsest granule into room in used on
     CHECK(p.summary.reclaimable_bytes_after == 128 << 10);
     CHECK(p.summary.thin_growth_bytes == 0);
     CHECK(p.notes[0] == "1 granules of 65536 bytes emptied");
+}
+
+TEST_CASE("shrink with split streams empties a granule part by part, over several holes", "[plan][shrink]") {
+    // Granules of 16 clusters. g0: A 0-13, free 14-15. g1: B 16-29, free 30-31. g2: C's
+    // VCNs 0-3 at 32-35, free 36-47. g3: C's VCNs 4-19 at 48-63. g4: free. C (20 clusters)
+    // is larger than a granule and A and B fit in no room outside their own: whole streams
+    // empty nothing.
+    VolumeMap v = empty_volume(80);
+    v.free.add(r(14, 16));
+    v.free.add(r(30, 32));
+    v.free.add(r(36, 48));
+    v.free.add(r(64, 80));
+    v.streams.push_back(stream(64, {{0, 0, 14}}));
+    v.streams.push_back(stream(65, {{0, 16, 14}}));
+    v.streams.push_back(stream(66, {{0, 32, 4}, {4, 48, 16}}));
+    PlanOptions options;
+    options.strategy = Strategy::Shrink;
+    const auto layers = top_layer(64 << 10, 80 * 4096);
+    CHECK(plan(v, layers, options).moves.empty());
+
+    // With parts: g2, the sparsest (4 used), sends C's 4 clusters to the two 2-cluster holes
+    // of g0 and g1 (its own free clusters and the empty g4 are no room). g0 and g1 then
+    // received data; g3's 16 clusters find no room left, which ends the step.
+    options.split_streams = true;
+    const Plan p = plan(v, layers, options);
+    REQUIRE(p.moves == std::vector<Move>{{66, "$DATA", 0, 32, 14, 2}, {66, "$DATA", 2, 34, 30, 2}});
+    CHECK(p.summary.reclaimable_bytes_before == 64 << 10);
+    CHECK(p.summary.reclaimable_bytes_after == 128 << 10);
+    CHECK(p.notes[0] == "1 granules of 65536 bytes emptied");
+    CHECK(p.notes[1] == "1 of them by moving the parts of streams lying in them");
 }
