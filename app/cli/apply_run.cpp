@@ -18,6 +18,21 @@ using Json = nlohmann::ordered_json;
 
 }  // namespace
 
+nlohmann::ordered_json verification_json(const ApplyVerification& v) {
+    return {
+        {"passed", true},
+        {"streams_hashed", v.streams_hashed},
+        {"allocation_matches_plan", true},
+        {"bitmap_matches_runlists", true},
+        {"mft_mirror_matches", true},
+        {"records", {{"changed", v.records_changed}, {"freed", v.records_freed}, {"added", v.records_added}}},
+        {"attribute_list_clusters_freed", v.attribute_list_clusters_freed},
+        {"attribute_list_clusters_taken", v.attribute_list_clusters_taken},
+        {"fragments_before", v.fragments_before},
+        {"fragments_predicted", v.fragments_predicted},
+        {"fragments_after", v.fragments_after}};
+}
+
 nlohmann::ordered_json apply_json(const ApplyResult& r) {
     Json doc;
     doc["schema"] = "guestfrag.apply.v1";
@@ -40,20 +55,7 @@ nlohmann::ordered_json apply_json(const ApplyResult& r) {
         {"disk", r.disk_bytes_written}, {"moved", r.moves.bytes_copied}, {"file", r.output_file_bytes}};
     doc["seconds"] = r.seconds;
     if (r.verification) {
-        const ApplyVerification& v = *r.verification;
-        doc["verification"] = {
-            {"passed", true},
-            {"streams_hashed", v.streams_hashed},
-            {"allocation_matches_plan", true},
-            {"bitmap_matches_runlists", true},
-            {"mft_mirror_matches", true},
-            {"records",
-             {{"changed", v.records_changed}, {"freed", v.records_freed}, {"added", v.records_added}}},
-            {"attribute_list_clusters_freed", v.attribute_list_clusters_freed},
-            {"attribute_list_clusters_taken", v.attribute_list_clusters_taken},
-            {"fragments_before", v.fragments_before},
-            {"fragments_predicted", v.fragments_predicted},
-            {"fragments_after", v.fragments_after}};
+        doc["verification"] = verification_json(*r.verification);
     } else {
         doc["verification"] = nullptr;
     }
@@ -94,19 +96,15 @@ ApplyOutputFormat output_format(const std::string& text) {
                                                                 : ApplyOutputFormat::Raw;
 }
 
-ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
-                      const ApplyOptions& options) {
-    ApplyResult result;
+void run_writing(const std::string& image, const char* what, const std::vector<std::string>& warnings,
+                 const std::function<void(const Progress&)>& work) {
     {
-        ProgressMeter meter("applying");
+        ProgressMeter meter(what);
         Progress progress = meter.progress();
         const StopOnSignal interrupt;
         progress.stop = interrupt.token();
         try {
-            on_behalf_of(image, [&] {
-                result =
-                    apply_to_copy(image, open_options(image_options), std::move(plan), options, progress);
-            });
+            on_behalf_of(image, [&] { work(progress); });
         } catch (const Failure&) {
             if (interrupt.signal() != 0)
                 throw Failure(image, "interrupted: no output was written", kInterrupted);
@@ -114,7 +112,15 @@ ApplyResult run_apply(const std::string& image, const ImageOptions& image_option
         }
     }
     // As analyze shows them: what is wrong with the input's files although they could be read.
-    for (const std::string& warning : result.warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
+    for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
+}
+
+ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
+                      const ApplyOptions& options) {
+    ApplyResult result;
+    run_writing(image, "applying", result.warnings, [&](const Progress& progress) {
+        result = apply_to_copy(image, open_options(image_options), std::move(plan), options, progress);
+    });
     return result;
 }
 

@@ -3,8 +3,10 @@
 // it did (docs/apply.md): written once for every command that applies.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,16 @@ namespace guestfrag::cli {
 
 /// The guestfrag.apply.v1 document of `result`.
 [[nodiscard]] nlohmann::ordered_json apply_json(const ApplyResult& result);
+
+/// The `verification` object of guestfrag.apply.v1 and guestfrag.compact.v1.
+[[nodiscard]] nlohmann::ordered_json verification_json(const ApplyVerification& v);
+
+/// Runs `work` (a use case that writes a new disk from `image`) with a progress meter named
+/// `what`, stopping cleanly on SIGINT or SIGTERM (Failure "interrupted: no output was
+/// written", exit 130), then prints the `warnings` it filled (the input's layer warnings)
+/// to stderr as analyze does. Errors are Failures on behalf of `image` (exit 2).
+void run_writing(const std::string& image, const char* what, const std::vector<std::string>& warnings,
+                 const std::function<void(const Progress&)>& work);
 
 /// The text summary: moves done and bytes, one line per skip reason, the verification.
 void print_apply(std::ostream& out, const ApplyResult& result);

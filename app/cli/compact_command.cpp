@@ -7,13 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
-#include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
-#include "app/cli/stop_on_signal.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "pipeline/compact.hpp"
 #include "pipeline/sizes.hpp"
@@ -51,17 +50,7 @@ Json compact_json(const CompactResult& r) {
                        {"free_bytes_left_out", v.free_bytes},
                        {"notes", v.plan.notes}};
         if (v.verification) {
-            const ApplyVerification& p = *v.verification;
-            volume["verification"] = {
-                {"passed", true},
-                {"streams_hashed", p.streams_hashed},
-                {"allocation_matches_plan", true},
-                {"bitmap_matches_runlists", true},
-                {"mft_mirror_matches", true},
-                {"records",
-                 {{"changed", p.records_changed}, {"freed", p.records_freed}, {"added", p.records_added}}},
-                {"attribute_list_clusters_freed", p.attribute_list_clusters_freed},
-                {"attribute_list_clusters_taken", p.attribute_list_clusters_taken}};
+            volume["verification"] = verification_json(*v.verification);
         } else {
             volume["verification"] = nullptr;
         }
@@ -149,24 +138,9 @@ void add_compact_command(CLI::App& app) {
         RateLimiter limiter(rate_option(opts->rate));
         options.limiter = &limiter;
         CompactResult result;
-        {
-            ProgressMeter meter("compacting");
-            Progress progress = meter.progress();
-            const StopOnSignal interrupt;
-            progress.stop = interrupt.token();
-            try {
-                on_behalf_of(opts->image, [&] {
-                    result =
-                        compact_to_copy(opts->image, open_options(opts->image_options), options, progress);
-                });
-            } catch (const Failure&) {
-                if (interrupt.signal() != 0)
-                    throw Failure(opts->image, "interrupted: no output was written", kInterrupted);
-                throw;
-            }
-        }
-        for (const std::string& warning : result.warnings)
-            std::cerr << "guestfrag: warning: " << warning << '\n';
+        run_writing(opts->image, "compacting", result.warnings, [&](const Progress& progress) {
+            result = compact_to_copy(opts->image, open_options(opts->image_options), options, progress);
+        });
         if (opts->json)
             std::cout << compact_json(result).dump(2) << '\n';
         else
