@@ -5,9 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -112,6 +116,10 @@ TEST_CASE("compact writes a raw disk that stores no NTFS-free cluster and the sa
     const fs::path packed = dir / "packed.raw";
     const Json doc = compact({"--granule", "64K"}, image, packed);
     CHECK(test::file_fingerprint(image) == before);  // the input is only read
+    // The output gets the mode a new file gets under the umask, as cp's copies do.
+    const mode_t mask = ::umask(022);
+    ::umask(mask);
+    CHECK(static_cast<mode_t>(fs::status(packed).permissions()) == (0666 & ~mask));
 
     for (const fs::path& out : {sparse, packed}) {
         INFO(out);
@@ -277,4 +285,43 @@ TEST_CASE(
     VolumeMap back = actual;
     CHECK(adopt_attribute_list_changes(back, predicted, {70}).freed == 1);
     CHECK_FALSE(allocation_difference(back, predicted));
+}
+
+TEST_CASE("compact: SIGINT during the copy exits 130 and leaves nothing beside the output", "[compact]") {
+    const fs::path image = compact_image();
+    test::WorkDir dir("compact-sigint");
+    const fs::path out = dir / "out.qcow2";
+    const fs::path err = dir / "err.txt";
+    // 1 MiB/s: the copy of some 30 MiB is still at work when the signal comes.
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || ::dup2(fd, 2) < 0) ::_exit(127);
+        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "compact", image.c_str(), "-o", out.c_str(), "--output-format",
+                "qcow2", "--rate", "1MiB/s", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // Wait (no timing asserted) until the temporary raw disk beside OUT exists.
+    const std::string prefix = "." + out.filename().string() + ".";
+    bool begun = false;
+    int status = 0;
+    while (!begun && ::waitpid(pid, &status, WNOHANG) == 0) {
+        for (const auto& entry : fs::directory_iterator(dir.path()))
+            begun = begun || entry.path().filename().string().starts_with(prefix);
+        if (!begun) ::usleep(200);
+    }
+    REQUIRE(begun);
+    REQUIRE(::kill(pid, SIGINT) == 0);
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    std::ifstream text(err);
+    const std::string message((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
+    INFO(message);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 130);
+    CHECK(message.find("interrupted: no output was written") != std::string::npos);
+    std::vector<std::string> left;
+    for (const auto& entry : fs::directory_iterator(dir.path()))
+        left.push_back(entry.path().filename().string());
+    CHECK(left == std::vector<std::string>{"err.txt"});
 }
