@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzers/layer_usage.hpp"
 #include "core/apply/disk_copy.hpp"
 #include "core/apply/sparsify.hpp"
 #include "core/apply/volume_checks.hpp"
@@ -45,16 +46,6 @@ constexpr std::array<FormatInfo, 4> kFormats{{
 }};
 
 bool power_of_two(std::uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
-
-/// The virtual-disk bytes of a volume's free clusters.
-ByteSet free_bytes(const VolumeMap& map) {
-    ByteSet out;
-    for (const auto& f : map.free)
-        out += ByteSet::interval_type::right_open(
-            map.partition_offset + static_cast<std::uint64_t>(f.lower()) * map.cluster_size,
-            map.partition_offset + static_cast<std::uint64_t>(f.upper()) * map.cluster_size);
-    return out;
-}
 
 /// The virtual-disk bytes the moves of `plan` write on `map`'s volume.
 ByteSet destination_bytes(const VolumeMap& map, const Plan& plan) {
@@ -292,8 +283,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     ByteSet free_after;
     ByteSet written = stored;
     for (std::size_t i = 0; i < planned.size(); ++i) {
-        free_before += free_bytes(analysis.volumes[i].map);
-        free_after += free_bytes(*planned[i].after);
+        free_before += free_bytes_on_disk(analysis.volumes[i].map);
+        free_after += free_bytes_on_disk(*planned[i].after);
         written += destination_bytes(analysis.volumes[i].map, planned[i].plan);
     }
     result.granules_input = granules(stored, result.granule);
@@ -332,7 +323,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     ByteSet volumes_bytes;
     const auto sparsify_volume = [&](std::size_t i, const VolumeMap& after) {
         begin(options, CompactStep::Sparsify);
-        const ByteSet free = free_bytes(after);
+        const ByteSet free = free_bytes_on_disk(after);
         discard_stored(disk_file.fd(), disk_file.path(), size, free, holes);
         const ByteSet window(
             ByteSet::interval_type::right_open(windows[i].offset, windows[i].offset + windows[i].length));

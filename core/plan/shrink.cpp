@@ -274,8 +274,11 @@ void plan_shrink(Builder& builder, const Progress& progress) {
             }
             state[g] = State::Source;
             const ClusterSet withdrawn = pool.take_all_in(lo, hi);
-            std::vector<Owned> placed;  // lo: source, hi: destination, vcn, stream
-            std::vector<std::int64_t> sizes;
+            struct Placed {
+                std::size_t stream;
+                std::int64_t vcn, from, to, clusters;
+            };
+            std::vector<Placed> placed;
             bool fits = true;
             for (const Owned& part : parts) {
                 for (std::int64_t at = part.lo; fits && at < part.hi;) {
@@ -286,26 +289,23 @@ void plan_shrink(Builder& builder, const Progress& progress) {
                         break;
                     }
                     pool.take(fit->lcn, fit->lcn + want);
-                    placed.push_back({at, fit->lcn, part.stream, part.vcn + (at - part.lo)});
-                    sizes.push_back(want);
+                    placed.push_back({part.stream, part.vcn + (at - part.lo), at, fit->lcn, want});
                     at += want;
                 }
                 if (!fits) break;
             }
             if (!fits) {
-                for (std::size_t i = 0; i < placed.size(); ++i)
-                    pool.give(placed[i].hi, placed[i].hi + sizes[i]);
+                for (const Placed& p : placed) pool.give(p.to, p.to + p.clusters);
                 for (const auto& i : withdrawn) pool.give(first_cluster(i), end_cluster(i));
                 state[g] = State::Target;
                 ++no_room;
                 break;
             }
-            for (std::size_t i = 0; i < placed.size(); ++i) {
-                const Owned& p = placed[i];
-                builder.move_part(streams[p.stream], p.vcn, p.lo, p.hi, sizes[i]);
-                add_used(p.hi, p.hi + sizes[i], +1);
-                add_used(p.lo, p.lo + sizes[i], -1);
-                const auto [a, b] = grid.touched(p.hi, p.hi + sizes[i]);
+            for (const Placed& p : placed) {
+                builder.move_part(streams[p.stream], p.vcn, p.from, p.to, p.clusters);
+                add_used(p.to, p.to + p.clusters, +1);
+                add_used(p.from, p.from + p.clusters, -1);
+                const auto [a, b] = grid.touched(p.to, p.to + p.clusters);
                 for (std::size_t j = a; j <= b; ++j) received[j] = true;
             }
             state[g] = State::Empty;

@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
-#include <atomic>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,6 +34,31 @@ std::string slurp(const fs::path& path) {
 }
 
 }  // namespace
+
+int start_cli_until_begun(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+    std::vector<std::string> argv{GUESTFRAG_CLI};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> pointers;
+    for (std::string& a : argv) pointers.push_back(a.data());
+    pointers.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (fd < 0 || null < 0 || ::dup2(fd, 2) < 0 || ::dup2(null, 1) < 0) ::_exit(127);
+        ::execv(GUESTFRAG_CLI, pointers.data());
+        ::_exit(127);
+    }
+    const std::string prefix = "." + out.filename().string() + ".";
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) == 0) {
+        for (const auto& entry : fs::directory_iterator(out.parent_path()))
+            if (entry.path().filename().string().starts_with(prefix)) return pid;
+        ::usleep(200);
+    }
+    throw std::runtime_error("guestfrag ended before its work began");
+}
 
 CommandResult run(const std::vector<std::string>& argv) {
     // Output goes through files rather than pipes so a chatty child can never deadlock us.
@@ -65,9 +90,7 @@ CommandResult run(const std::vector<std::string>& argv) {
     return result;
 }
 
-bool have_tool(const std::string& name) {
-    return run({"sh", "-c", "command -v " + name}).status == 0;
-}
+bool have_tool(const std::string& name) { return run({"sh", "-c", "command -v " + name}).status == 0; }
 
 CommandResult run_cli(const std::vector<std::string>& args) {
     std::vector<std::string> argv{GUESTFRAG_CLI};
@@ -94,8 +117,7 @@ CommandResult run_cli_measured(const std::vector<std::string>& args) {
     return result;
 }
 
-WorkDir::WorkDir(const std::string& name)
-    : path_(scratch_dir() / (name + "." + std::to_string(::getpid()))) {
+WorkDir::WorkDir(const std::string& name) : path_(scratch_dir() / (name + "." + std::to_string(::getpid()))) {
     fs::remove_all(path_);
     fs::create_directories(path_);
 }

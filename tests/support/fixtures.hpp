@@ -59,6 +59,13 @@ void require_tools(std::initializer_list<std::string_view> tools);
 /// Runs the guestfrag CLI built with this tree.
 CommandResult run_cli(const std::vector<std::string>& args);
 
+/// Starts the guestfrag CLI with `args` (standard output to /dev/null, standard error into
+/// `err`) and returns its pid once a temporary output of `out` (".OUT.…") exists beside
+/// `out`: the work has begun and a test may signal it. No timing is asserted; the poll only
+/// waits for that moment. Throws std::runtime_error when it ends before.
+int start_cli_until_begun(const std::vector<std::string>& args, const std::filesystem::path& out,
+                          const std::filesystem::path& err);
+
 /// run_cli, also measuring the guestfrag process's own peak resident set size (through GNU
 /// time, a build dependency: a child spawned straight from this process would start its
 /// ru_maxrss from this process's size, which under ASan is hundreds of MB).

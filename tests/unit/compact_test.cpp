@@ -293,25 +293,10 @@ TEST_CASE("compact: SIGINT during the copy exits 130 and leaves nothing beside t
     const fs::path out = dir / "out.qcow2";
     const fs::path err = dir / "err.txt";
     // 1 MiB/s: the copy of some 30 MiB is still at work when the signal comes.
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0 || ::dup2(fd, 2) < 0) ::_exit(127);
-        ::execl(GUESTFRAG_CLI, GUESTFRAG_CLI, "compact", image.c_str(), "-o", out.c_str(), "--output-format",
-                "qcow2", "--rate", "1MiB/s", static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    // Wait (no timing asserted) until the temporary raw disk beside OUT exists.
-    const std::string prefix = "." + out.filename().string() + ".";
-    bool begun = false;
+    const pid_t pid = test::start_cli_until_begun(
+        {"compact", image.string(), "-o", out.string(), "--output-format", "qcow2", "--rate", "1MiB/s"}, out,
+        err);
     int status = 0;
-    while (!begun && ::waitpid(pid, &status, WNOHANG) == 0) {
-        for (const auto& entry : fs::directory_iterator(dir.path()))
-            begun = begun || entry.path().filename().string().starts_with(prefix);
-        if (!begun) ::usleep(200);
-    }
-    REQUIRE(begun);
     REQUIRE(::kill(pid, SIGINT) == 0);
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     std::ifstream text(err);
