@@ -35,7 +35,8 @@ std::string slurp(const fs::path& path) {
 
 }  // namespace
 
-int start_cli_until_begun(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+int start_cli_until(const std::vector<std::string>& args, const fs::path& err,
+                    const std::function<bool()>& begun) {
     std::vector<std::string> argv{GUESTFRAG_CLI};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> pointers;
@@ -50,14 +51,21 @@ int start_cli_until_begun(const std::vector<std::string>& args, const fs::path& 
         ::execv(GUESTFRAG_CLI, pointers.data());
         ::_exit(127);
     }
-    const std::string prefix = "." + out.filename().string() + ".";
     int status = 0;
     while (::waitpid(pid, &status, WNOHANG) == 0) {
-        for (const auto& entry : fs::directory_iterator(out.parent_path()))
-            if (entry.path().filename().string().starts_with(prefix)) return pid;
+        if (begun()) return pid;
         ::usleep(200);
     }
     throw std::runtime_error("guestfrag ended before its work began");
+}
+
+int start_cli_until_begun(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+    const std::string prefix = "." + out.filename().string() + ".";
+    return start_cli_until(args, err, [&] {
+        for (const auto& entry : fs::directory_iterator(out.parent_path()))
+            if (entry.path().filename().string().starts_with(prefix)) return true;
+        return false;
+    });
 }
 
 CommandResult run(const std::vector<std::string>& argv) {
@@ -98,7 +106,10 @@ CommandResult run_cli(const std::vector<std::string>& args) {
     return run(argv);
 }
 
-CommandResult run_cli_measured(const std::vector<std::string>& args) {
+namespace {
+
+/// run_cli, with the process's peak resident set size.
+CommandResult run_cli_peak(const std::vector<std::string>& args) {
     // Linux starts a process's ru_maxrss from the address space it replaced at exec; GNU time
     // forks the command from its own small image, so what it reports is the command's own.
     const fs::path time_tool = "/usr/bin/time";
@@ -114,6 +125,30 @@ CommandResult run_cli_measured(const std::vector<std::string>& args) {
     fs::remove(report);
     for (std::string line; std::getline(lines, line);)
         if (!line.empty()) result.peak_rss_kib = std::stol(line.substr(line.find_last_of(' ') + 1));
+    return result;
+}
+
+/// The CLI's own footprint, measured once per test process on an analysis it refuses at its
+/// first read (an empty file): the program itself (its code and libraries as loaded, and
+/// under AddressSanitizer its runtime), which grows with the binary, not with any input.
+long cli_own_rss_kib() {
+    static const long own = [] {
+        const fs::path empty = scratch_dir() / ("empty." + std::to_string(getpid()) + ".img");
+        std::ofstream{empty};
+        const CommandResult r = run_cli_peak({"analyze", empty.string()});
+        fs::remove(empty);
+        if (r.status != 2 || r.peak_rss_kib <= 0)
+            throw std::runtime_error("cannot measure the CLI's own footprint: " + r.err);
+        return r.peak_rss_kib;
+    }();
+    return own;
+}
+
+}  // namespace
+
+CommandResult run_cli_measured(const std::vector<std::string>& args) {
+    CommandResult result = run_cli_peak(args);
+    result.input_rss_kib = result.peak_rss_kib - cli_own_rss_kib();
     return result;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ struct CommandResult {
     std::string err;
     /// The command's peak resident set size in KiB; run_cli_measured only.
     long peak_rss_kib = 0;
+    /// Of it, what the input added: peak_rss_kib less the CLI's own footprint (its peak on an
+    /// empty file, which grows with the binary and under ASan its runtime); run_cli_measured only.
+    long input_rss_kib = 0;
 };
 
 /// Runs argv[0] (looked up in PATH) with the given arguments, no shell, capturing output.
@@ -65,6 +69,9 @@ CommandResult run_cli(const std::vector<std::string>& args);
 /// waits for that moment. Throws std::runtime_error when it ends before.
 int start_cli_until_begun(const std::vector<std::string>& args, const std::filesystem::path& out,
                           const std::filesystem::path& err);
+/// The same, returning once `begun()` says so (polled while the CLI runs).
+int start_cli_until(const std::vector<std::string>& args, const std::filesystem::path& err,
+                    const std::function<bool()>& begun);
 
 /// run_cli, also measuring the guestfrag process's own peak resident set size (through GNU
 /// time, a build dependency: a child spawned straight from this process would start its
