@@ -76,6 +76,58 @@ void apply_plan_of(const std::string& path, Plan plan, const JobOptions::Apply& 
     record.ok = true;
 }
 
+/// Compacts the image at `path` as `options` say into `record.output` and records what the
+/// compaction did. Errors propagate (the caller records them).
+void compact_image(const std::string& path, const JobOptions::Compact& options, RateLimiter& limiter,
+                   const std::stop_token& stop, CompactRecord& record) {
+    CompactOptions compact = options.options;
+    compact.output = record.output;
+    compact.replace = false;  // as an apply's: an earlier run's output stays as it is
+    compact.limiter = &limiter;
+    const CompactResult r = compact_to_copy(path, {}, compact, Progress{{}, stop});
+    record.granule = r.granule;
+    record.packed = r.packed;
+    record.volumes = r.volumes.size();
+    record.verified = compact.verify;
+    for (const CompactVolume& v : r.volumes) {
+        record.moves_planned += v.plan.moves.size();
+        record.moves_done += v.moves.done.size();
+        record.moves_skipped += v.moves.skipped.size();
+        record.bytes_moved += v.moves.bytes_copied;
+        if (v.verification) record.streams_hashed += v.verification->streams_hashed;
+    }
+    record.granules_input = r.granules_input;
+    record.granules_sparsified = r.granules_sparsified;
+    record.granules_packed = r.granules_packed;
+    record.granules_output = r.granules_output;
+    record.host_bytes_input = r.host_bytes_input;
+    record.host_bytes_output = r.host_bytes_output;
+    record.data_bytes_output = r.data_bytes_output;
+    record.output_file_bytes = r.output_file_bytes;
+    record.seconds = r.seconds;
+    record.ok = true;
+}
+
+/// Runs `work`, which writes a new image from the analysed one and sets `record.ok`; when it
+/// fails, `record` keeps the reason and the image fails as "WHAT: REASON" with its analysis
+/// kept. A cancellation propagates: nothing is to be recorded.
+template <typename Record, typename Work>
+void record_outcome(ImageResult& result, Record& record, const char* what, const char* doing,
+                    const std::stop_token& stop, Work&& work) {
+    try {
+        work();
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Cancelled || stop.stop_requested()) throw;
+        record.error = e.what();
+    } catch (const std::bad_alloc&) {
+        record.error = std::string("out of memory while ") + doing;
+    }
+    if (!record.ok) {
+        result.ok = false;
+        result.error = std::string(what) + ": " + record.error;
+    }
+}
+
 }  // namespace
 
 ImageResult run_image_job(const std::string& path, const JobOptions& options, RateLimiter& limiter,
@@ -108,7 +160,7 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
             ApplyRecord& record = result.apply.emplace();
             record.output = options.apply->outputs.at(path);
             record.output_format = output_format_name(options.apply->format);
-            try {
+            record_outcome(result, record, "apply", "applying", stop, [&] {
                 // A plan is one volume's; an apply writes a whole disk, so two volumes' plans
                 // would need two applies, one over the other's output.
                 if (plans.size() != 1)
@@ -118,16 +170,14 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
                                                     " NTFS volumes: apply each one's plan with guestfrag apply");
                 record.partition = plans.front().identity.partition;
                 apply_plan_of(path, std::move(plans.front()), *options.apply, limiter, stop, record);
-            } catch (const Error& e) {
-                if (e.kind() == ErrorKind::Cancelled || stop.stop_requested()) throw;
-                record.error = e.what();
-            } catch (const std::bad_alloc&) {
-                record.error = "out of memory while applying";
-            }
-            if (!record.ok) {
-                result.ok = false;
-                result.error = "apply: " + record.error;
-            }
+            });
+        }
+        if (options.compact) {
+            CompactRecord& record = result.compact.emplace();
+            record.output = options.compact->outputs.at(path);
+            record.output_format = compact_format_name(options.compact->options.format);
+            record_outcome(result, record, "compact", "compacting", stop,
+                           [&] { compact_image(path, *options.compact, limiter, stop, record); });
         }
     } catch (const Error& e) {
         if (e.kind() == ErrorKind::Cancelled || stop.stop_requested()) throw Error(ErrorKind::Cancelled, "interrupted");
@@ -135,11 +185,13 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
         result.error = e.what();
         result.volumes.clear();
         result.apply.reset();
+        result.compact.reset();
     } catch (const std::bad_alloc&) {
         result.ok = false;
         result.error = "out of memory while reading image structures";
         result.volumes.clear();
         result.apply.reset();
+        result.compact.reset();
     }
     if (throttled) result.bytes_read = throttled->bytes_read();
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -10,6 +10,7 @@
 #include "core/io/rate_limiter.hpp"
 #include "core/plan/planner.hpp"
 #include "pipeline/apply.hpp"
+#include "pipeline/compact.hpp"
 
 namespace guestfrag::batch {
 
@@ -24,12 +25,18 @@ struct JobOptions {
     std::optional<PlacementOrder> order;
     /// With `batch --apply-to`: carry the plan out into a new disk (implies `plan`).
     struct Apply {
-        std::map<std::string, std::string> outputs;  ///< image path → output path (apply_outputs)
+        std::map<std::string, std::string> outputs;  ///< image path → output path (output_paths)
         ApplyOutputFormat format = ApplyOutputFormat::Raw;
         bool verify = true;
         bool allow_vss = false;
     };
     std::optional<Apply> apply;
+    /// With `batch --compact-to`: write a compacted copy of the image (docs/compact.md).
+    struct Compact {
+        std::map<std::string, std::string> outputs;  ///< image path → output path (output_paths)
+        CompactOptions options;  ///< all but the output and the limiter, which are each job's
+    };
+    std::optional<Compact> compact;  ///< never together with `apply`
 };
 
 /// Analyses (and optionally plans) the image at `path`, reading it through `limiter`.
@@ -37,7 +44,10 @@ struct JobOptions {
 /// `options.apply->outputs.at(path)` with apply_to_copy (never replacing an existing file;
 /// every byte it copies takes its tokens from `limiter` too) and records what it did; an
 /// image without exactly one NTFS volume, or whose apply is refused or fails, is a failed
-/// image (its figures kept, the error "apply: REASON"). `path` must be in the outputs.
+/// image (its figures kept, the error "apply: REASON"). With `options.compact`, compacts
+/// the image into `options.compact->outputs.at(path)` with compact_to_copy (never replacing
+/// a file; its copying and moving take tokens from `limiter`); a refused or failed
+/// compaction fails the image the same way ("compact: REASON"). `path` must be in the outputs.
 /// Never throws for a bad image: the result says ok = false with the one-line reason.
 /// Throws Error(Cancelled) when `stop` is requested mid-way (nothing is to be recorded).
 [[nodiscard]] ImageResult run_image_job(const std::string& path, const JobOptions& options, RateLimiter& limiter,

@@ -39,8 +39,8 @@ std::uint64_t path_hash(const std::string& path) {
 
 bool in_shard(const std::string& path, const Shard& shard) { return path_hash(path) % shard.count == shard.index - 1; }
 
-std::map<std::string, std::string> apply_outputs(const std::vector<std::string>& images, const std::string& directory,
-                                                 const std::string& extension) {
+std::map<std::string, std::string> output_paths(const std::vector<std::string>& images,
+                                                const std::string& directory, const std::string& extension) {
     std::map<std::string, unsigned> stems;
     for (const std::string& image : images) ++stems[fs::path(image).stem().string()];
     std::map<std::string, std::string> out;

@@ -26,17 +26,17 @@ struct Shard {
 /// its K covers every image exactly once.
 [[nodiscard]] bool in_shard(const std::string& path, const Shard& shard);
 
-/// Where `batch --apply-to` writes each image's result: `directory`/NAME.`extension`, NAME
+/// Where `batch --apply-to` and `--compact-to` write each image's result: `directory`/NAME.`extension`, NAME
 /// the image's file name without its last extension, and where two images of `images` share
 /// a NAME, each NAME followed by "-" and 8 hex digits of path_hash(image), so that no two
 /// images of the batch write the same file. Depends only on `images`, so every shard of a
 /// batch given the whole list names an image alike.
-[[nodiscard]] std::map<std::string, std::string> apply_outputs(const std::vector<std::string>& images,
-                                                               const std::string& directory,
-                                                               const std::string& extension);
+[[nodiscard]] std::map<std::string, std::string> output_paths(const std::vector<std::string>& images,
+                                                              const std::string& directory,
+                                                              const std::string& extension);
 
 /// Whether `path` lies inside `directory` (both resolved through symbolic links as far as
-/// they exist): the outputs of `batch --apply-to` are not images of the batch.
+/// they exist): the outputs of `batch --apply-to` and `--compact-to` are not images of the batch.
 [[nodiscard]] bool is_inside(const std::string& path, const std::string& directory);
 
 /// Whether a file name looks like a guest disk image a directory scan should take: the

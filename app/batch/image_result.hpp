@@ -75,12 +75,42 @@ struct ApplyRecord {
     }
 };
 
+/// With `batch --compact-to`: what compacting the image did, or why it failed (docs/batch.md,
+/// table `compactions`). Moves and proofs are summed over the disk's NTFS volumes; granules
+/// and host bytes are CompactResult's.
+struct CompactRecord {
+    std::string output;         ///< the file written, or that would have been
+    std::string output_format;  ///< "raw", "qcow2", "vmdk" or "vhdx"
+    bool ok = false;
+    std::string error;          ///< one line, when !ok
+    std::uint64_t granule = 0;  ///< bytes
+    bool packed = true;
+    std::size_t volumes = 0;
+    std::size_t moves_planned = 0;
+    std::size_t moves_done = 0;
+    std::size_t moves_skipped = 0;
+    std::uint64_t bytes_moved = 0;
+    std::uint64_t granules_input = 0;
+    std::uint64_t granules_sparsified = 0;
+    std::uint64_t granules_packed = 0;
+    std::uint64_t granules_output = 0;
+    std::uint64_t host_bytes_input = 0;
+    std::uint64_t host_bytes_output = 0;
+    std::uint64_t data_bytes_output = 0;
+    std::uint64_t output_file_bytes = 0;
+    bool verified = false;             ///< every volume proved (false with --no-verify)
+    std::uint64_t streams_hashed = 0;  ///< over the volumes, when verified
+    double seconds = 0;
+};
+
 /// The outcome of one image of a batch: its figures, or why it failed.
 struct ImageResult {
     std::string path;  ///< absolute
     Fingerprint fingerprint;
     bool ok = false;
-    std::string error;  ///< one line, when !ok ("apply: ..." when the analysis passed and the apply failed)
+    /// One line, when !ok ("apply: ..." or "compact: ..." when the analysis passed and what
+    /// followed it failed)
+    std::string error;
     std::string format;
     std::uint64_t virtual_size = 0;
     int layers = 0;
@@ -91,6 +121,7 @@ struct ImageResult {
     std::uint64_t copy_commands_16m = 0;
     std::vector<VolumeResult> volumes;  ///< also when only the apply failed
     std::optional<ApplyRecord> apply;   ///< with `batch --apply-to`, once the image was analysed
+    std::optional<CompactRecord> compact;  ///< with `batch --compact-to`, once the image was analysed
     std::uint64_t bytes_read = 0;  ///< image bytes read to produce this result
     double seconds = 0;
 };

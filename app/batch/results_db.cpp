@@ -138,6 +138,35 @@ CREATE TABLE apply_skips (
 CREATE INDEX apply_skips_by_image ON apply_skips(image_id);
 )sql";
 
+// Schema 6: what `batch --compact-to` did per image. Keep in step with docs/batch.md.
+constexpr const char* kCompactTable = R"sql(
+CREATE TABLE compactions (
+  image_id            INTEGER PRIMARY KEY REFERENCES images(image_id),
+  output              TEXT NOT NULL,
+  output_format       TEXT NOT NULL CHECK (output_format IN ('raw', 'qcow2', 'vmdk', 'vhdx')),
+  status              TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+  error               TEXT,
+  granule_bytes       INTEGER,
+  packed              INTEGER,
+  volumes             INTEGER,
+  moves_planned       INTEGER,
+  moves_done          INTEGER,
+  moves_skipped       INTEGER,
+  bytes_moved         INTEGER,
+  granules_input      INTEGER,
+  granules_sparsified INTEGER,
+  granules_packed     INTEGER,
+  granules_output     INTEGER,
+  host_bytes_input    INTEGER,
+  host_bytes_output   INTEGER,
+  data_bytes_output   INTEGER,
+  output_file_bytes   INTEGER,
+  verified            INTEGER,
+  streams_hashed      INTEGER,
+  seconds             REAL
+);
+)sql";
+
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
@@ -188,11 +217,15 @@ void upgrade_to_5(Database& db) {
         db.exec(std::string("ALTER TABLE images ADD COLUMN ") + column);
 }
 
+/// Schema 6 adds the compactions table; older images simply have no compaction rows.
+void upgrade_to_6(Database& db) { db.exec(kCompactTable); }
+
 struct UpgradeStep {
     int to;
     void (*run)(Database&);
 };
-constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}};
+constexpr UpgradeStep kUpgrades[] = {
+    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
@@ -219,6 +252,7 @@ void ResultsDb::create_schema() {
     Transaction t(db_);
     db_.exec(kSchema);
     db_.exec(kApplyTables);
+    db_.exec(kCompactTable);
     db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
     t.commit();
 }
@@ -320,8 +354,8 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
         image.bind_null(7);
     else
         image.bind(7, r.error);
-    // An image whose apply failed keeps the figures of its analysis.
-    if (r.ok || r.apply) {
+    // An image whose apply or compaction failed keeps the figures of its analysis.
+    if (r.ok || r.apply || r.compact) {
         image.bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
         image.bind(15, r.copy_commands_4m).bind(16, r.copy_commands_16m);
     } else {
@@ -363,6 +397,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
                 .run();
     }
     if (r.apply) store_apply(image_id, *r.apply);
+    if (r.compact) store_compact(image_id, *r.compact);
     t.commit();
 }
 
@@ -388,6 +423,29 @@ void ResultsDb::store_apply(std::int64_t image_id, const ApplyRecord& a) {
     row.run();
     Statement skip(db_, "INSERT INTO apply_skips VALUES (?, ?, ?)");
     for (const auto& [reason, moves] : a.skipped_by_reason) skip.bind(1, image_id).bind(2, reason).bind(3, moves).run();
+}
+
+void ResultsDb::store_compact(std::int64_t image_id, const CompactRecord& c) {
+    Statement row(db_,
+                  "INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                  "?, ?, ?, ?)");
+    row.bind(1, image_id).bind(2, c.output).bind(3, c.output_format).bind(4, c.ok ? "ok" : "failed");
+    if (!c.ok) {
+        row.bind(5, c.error);
+        for (int column = 6; column <= 23; ++column) row.bind_null(column);
+        row.run();
+        return;
+    }
+    row.bind_null(5).bind(6, c.granule).bind(7, c.packed ? 1 : 0).bind(8, c.volumes);
+    row.bind(9, c.moves_planned).bind(10, c.moves_done).bind(11, c.moves_skipped).bind(12, c.bytes_moved);
+    row.bind(13, c.granules_input).bind(14, c.granules_sparsified).bind(15, c.granules_packed);
+    row.bind(16, c.granules_output).bind(17, c.host_bytes_input).bind(18, c.host_bytes_output);
+    row.bind(19, c.data_bytes_output).bind(20, c.output_file_bytes).bind(21, c.verified ? 1 : 0);
+    if (c.verified)
+        row.bind(22, c.streams_hashed);
+    else
+        row.bind_null(22);
+    row.bind(23, c.seconds).run();
 }
 
 std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optional<int> partition) {
@@ -463,6 +521,12 @@ void ResultsDb::merge_from(const std::string& other) {
                  "fragments_predicted, fragments_after, seconds FROM source.applies ORDER BY image_id");
         db_.exec("INSERT INTO main.apply_skips SELECT image_id + " + images +
                  ", reason, moves FROM source.apply_skips ORDER BY rowid");
+        db_.exec(
+            "INSERT INTO main.compactions SELECT image_id + " + images +
+            ", output, output_format, status, error, granule_bytes, packed, volumes, moves_planned, "
+            "moves_done, moves_skipped, bytes_moved, granules_input, granules_sparsified, granules_packed, "
+            "granules_output, host_bytes_input, host_bytes_output, data_bytes_output, output_file_bytes, "
+            "verified, streams_hashed, seconds FROM source.compactions ORDER BY image_id");
         t.commit();
     } catch (...) {
         db_.exec("DETACH DATABASE source");

@@ -12,7 +12,7 @@
 namespace guestfrag::batch {
 
 /// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -49,8 +49,8 @@ public:
     /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
     /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
     /// runs' owner process and the claims table, schema 4 the applies and apply_skips
-    /// tables, schema 5 the images' copy_commands_*), one step per version, all in one
-    /// transaction. Throws
+    /// tables, schema 5 the images' copy_commands_*, schema 6 the compactions table), one step
+    /// per version, all in one transaction. Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
     /// is not an SQLite database, Error(NotFound/Io) otherwise.
     ResultsDb(const std::string& path, bool create);
@@ -75,8 +75,8 @@ public:
     /// Whether an earlier run analysed the image at `path` successfully with this exact
     /// fingerprint (then the batch skips it).
     [[nodiscard]] bool has_unchanged(const std::string& path, const Fingerprint& fingerprint);
-    /// Stores one image's result (ok or failed, with its apply when there was one) in one
-    /// transaction.
+    /// Stores one image's result (ok or failed, with its apply or compaction when there was
+    /// one) in one transaction.
     void store(std::int64_t run, const ImageResult& result);
 
     /// Every stored result for `path` (and `partition` when given), oldest first; failed
@@ -91,6 +91,7 @@ private:
     void create_schema();
     void upgrade_from(std::int64_t version);
     void store_apply(std::int64_t image_id, const ApplyRecord& apply);
+    void store_compact(std::int64_t image_id, const CompactRecord& compact);
     Database db_;
 };
 

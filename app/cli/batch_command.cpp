@@ -16,6 +16,7 @@
 #include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
+#include "app/cli/compact_run.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
@@ -46,9 +47,8 @@ struct Options {
     std::string shard;
     bool json = false;
     std::optional<std::string> apply_to;
-    std::string output_format = "raw";
-    bool no_verify = false;
-    bool allow_vss = false;
+    std::optional<std::string> compact_to;
+    NewDiskOptions disk;
 };
 
 Json apply_event_json(const batch::ApplyRecord& a) {
@@ -75,6 +75,32 @@ Json apply_event_json(const batch::ApplyRecord& a) {
     return j;
 }
 
+Json compact_event_json(const batch::CompactRecord& c) {
+    Json j = {{"output", c.output}, {"output_format", c.output_format}};
+    if (!c.ok) {
+        j["status"] = "failed";
+        j["error"] = c.error;
+        return j;
+    }
+    j["status"] = "ok";
+    j["granule_bytes"] = c.granule;
+    j["packed"] = c.packed;
+    j["volumes"] = c.volumes;
+    j["moves"] = {{"planned", c.moves_planned}, {"done", c.moves_done}, {"skipped", c.moves_skipped}};
+    j["bytes_moved"] = c.bytes_moved;
+    j["granules"] = {{"input", c.granules_input},
+                     {"sparsified", c.granules_sparsified},
+                     {"packed", c.granules_packed},
+                     {"output", c.granules_output}};
+    j["host_bytes"] = {{"input", c.host_bytes_input}, {"output", c.host_bytes_output}};
+    j["data_bytes_output"] = c.data_bytes_output;
+    j["output_file_bytes"] = c.output_file_bytes;
+    j["verification"] =
+        c.verified ? Json{{"passed", true}, {"streams_hashed", c.streams_hashed}} : Json(nullptr);
+    j["seconds"] = c.seconds;
+    return j;
+}
+
 Json event_json(const BatchEvent& e) {
     if (e.kind == BatchEvent::Kind::Skipped) return {{"path", e.path}, {"status", "skipped"}};
     if (e.kind == BatchEvent::Kind::Busy) return {{"path", e.path}, {"status", "busy"}, {"run", e.holder}};
@@ -82,6 +108,7 @@ Json event_json(const BatchEvent& e) {
     if (!r.ok) {
         Json j = {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
         if (r.apply) j["apply"] = apply_event_json(*r.apply);
+        if (r.compact) j["compact"] = compact_event_json(*r.compact);
         return j;
     }
     Json volumes = Json::array();
@@ -111,6 +138,7 @@ Json event_json(const BatchEvent& e) {
               {"virtual_size", r.virtual_size}, {"volumes", std::move(volumes)}, {"bytes_read", r.bytes_read},
               {"seconds", r.seconds}};
     if (r.apply) j["apply"] = apply_event_json(*r.apply);
+    if (r.compact) j["compact"] = compact_event_json(*r.compact);
     return j;
 }
 
@@ -133,6 +161,11 @@ std::string event_text(const BatchEvent& e) {
             if (a->moves_skipped() != 0) out << " (" << a->moves_skipped() << " skipped)";
             out << (a->verification ? ", verified" : ", not verified");
         }
+        if (const auto& c = e.result->compact)
+            out << "; compacted into " << c->output << ": host bytes " << format_size(c->host_bytes_input)
+                << " -> " << format_size(c->host_bytes_output) << ", " << c->granules_output
+                << " granules of " << format_size(c->granule)
+                << (c->verified ? ", verified" : ", not verified");
         out << ')';
     }
     return out.str();
@@ -148,31 +181,48 @@ std::string describe(const Options& o, std::size_t images) {
     if (!o.order.empty()) out << " --order " << o.order;
     if (o.force) out << " --force";
     if (!o.shard.empty()) out << " --shard " << o.shard;
-    if (o.apply_to) {
-        out << " --apply-to " << *o.apply_to << " --output-format " << o.output_format;
-        if (o.no_verify) out << " --no-verify";
-        if (o.allow_vss) out << " --allow-vss";
+    if (o.apply_to) out << " --apply-to " << *o.apply_to << " --output-format " << o.disk.output_format;
+    if (o.compact_to) {
+        out << " --compact-to " << *o.compact_to << " --output-format " << o.disk.output_format;
+        if (!o.disk.granule.empty()) out << " --granule " << o.disk.granule;
+        if (!o.disk.pack) out << " --no-pack";
     }
+    if (o.disk.no_verify) out << " --no-verify";
+    if (o.disk.allow_vss) out << " --allow-vss";
     return out.str();
+}
+
+/// Creates `dir`, where the batch writes each image's new disk, leaves its files out of
+/// `images` (a directory scan would take them) and returns its absolute path. Outputs are
+/// named over the whole list, before sharding, so that every shard names an image alike.
+std::string output_directory(std::vector<std::string>& images, const std::string& dir,
+                             const std::string& what) {
+    std::erase_if(images, [&](const std::string& p) { return batch::is_inside(p, dir); });
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (!fs::is_directory(dir, ec))
+        throw Failure(dir, "cannot create the directory for the " + what + " disks", kBadInput);
+    return fs::absolute(dir).lexically_normal().string();
 }
 
 void run(const Options& opts) {
     std::vector<std::string> images;
     on_behalf_of(opts.list.value_or("batch"), [&] { images = batch::expand_images(opts.images, opts.list); });
+    check_new_disk_options(opts.disk, opts.apply_to.has_value(), opts.compact_to.has_value());
     batch::BatchOptions options;
+    const NewDiskOptions& disk = opts.disk;
     if (opts.apply_to) {
-        // The outputs are not images of the batch (a directory scan would take them), and
-        // they are named over the whole list, before sharding, so every shard names alike.
-        std::erase_if(images, [&](const std::string& p) { return batch::is_inside(p, *opts.apply_to); });
-        std::error_code ec;
-        fs::create_directories(*opts.apply_to, ec);
-        if (!fs::is_directory(*opts.apply_to, ec))
-            throw Failure(*opts.apply_to, "cannot create the directory for the applied disks", kBadInput);
-        const ApplyOutputFormat format = output_format(opts.output_format);
         options.job.apply = batch::JobOptions::Apply{
-            batch::apply_outputs(images, fs::absolute(*opts.apply_to).lexically_normal().string(),
-                                 output_format_name(format)),
-            format, !opts.no_verify, opts.allow_vss};
+            batch::output_paths(images, output_directory(images, *opts.apply_to, "applied"),
+                                disk.output_format),
+            output_format(disk.output_format), !disk.no_verify, disk.allow_vss};
+    } else if (opts.compact_to) {
+        CompactOptions compact;
+        on_behalf_of("batch", [&] { compact = compact_options({}, disk); });
+        options.job.compact = batch::JobOptions::Compact{
+            batch::output_paths(images, output_directory(images, *opts.compact_to, "compacted"),
+                                disk.output_format),
+            compact};
     }
     std::optional<batch::Shard> shard;
     if (!opts.shard.empty()) {
@@ -260,12 +310,11 @@ void add_batch_command(CLI::App& app) {
         "--apply-to", opts->apply_to,
         "Also carry each image's plan out into a new disk in DIR (implies --plan; created if missing)");
     apply_to->type_name("DIR");
-    add_output_format_option(*cmd, opts->output_format);
-    cmd->add_flag("--no-verify", opts->no_verify, "With --apply-to: skip the checks after the moves")->needs(apply_to);
-    cmd->add_flag("--allow-vss", opts->allow_vss,
-                  "With --apply-to: apply even though shadow copies exist (an offline move bypasses their "
-                  "copy-on-write)")
-        ->needs(apply_to);
+    CLI::Option* compact_to = cmd->add_option(
+        "--compact-to", opts->compact_to,
+        "Also write each image compacted (only what NTFS uses, packed) into DIR (created if missing)");
+    compact_to->type_name("DIR")->excludes(apply_to);
+    add_new_disk_options(*cmd, opts->disk, apply_to, compact_to);
     cmd->add_flag("--json", opts->json, "One JSON object per image on stdout (JSON lines)");
     cmd->callback([opts] { run(*opts); });
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag schedule`: spread a plan's moves over maintenance windows under rate and IOPS
-// limits (docs/schedule.md).
+// limits (docs/schedule.md); or run a compaction inside the windows (`--compact`, §9).
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
@@ -12,6 +12,7 @@
 
 #include "app/cli/apply_run.hpp"
 #include "app/cli/commands.hpp"
+#include "app/cli/compact_run.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/schedule_output.hpp"
 #include "app/cli/size_option.hpp"
@@ -26,6 +27,8 @@ namespace guestfrag::cli {
 
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 struct Options {
     std::string plan;
     std::string rate;
@@ -36,21 +39,63 @@ struct Options {
     bool json = false;
     bool ics = false;
     std::optional<std::string> apply;  ///< IMAGE to carry the schedule out on
+    std::optional<std::string> compact;  ///< IMAGE to compact inside the windows
     std::string output;
-    std::string output_format = "raw";
+    NewDiskOptions disk;
     ImageOptions image_options;
-    bool no_verify = false;
-    bool allow_vss = false;
 };
 
-/// Sleeps until `at`; a stop request ends the wait with Error(Cancelled).
-void sleep_until(Instant at, const std::stop_token& stop) {
+/// Sleeps until `at` or until `stop` is requested, whichever comes first.
+void wait_until(Instant at, const std::stop_token& stop) {
     std::mutex mutex;
     std::condition_variable_any woken;
     std::unique_lock lock(mutex);
     woken.wait_until(lock, stop, at, [] { return false; });
+}
+
+/// Sleeps until `at`; a stop request ends the wait with Error(Cancelled).
+void sleep_until(Instant at, const std::stop_token& stop) {
+    wait_until(at, stop);
     if (stop.stop_requested()) throw Error(ErrorKind::Cancelled, "interrupted");
 }
+
+/// Holds work outside the maintenance windows (docs/schedule.md §9): called before every
+/// byte a compaction copies or moves (the rate limiter's gate) and as each of its steps
+/// begins, it returns at once inside an occurrence of the windows (at or after --start) and
+/// otherwise sleeps, saying so on stderr, until the next occurrence opens. Thread-safe.
+class WindowGate {
+public:
+    WindowGate(std::vector<Window> windows, Instant start) : windows_(std::move(windows)), start_(start) {}
+
+    void operator()(const std::stop_token& stop) {
+        const std::lock_guard lock(mutex_);
+        const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+        if (now >= start_ && now < open_until_) return;  // the occurrence found last is still open
+        const Instant from = std::max(now, start_);
+        const std::optional<Interval> occurrence = windows_.next(from, from);
+        if (!occurrence)
+            throw Error(ErrorKind::Unsupported, "no window opens in the 16 days after " + iso_local(from));
+        if (occurrence->start > now) {
+            std::cerr << "schedule: compaction waits until " << iso_local(occurrence->start) << '\n';
+            waits_.push_back({now, occurrence->start});
+            wait_until(occurrence->start, stop);
+        }
+        open_until_ = occurrence->end;
+    }
+
+    /// Every wait so far: from when, until when.
+    [[nodiscard]] std::vector<Interval> waits() const {
+        const std::lock_guard lock(mutex_);
+        return waits_;
+    }
+
+private:
+    WindowSet windows_;
+    Instant start_;
+    Instant open_until_{};
+    std::vector<Interval> waits_;
+    mutable std::mutex mutex_;
+};
 
 /// Waits, saying so on stderr, until move `move` of `schedule` may start (move_may_start).
 void wait_for_move(const Schedule& schedule, const ScheduleOptions& options, std::size_t move,
@@ -79,15 +124,57 @@ ApplyResult carry_out(const Options& opts, Plan plan, const Schedule& schedule, 
     }
     ApplyOptions apply;
     apply.output = opts.output;
-    apply.format = output_format(opts.output_format);
-    apply.verify = !opts.no_verify;
-    apply.allow_vss = opts.allow_vss;
+    apply.format = output_format(opts.disk.output_format);
+    apply.verify = !opts.disk.no_verify;
+    apply.allow_vss = opts.disk.allow_vss;
     RateLimiter limiter(options.rate);
     apply.limiter = &limiter;
     apply.before_move = [&](std::size_t move, const std::stop_token& stop) {
         wait_for_move(schedule, options, move, stop);
     };
     return run_apply(*opts.apply, opts.image_options, std::move(plan), apply);
+}
+
+/// Compacts `--compact IMAGE` into `-o OUT` inside the windows, every byte copied or moved
+/// under --rate (docs/schedule.md §9), and prints what it did.
+void compact_in_windows(const Options& opts, const ScheduleOptions& schedule) {
+    CompactOptions options;
+    on_behalf_of(*opts.compact, [&] {
+        options = compact_options(opts.output, opts.disk);
+        check_output_path(opts.output, false);
+    });
+    WindowGate gate(schedule.windows, schedule.start);
+    RateLimiter limiter(schedule.rate);
+    limiter.set_gate([&gate](const std::stop_token& stop) { gate(stop); });
+    options.limiter = &limiter;
+    {
+        // Nothing is read before a window opens: the analysis is I/O on the datastore too.
+        const StopOnSignal interrupt;
+        gate(interrupt.token());
+        if (interrupt.token().stop_requested())
+            throw Failure(*opts.compact, "interrupted: no output was written", kInterrupted);
+    }
+    const CompactResult result = run_compact(*opts.compact, opts.image_options, options,
+                                             [&gate](CompactOptions& o, const std::stop_token& stop) {
+                                                 // Each step (the hashing of the proofs, qemu-img's
+                                                 // conversion) begins inside a window.
+                                                 o.on_step = [&gate, stop](CompactStep) { gate(stop); };
+                                             });
+    if (opts.json) {
+        Json doc = compact_json(result);
+        Json windows = Json::array();
+        for (const Window& w : schedule.windows) windows.push_back(w.text);
+        Json waits = Json::array();
+        for (const Interval& w : gate.waits())
+            waits.push_back({{"from", iso_local(w.start)}, {"until", iso_local(w.end)}});
+        doc["schedule"] = {{"start", iso_local(schedule.start)},
+                           {"windows", std::move(windows)},
+                           {"rate_bytes_per_second", schedule.rate},
+                           {"waits", std::move(waits)}};
+        std::cout << doc.dump(2) << '\n';
+    } else {
+        print_compact(std::cout, *opts.compact, result);
+    }
 }
 
 template <typename T>
@@ -102,6 +189,17 @@ Instant next_minute() {
 }
 
 void run(const Options& opts) {
+    if (opts.plan.empty() == !opts.compact)
+        throw Failure(
+            "schedule",
+            opts.compact ? "takes a PLAN or --compact IMAGE, not both" : "needs a PLAN (or --compact IMAGE)",
+            kUsage);
+    check_new_disk_options(opts.disk, opts.apply.has_value(), opts.compact.has_value());
+    if (opts.compact && opts.rate.empty())
+        throw Failure(
+            "schedule",
+            "--compact needs --rate: a compaction's work is bytes, not a list of moves known before it runs",
+            kUsage);
     if (opts.rate.empty() && opts.iops == 0)
         throw Failure("schedule", "needs --rate or --iops (or both) to know how long moves take", kUsage);
     const std::optional<std::uint64_t> cap = size_option(opts.max_per_window);
@@ -121,6 +219,11 @@ void run(const Options& opts) {
     options.max_per_window = cap.value_or(0);
     for (const std::string& text : opts.windows) options.windows.push_back(*parse_window(text).value);
     options.start = opts.start.empty() ? next_minute() : *parse_instant(opts.start).value;
+
+    if (opts.compact) {
+        compact_in_windows(opts, options);
+        return;
+    }
 
     Plan plan;
     Schedule schedule;
@@ -165,7 +268,7 @@ void add_schedule_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "schedule",
         "Split a plan into batches that run inside maintenance windows under rate and IOPS limits");
-    cmd->add_option("PLAN", opts->plan, "Plan file (guestfrag.plan.v1, from guestfrag plan -o)")->required();
+    cmd->add_option("PLAN", opts->plan, "Plan file (guestfrag.plan.v1, from guestfrag plan -o)");
     cmd->add_option("--rate", opts->rate, "Most data moved per second, e.g. 20MiB/s")->check(rate_check());
     cmd->add_option("--iops", opts->iops,
                     "Most IOs per second (a move reads and writes its data in IOs of 1 MiB)")
@@ -198,16 +301,18 @@ void add_schedule_command(CLI::App& app) {
         "--apply", opts->apply,
         "Carry the schedule out: apply the plan to a copy of IMAGE, each move in its window, under --rate");
     apply->type_name("IMAGE")->excludes(ics);
-    cmd->add_option("-o,--output", opts->output, "With --apply: the new disk to write (replaced only when verified)")
-        ->needs(apply);
+    CLI::Option* compact = cmd->add_option(
+        "--compact", opts->compact,
+        "Compact IMAGE into -o OUT instead (as guestfrag compact), only inside the windows, under --rate");
+    compact->type_name("IMAGE")->excludes(ics)->excludes(apply)->excludes("--iops")->excludes(
+        "--max-per-window");
+    cmd->add_option("-o,--output", opts->output,
+                    "With --apply: the new disk to write (replaced only when verified); with --compact: the "
+                    "new image (an existing file is refused)");
     apply->needs("--output");
-    add_output_format_option(*cmd, opts->output_format);
+    compact->needs("--output");
+    add_new_disk_options(*cmd, opts->disk, apply, compact);
     add_image_options(*cmd, opts->image_options);
-    cmd->add_flag("--no-verify", opts->no_verify, "With --apply: skip the checks after the moves")->needs(apply);
-    cmd->add_flag("--allow-vss", opts->allow_vss,
-                  "With --apply: apply even though shadow copies exist (an offline move bypasses their "
-                  "copy-on-write)")
-        ->needs(apply);
     cmd->callback([opts] { run(*opts); });
 }
 

@@ -14,7 +14,8 @@ RateLimiter::RateLimiter(std::uint64_t bytes_per_second)
 
 void RateLimiter::acquire(std::uint64_t bytes, std::stop_token stop) {
     requested_ += bytes;
-    if (rate_ == 0 || bytes == 0) return;
+    if (gate_) gate_(stop);
+    if (rate_ == 0 || bytes == 0 || stop.stop_requested()) return;
     std::unique_lock lock(mutex_);
     const auto refill = [this] {
         const Clock::time_point now = Clock::now();

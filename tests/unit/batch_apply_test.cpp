@@ -97,7 +97,7 @@ TEST_CASE(
     REQUIRE(lines.size() == 3);
 
     // Distinct outputs for the two vm.img, named after the image; the unclean one has none.
-    const auto outputs = batch::apply_outputs(images, applied.string(), "raw");
+    const auto outputs = batch::output_paths(images, applied.string(), "raw");
     const std::string first = (store / "a" / "vm.img").string();
     const std::string second = (store / "b" / "vm.img").string();
     const std::string unclean = (store / "unclean.img").string();
@@ -215,7 +215,7 @@ TEST_CASE(
 TEST_CASE("apply outputs: named after the image, distinct when names collide, outside the batch",
           "[batch][apply]") {
     const auto named =
-        batch::apply_outputs({"/vm/a/web.vmdk", "/vm/b/web.vhdx", "/vm/db.img"}, "/out", "qcow2");
+        batch::output_paths({"/vm/a/web.vmdk", "/vm/b/web.vhdx", "/vm/db.img"}, "/out", "qcow2");
     const auto hash = [](const std::string& path) {
         char text[9];
         std::snprintf(text, sizeof text, "%08x", static_cast<unsigned>(batch::path_hash(path) & 0xffffffffu));
@@ -226,7 +226,7 @@ TEST_CASE("apply outputs: named after the image, distinct when names collide, ou
     CHECK(named.at("/vm/b/web.vhdx") == "/out/web-" + hash("/vm/b/web.vhdx") + ".qcow2");
     CHECK(named.at("/vm/a/web.vmdk") != named.at("/vm/b/web.vhdx"));
     // A name depends on the list, not on the order or on other shards' share of it.
-    CHECK(batch::apply_outputs({"/vm/db.img", "/vm/b/web.vhdx", "/vm/a/web.vmdk"}, "/out", "qcow2") == named);
+    CHECK(batch::output_paths({"/vm/db.img", "/vm/b/web.vhdx", "/vm/a/web.vmdk"}, "/out", "qcow2") == named);
 
     const test::WorkDir work("batch-apply-inside");
     fs::create_directories(work / "out");
@@ -245,10 +245,11 @@ TEST_CASE("a schema-3 results database is upgraded in place, keeps its rows and 
     const fs::path db = work / "old.sqlite";
     REQUIRE(test::run_cli({"batch", image.string(), "--db", db.string(), "--plan"}).status == 0);
     {
-        // What schema 3 wrote: everything but the apply tables and the copy columns.
+        // What schema 3 wrote: everything but the apply and compaction tables and the copy columns.
         batch::Database d(db.string(), false);
         d.exec("DROP TABLE apply_skips");
         d.exec("DROP TABLE applies");
+        d.exec("DROP TABLE compactions");
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("PRAGMA user_version = 3");

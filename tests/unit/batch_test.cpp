@@ -235,7 +235,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     REQUIRE(stored == 4);
     {
         // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables,
-        // no copy columns.
+        // no copy columns, no compactions.
         batch::Database d(db.string(), false);
         for (const char* column :
              {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
@@ -245,6 +245,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
         d.exec("DROP TABLE claims");
         d.exec("DROP TABLE apply_skips");
         d.exec("DROP TABLE applies");
+        d.exec("DROP TABLE compactions");
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("PRAGMA user_version = 1");
@@ -282,10 +283,11 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
     REQUIRE(images == 5);
     const std::int64_t seeks = count(db, "SELECT sum(host_seeks) FROM metrics");
     {
-        // What schema 4 wrote: everything but the images' copy columns.
+        // What schema 4 wrote: everything but the images' copy columns and the compactions.
         batch::Database d(db.string(), false);
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
+        d.exec("DROP TABLE compactions");
         d.exec("PRAGMA user_version = 4");
     }
     const std::string image = (dir / "vm42.img").string();
