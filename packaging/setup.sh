@@ -108,6 +108,15 @@ case "$mode" in
                 vhd) qemu-img create -q -f vpc "$corpus/seed" 4M ;;
                 vhdx) qemu-img create -q -f vhdx "$corpus/seed" 4M ;;
                 vmdk) qemu-img create -q -f vmdk "$corpus/seed" 4M ;;
+                # The selector byte (tests/fuzz/trace_fuzz.cpp), then the file: every real
+                # Prefetch sample, and a Layout.ini as Windows writes it (UTF-16LE, BOM, CRLF).
+                trace)
+                    for pf in "$root"/tests/data/prefetch/*.pf; do
+                        { printf '\001'; cat "$pf"; } >"$corpus/$(basename "$pf")"
+                    done
+                    { printf '\000\377\376'
+                      printf '[OptimalLayoutFile]\r\nVersion=1\r\nC:\\Windows\\System32\\ntdll.dll\r\n' |
+                          iconv -f UTF-8 -t UTF-16LE; } >"$corpus/layout.ini" ;;
                 # A real plan of a small volume (the release build's guestfrag, as for ntfs).
                 plan)
                     export ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0
