@@ -61,12 +61,32 @@ private:
 
 Qcow2Layer::Qcow2Layer(HostFile file) : file_(std::move(file)), header_(read_qcow2_header(file_)) {
     // Only the entries the virtual size needs: any beyond them are unused (or VM state).
-    std::vector<std::byte> raw(static_cast<std::size_t>(header_.l1_entries * 8));
-    file_.read_exact(header_.l1_table_offset, raw, "qcow2 L1 table");
-    l1_.resize(static_cast<std::size_t>(header_.l1_entries));
-    for (std::size_t i = 0; i < l1_.size(); ++i)
-        l1_[i] = decode_qcow2_l1(header_, qcow2_load_be(raw.data() + i * 8, 8), i, file_.size());
+    // Read in slices, so that an L1 of zeros costs neither a copy of itself nor its entries.
+    constexpr std::uint64_t kSlice = 8192;  // entries: 64 KiB
+    std::vector<std::byte> raw;
+    for (std::uint64_t first = 0; first < header_.l1_entries; first += kSlice) {
+        const std::uint64_t n = std::min(kSlice, header_.l1_entries - first);
+        raw.resize(static_cast<std::size_t>(n * 8));
+        file_.read_exact(header_.l1_table_offset + first * 8, raw, "qcow2 L1 table");
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const std::uint64_t entry = qcow2_load_be(raw.data() + i * 8, 8);
+            if (entry == 0) continue;  // no table, nothing to check
+            if (const std::uint64_t table = decode_qcow2_l1(header_, entry, first + i, file_.size()))
+                l2_tables_.emplace_back(first + i, table);
+        }
+    }
+    l2_tables_.shrink_to_fit();
     refuse_shared_l2_tables();
+}
+
+std::uint64_t Qcow2Layer::l2_offset(std::uint64_t l1_index) const {
+    const auto it = std::lower_bound(l2_tables_.begin(), l2_tables_.end(), std::make_pair(l1_index, std::uint64_t{0}));
+    return it != l2_tables_.end() && it->first == l1_index ? it->second : 0;
+}
+
+std::uint64_t Qcow2Layer::next_l2_table(std::uint64_t l1_index) const {
+    const auto it = std::lower_bound(l2_tables_.begin(), l2_tables_.end(), std::make_pair(l1_index, std::uint64_t{0}));
+    return it != l2_tables_.end() ? it->first : header_.l1_entries;
 }
 
 void Qcow2Layer::refuse_shared_l2_tables() const {
@@ -76,8 +96,8 @@ void Qcow2Layer::refuse_shared_l2_tables() const {
     // shared table covers again costs memory when the layer is mapped: refused here, in
     // O(L1 entries), before anything is mapped.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> tables;  // (file offset, L1 index)
-    for (std::size_t i = 0; i < l1_.size(); ++i)
-        if (l1_[i] != 0) tables.emplace_back(l1_[i], i);
+    tables.reserve(l2_tables_.size());
+    for (const auto& [index, offset] : l2_tables_) tables.emplace_back(offset, index);
     std::sort(tables.begin(), tables.end());
     for (std::size_t i = 1; i < tables.size(); ++i)
         if (tables[i].first == tables[i - 1].first)
@@ -96,7 +116,7 @@ std::shared_ptr<const Qcow2Layer::L2Table> Qcow2Layer::l2_table(std::uint64_t l1
     }
     // Read without the lock; two threads may load the same table, which is harmless.
     std::vector<std::byte> raw(static_cast<std::size_t>(header_.cluster_size()));
-    file_.read_exact(l1_[static_cast<std::size_t>(l1_index)], raw, "qcow2 L2 table");
+    file_.read_exact(l2_offset(l1_index), raw, "qcow2 L2 table");
     auto table = std::make_shared<L2Table>(raw.size() / 8);
     for (std::size_t i = 0; i < table->size(); ++i) (*table)[i] = qcow2_load_be(raw.data() + i * 8, 8);
 
@@ -152,10 +172,10 @@ Qcow2Layer::Run Qcow2Layer::compute_run(std::uint64_t granule) const {
     bool done = false;
     while (!done && pos < total) {
         const std::uint64_t l1_index = pos / per_table;
-        if (l1_[static_cast<std::size_t>(l1_index)] == 0) {
-            // No L2 table: the whole range it would cover is unallocated, in one step.
+        if (const std::uint64_t next = next_l2_table(l1_index); next != l1_index) {
+            // No L2 table up to the next one: all the range is unallocated, in one step.
             if (!extend(Allocation::Unallocated, false, 0)) break;
-            pos = (l1_index + 1) * per_table;
+            pos = next * per_table;
             continue;
         }
         const auto table = l2_table(l1_index);
@@ -254,7 +274,7 @@ void Qcow2Layer::read(std::uint64_t offset, std::span<std::byte> out) const {
         const std::uint64_t cluster_index = offset >> header_.cluster_bits;
         const std::uint64_t l1_index = cluster_index / header_.l2_entries();
         if (l1_index != table_index) {
-            table = l1_[static_cast<std::size_t>(l1_index)] != 0 ? l2_table(l1_index) : nullptr;
+            table = l2_offset(l1_index) != 0 ? l2_table(l1_index) : nullptr;
             table_index = l1_index;
         }
         const Qcow2Cluster cluster = cluster_at(table.get(), cluster_index);

@@ -21,8 +21,8 @@ namespace guestfrag {
 
 /// One qcow2 (version 2 or 3) file as a layer: the active L1/L2 tables of the image
 /// (internal snapshots are not read), zlib-compressed clusters, zero clusters, extended L2
-/// subclusters and the backing file name. The L1 table is loaded and checked at open (its
-/// size is bounded by the file); L2 tables are read on demand into a bounded LRU cache
+/// subclusters and the backing file name. The L1 table is read and checked at open in
+/// slices, and only its non-zero entries are kept; L2 tables are read on demand into a bounded LRU cache
 /// (32 MiB) and decompressed clusters into a small one. All caches are mutex-guarded, so
 /// const methods are safe from several threads. A read() spanning several compressed
 /// clusters inflates them on a few short-lived worker threads.
@@ -93,7 +93,14 @@ private:
 
     HostFile file_;
     Qcow2Header header_;
-    std::vector<std::uint64_t> l1_;  ///< validated L2 table offsets, 0 = no table
+    /// The L1 entries that have an L2 table, in L1 order: (L1 index, validated table
+    /// offset). Held sparsely because an L1 may be 32 MiB of zeros (a huge, mostly empty
+    /// disk) and a chain holds one per layer.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> l2_tables_;
+    /// The file offset of L1 entry `l1_index`'s L2 table; 0 when it has none.
+    [[nodiscard]] std::uint64_t l2_offset(std::uint64_t l1_index) const;
+    /// The first L1 index from `l1_index` on that has an L2 table; l1_entries when none has.
+    [[nodiscard]] std::uint64_t next_l2_table(std::uint64_t l1_index) const;
 
     mutable std::mutex mutex_;  ///< guards everything below
     mutable std::list<std::pair<std::uint64_t, std::shared_ptr<const L2Table>>>

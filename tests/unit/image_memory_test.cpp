@@ -92,6 +92,35 @@ Bytes qcow2_image(std::uint64_t l1_entries, bool shared_l2) {
     return f;
 }
 
+/// A chain of `depth` qcow2 v3 layers "0.qcow2" (the base) … in `dir`, each backed by the
+/// one before it: 512-byte clusters and an L1 table of 4 Mi entries (32 MiB, qemu's
+/// largest) that is all zero, over a 128 GiB disk. The tables are holes: they read as the
+/// zeros qemu-img writes out in full, at no cost in disk space. Returns the top layer.
+fs::path empty_l1_chain(const fs::path& dir, int depth) {
+    constexpr std::uint64_t kL1Entries = std::uint64_t{1} << 22;
+    for (int layer = 0; layer < depth; ++layer) {
+        Bytes header(static_cast<std::size_t>(kQcow2Cluster));
+        put_be(header, 0, 0x514649fb, 4);
+        put_be(header, 4, 3, 4);  // version
+        const std::string backing = std::to_string(layer - 1) + ".qcow2";
+        if (layer > 0) {
+            put_be(header, 8, 112, 8);  // backing_file_offset: after the header
+            put_be(header, 16, backing.size(), 4);
+            std::memcpy(header.data() + 112, backing.data(), backing.size());
+        }
+        put_be(header, 20, 9, 4);                                   // cluster_bits
+        put_be(header, 24, kL1Entries * 64 * kQcow2Cluster, 8);     // virtual size
+        put_be(header, 36, kL1Entries, 4);
+        put_be(header, 40, kQcow2Cluster, 8);  // L1 offset
+        put_be(header, 96, 4, 4);              // refcount_order
+        put_be(header, 100, 104, 4);           // header_length
+        const fs::path path = dir / (std::to_string(layer) + ".qcow2");
+        write_bytes(path, header);
+        fs::resize_file(path, kQcow2Cluster + kL1Entries * 8);
+    }
+    return dir / (std::to_string(depth - 1) + ".qcow2");
+}
+
 /// A hosted sparse extent (4 KiB grains, 512-entry grain tables) of `tables` grain
 /// tables' worth of capacity whose directory entries all point at one grain table, which
 /// stores every other grain, in reverse file order.
@@ -218,6 +247,25 @@ TEST_CASE("qcow2: L2 tables that all point at one data cluster exceed what the f
     const fs::path image = dir.path() / "one-cluster.qcow2";
     write_bytes(image, bytes);
     check_cli_refuses(image, {}, "separately stored runs of data");
+}
+
+TEST_CASE("qcow2: a chain of 63 layers with 32 MiB L1 tables of zeros costs what it holds",
+          "[hostile][memory][qcow2]") {
+    // Held as 32 MiB of L1 entries per layer, this chain took 2.1 GB to analyse.
+    test::WorkDir dir("memory_qcow2_deep");
+    const fs::path top = empty_l1_chain(dir.path(), 63);
+    {
+        const auto disk = open_image(top.string());
+        REQUIRE(disk->layers().size() == 63);
+        for (const Layer& layer : disk->layers()) CHECK(layer.allocated_bytes() == 0);
+        CHECK(disk->size() == (std::uint64_t{1} << 37));
+    }
+    const auto r = test::run_cli_measured({"analyze", top.string()});
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("no partition table and no NTFS file system found") != std::string::npos);
+    CHECK(r.peak_rss_kib > 0);
+    CHECK(r.input_rss_kib <= kInputRssKib);
 }
 
 TEST_CASE("vmdk: a descriptor naming one sparse extent file many times is refused", "[hostile][memory][vmdk]") {
