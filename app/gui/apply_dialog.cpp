@@ -3,20 +3,11 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDialogButtonBox>
-#include <QDir>
-#include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
-#include <QPushButton>
 #include <QStandardItemModel>
-#include <QVBoxLayout>
-
-#include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
 
@@ -42,84 +33,35 @@ QString qcow2_refusal(const std::string& path, const DiskImage& image, const std
 }  // namespace
 
 QString apply_refusal(const ApplyRequest& request, const std::string& path, const DiskImage& image) {
-    if (request.output.empty()) return QObject::tr("Choose the file to write.");
-    const QString output = QString::fromStdString(request.output);
-    if (QFileInfo::exists(output) && !request.replace_existing)
-        return QObject::tr("%1 exists; apply replaces it only when asked to.").arg(output);
-    try {
-        check_apply_output(request.output, image);
-        if (request.format == ApplyOutputFormat::Qcow2) check_qcow2_output(path, image, request.output);
-    } catch (const Error& e) {
-        return QString::fromStdString(e.what());
-    }
+    if (QString why = output_refusal(request.output, image, request.replace_existing,
+                                     QObject::tr("%1 exists; apply replaces it only when asked to."));
+        !why.isEmpty())
+        return why;
+    if (request.format == ApplyOutputFormat::Qcow2) return qcow2_refusal(path, image, request.output);
     return {};
 }
 
 QString default_apply_output(const QString& path, ApplyOutputFormat format) {
-    const QFileInfo input(path);
-    const QString stem = input.completeBaseName().isEmpty() ? input.fileName() : input.completeBaseName();
-    const QDir dir = input.absoluteDir();
-    QString name = QStringLiteral("%1.defrag.%2").arg(stem, suffix_of(format));
-    for (int n = 2; QFileInfo::exists(dir.filePath(name)); ++n)
-        name = QStringLiteral("%1.defrag-%2.%3").arg(stem).arg(n).arg(suffix_of(format));
-    return dir.filePath(name);
+    return default_output(path, QStringLiteral("defrag"), suffix_of(format));
 }
 
 ApplyDialog::ApplyDialog(const QString& path, const DiskImage& image, std::size_t moves, QWidget* parent)
-    : QDialog(parent),
-      path_(path),
-      image_(image),
-      output_(new QLineEdit(default_apply_output(path, ApplyOutputFormat::Raw))),
-      format_(new QComboBox),
-      format_note_(new QLabel),
-      verify_(new QCheckBox(tr("Verify the result (recommended)"))),
-      rate_(new QLineEdit) {
-    setWindowTitle(tr("Apply the plan to a copy"));
-    output_->setObjectName(QStringLiteral("output"));
-    format_->setObjectName(QStringLiteral("format"));
-    verify_->setObjectName(QStringLiteral("verify"));
-    rate_->setObjectName(QStringLiteral("rate"));
-    auto* intro = new QLabel(tr("Carries the plan's %n move(s) out on a new disk and proves the result. "
-                                "%1 itself is only read.",
-                                nullptr, static_cast<int>(moves))
-                                 .arg(QFileInfo(path).fileName()));
-    intro->setWordWrap(true);
+    : NewDiskDialog(path, image, tr("Apply the plan to a copy"),
+                    tr("Carries the plan's %n move(s) out on a new disk and proves the result. "
+                       "%1 itself is only read.",
+                       nullptr, static_cast<int>(moves))
+                        .arg(QFileInfo(path).fileName()),
+                    tr("Apply"), parent) {
     format_->addItem(tr("raw (the whole disk, sparse)"));
     format_->addItem(tr("qcow2 overlay (the changed clusters, backed by the input)"));
-    format_note_->setWordWrap(true);
-    verify_->setChecked(true);
     verify_->setToolTip(
         tr("Hash every stream of both disks and compare the output's allocation, $Bitmap and "
            "$MFTMirr with the plan's prediction; the output is kept only when all of them pass."));
-    rate_->setPlaceholderText(tr("no limit (e.g. 50MiB/s)"));
-    rate_->setToolTip(tr("Most data copied per second, so that a production datastore is not read flat out"));
 
-    auto* browse = new QPushButton(tr("Browse…"));
-    auto* output_row = new QHBoxLayout;
-    output_row->addWidget(output_, 1);
-    output_row->addWidget(browse);
-    auto* form = new QFormLayout;
-    form->addRow(tr("Output"), output_row);
-    form->addRow(tr("Format"), format_);
-    form->addRow(QString(), format_note_);
-    form->addRow(QString(), verify_);
-    form->addRow(tr("Rate limit"), rate_);
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Apply"));
-    auto* layout = new QVBoxLayout(this);
-    layout->addWidget(intro);
-    layout->addLayout(form);
-    layout->addWidget(buttons);
-    setMinimumWidth(620);
-
-    connect(browse, &QPushButton::clicked, this, &ApplyDialog::browse);
     connect(format_, &QComboBox::currentIndexChanged, this, &ApplyDialog::format_changed);
-    connect(output_, &QLineEdit::textEdited, this, [this] { output_edited_ = true; });
     connect(output_, &QLineEdit::textChanged, this, &ApplyDialog::output_changed);
-    connect(buttons, &QDialogButtonBox::accepted, this, &ApplyDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &ApplyDialog::reject);
-    output_changed();
     format_changed();
+    output_changed();
 }
 
 ApplyOutputFormat ApplyDialog::format() const {
@@ -128,22 +70,15 @@ ApplyOutputFormat ApplyDialog::format() const {
 
 void ApplyDialog::browse() {
     // The file dialog asks before an existing file is chosen; accept() remembers the answer.
-    const QString chosen = QFileDialog::getSaveFileName(this, tr("Output disk"), output_->text(),
-                                                        format() == ApplyOutputFormat::Qcow2
-                                                            ? tr("qcow2 overlay (*.qcow2);;All files (*)")
-                                                            : tr("Raw disk (*.img *.raw);;All files (*)"));
-    if (chosen.isEmpty()) return;
-    output_edited_ = true;
-    output_->setText(chosen);
-    request_.replace_existing = QFileInfo::exists(chosen);
+    const QString chosen =
+        choose_output(format() == ApplyOutputFormat::Qcow2 ? tr("qcow2 overlay (*.qcow2);;All files (*)")
+                                                           : tr("Raw disk (*.img *.raw);;All files (*)"),
+                      true);
+    if (!chosen.isEmpty()) request_.replace_existing = QFileInfo::exists(chosen);
 }
 
 void ApplyDialog::format_changed() {
-    if (!output_edited_) {
-        const QSignalBlocker block(output_);
-        output_->setText(default_apply_output(path_, format()));
-        output_changed();
-    }
+    suggest_output(default_apply_output(path_, format()));
     format_note_->setText(
         format() == ApplyOutputFormat::Qcow2
             ? tr("For KVM: the overlay needs %1 beside it as it is now; run the guest on it or "
@@ -167,20 +102,12 @@ void ApplyDialog::output_changed() {
 void ApplyDialog::accept() {
     const bool replace = request_.replace_existing;  // the file dialog already asked
     request_ = {};
-    const QString typed = output_->text().trimmed();
-    if (!typed.isEmpty()) request_.output = QFileInfo(typed).absoluteFilePath().toStdString();
+    request_.output = output_path();
     request_.format = format();
     request_.verify = verify_->isChecked();
-    const QString rate = rate_->text().trimmed();
-    if (!rate.isEmpty()) {
-        const auto bytes = parse_rate(rate.toStdString());
-        if (!bytes) {
-            QMessageBox::warning(this, windowTitle(),
-                                 tr("Rate limit: '%1' is not a rate (e.g. 50MiB/s, 200M)").arg(rate));
-            return;
-        }
-        request_.rate = *bytes;
-    }
+    const std::optional<std::uint64_t> rate = read_rate();
+    if (!rate) return;
+    request_.rate = *rate;
     const QString output = QString::fromStdString(request_.output);
     request_.replace_existing = replace;
     if (!request_.output.empty() && QFileInfo::exists(output) && !replace) {
@@ -192,10 +119,8 @@ void ApplyDialog::accept() {
         if (answer != QMessageBox::Yes) return;
         request_.replace_existing = true;
     }
-    if (const QString refusal = apply_refusal(request_, path_.toStdString(), image_); !refusal.isEmpty()) {
-        QMessageBox::warning(this, windowTitle(), refusal);
-        return;
-    }
+    if (const QString refusal = apply_refusal(request_, path_.toStdString(), image_); !refusal.isEmpty())
+        return refuse(refusal);
     QDialog::accept();
 }
 

@@ -4,15 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include <QDialog>
 #include <QString>
 
+#include "app/gui/new_disk_dialog.hpp"
 #include "pipeline/apply.hpp"
-
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QLineEdit;
 
 namespace guestfrag::gui {
 
@@ -27,7 +22,7 @@ struct ApplyRequest {
 
 /// Why `request` cannot start for the image opened from `path` as `image` (empty: it can):
 /// no output, an output that exists and was not agreed to be replaced, the input itself or
-/// one of its layers (check_apply_output), or a qcow2 overlay the input cannot back
+/// one of its layers (output_refusal), or a qcow2 overlay the input cannot back
 /// (check_qcow2_output). The rest is refused by apply_to_copy itself.
 [[nodiscard]] QString apply_refusal(const ApplyRequest& request, const std::string& path,
                                     const DiskImage& image);
@@ -40,7 +35,7 @@ struct ApplyRequest {
 /// The settings of an apply: output file, output format (qcow2 offered only where an overlay
 /// of the input can be written), verification and rate limit. Interactive only: accepting
 /// asks before replacing an existing file and refuses what apply_refusal refuses.
-class ApplyDialog : public QDialog {
+class ApplyDialog : public NewDiskDialog {
     Q_OBJECT
 public:
     /// `image` (opened from `path`) is borrowed for the dialog's life.
@@ -51,21 +46,15 @@ public:
 
     void accept() override;
 
+protected:
+    void browse() override;
+
 private:
-    void browse();
     void format_changed();
     void output_changed();
     [[nodiscard]] ApplyOutputFormat format() const;
 
-    QString path_;
-    const DiskImage& image_;
     ApplyRequest request_;
-    bool output_edited_ = false;  ///< typed or chosen by the user: a format change keeps it
-    QLineEdit* output_;
-    QComboBox* format_;
-    QLabel* format_note_;
-    QCheckBox* verify_;
-    QLineEdit* rate_;
 };
 
 }  // namespace guestfrag::gui

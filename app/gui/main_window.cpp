@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QDragEnterEvent>
@@ -34,6 +35,7 @@
 #include "app/gui/cluster_map_widget.hpp"
 #include "app/gui/files_model.hpp"
 #include "app/gui/histogram_panel.hpp"
+#include "app/gui/new_disk_progress_dialog.hpp"
 #include "app/gui/plan_panel.hpp"
 #include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/warnings_model.hpp"
@@ -69,6 +71,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       interactive_(interactive),
       job_(new BackgroundJob(this)),
       apply_job_(new BackgroundJob(this)),
+      compact_job_(new BackgroundJob(this)),
       progress_timer_(new QTimer(this)),
       map_(new ClusterMapWidget),
       legend_(new MapLegend),
@@ -111,11 +114,12 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     connect(cancel_, &QPushButton::clicked, this, &MainWindow::cancel);
     connect(plan_panel_, &PlanPanel::planRequested, this, &MainWindow::run_plan);
     connect(plan_panel_, &PlanPanel::applyRequested, this, &MainWindow::choose_apply);
-    update_apply_enabled();
+    update_actions_enabled();
     connect(map_, &ClusterMapWidget::cellsChanged, this, [this] {
         legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
         const QSignalBlocker block(zoom_box_);
-        zoom_box_->setValue(static_cast<int>(std::min<std::int64_t>(map_->clusters_per_cell(), zoom_box_->maximum())));
+        zoom_box_->setValue(
+            static_cast<int>(std::min<std::int64_t>(map_->clusters_per_cell(), zoom_box_->maximum())));
     });
 }
 
@@ -133,6 +137,10 @@ void MainWindow::build_menus() {
     file->addSeparator();
     apply_action_ = file->addAction(tr("&Apply plan to a copy…"), this, &MainWindow::choose_apply);
     apply_action_->setToolTip(tr("Carry the plan out on a new disk (the image is only read) and verify it"));
+    compact_action_ = file->addAction(tr("&Compact to a new image…"), this, &MainWindow::choose_compact);
+    compact_action_->setToolTip(
+        tr("Write a new image holding only what NTFS uses, packed into the fewest granules (the image is "
+           "only read), and verify it"));
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 }
@@ -246,7 +254,8 @@ QWidget* MainWindow::build_central() {
         map_->set_mode(index == 1 ? MapMode::Layers : MapMode::Allocation);
         legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
     });
-    connect(zoom_box_, &QSpinBox::valueChanged, this, [this](int value) { map_->set_clusters_per_cell(value); });
+    connect(zoom_box_, &QSpinBox::valueChanged, this,
+            [this](int value) { map_->set_clusters_per_cell(value); });
     connect(pixels_box_, &QSpinBox::valueChanged, map_, &ClusterMapWidget::set_cell_pixels);
     connect(map_, &ClusterMapWidget::streamClicked, this, [this](std::size_t stream) {
         // Show the clicked file in the table (clearing a filter that hides it).
@@ -259,7 +268,7 @@ QWidget* MainWindow::build_central() {
         files_view_->setCurrentIndex(row);
         files_view_->scrollTo(row);
     });
-        connect(filter_, &QLineEdit::textChanged, files_proxy_, &QSortFilterProxyModel::setFilterFixedString);
+    connect(filter_, &QLineEdit::textChanged, files_proxy_, &QSortFilterProxyModel::setFilterFixedString);
     connect(files_view_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) {
                 if (!current.isValid()) return map_->highlight_stream(std::nullopt);
@@ -275,13 +284,17 @@ void MainWindow::set_tab(const std::string& name) {
     tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "impact" || name == "warnings" ? 2 : 0);
 }
 
-void MainWindow::set_map_mode(const std::string& name) { mode_box_->setCurrentIndex(name == "layers" ? 1 : 0); }
+void MainWindow::set_map_mode(const std::string& name) {
+    mode_box_->setCurrentIndex(name == "layers" ? 1 : 0);
+}
 
 bool MainWindow::busy() const { return job_->running(); }
 
 void MainWindow::cancel() { job_->cancel(); }
 
-std::size_t MainWindow::volume_index() const { return static_cast<std::size_t>(std::max(0, volume_box_->currentIndex())); }
+std::size_t MainWindow::volume_index() const {
+    return static_cast<std::size_t>(std::max(0, volume_box_->currentIndex()));
+}
 
 // ---- opening and analysing ----
 
@@ -347,12 +360,13 @@ void MainWindow::show_analysis(VolumeView first) {
     const QSignalBlocker block(volume_box_);
     volume_box_->clear();
     for (const VolumeAnalysis& v : opened_.analysis->volumes)
-        volume_box_->addItem(tr("Partition %1 — %2 %3, %4 clusters of %5")
-                                 .arg(v.map.partition)
-                                 .arg(qstr(v.map.label).isEmpty() ? tr("(no label)") : qstr(v.map.label))
-                                 .arg(size_text(static_cast<std::uint64_t>(v.map.total_clusters) * v.map.cluster_size))
-                                 .arg(v.map.total_clusters)
-                                 .arg(size_text(v.map.cluster_size)));
+        volume_box_->addItem(
+            tr("Partition %1 — %2 %3, %4 clusters of %5")
+                .arg(v.map.partition)
+                .arg(qstr(v.map.label).isEmpty() ? tr("(no label)") : qstr(v.map.label))
+                .arg(size_text(static_cast<std::uint64_t>(v.map.total_clusters) * v.map.cluster_size))
+                .arg(v.map.total_clusters)
+                .arg(size_text(v.map.cluster_size)));
     volume_box_->setCurrentIndex(0);
     choose_volume(0, std::move(first));
 }
@@ -381,7 +395,7 @@ void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
     plan_panel_->show_result(nullptr, nullptr);
     map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
     update_summary();
-    update_apply_enabled();
+    update_actions_enabled();
 }
 
 void MainWindow::show_map() {
@@ -440,8 +454,10 @@ void MainWindow::run_plan() {
     QString problem;
     const std::optional<PlanRequest> request = plan_panel_->request(&problem);
     if (!request) {
-        if (interactive_) QMessageBox::warning(this, tr("Plan"), problem);
-        else emit failed(image_path_, problem, 1);
+        if (interactive_)
+            QMessageBox::warning(this, tr("Plan"), problem);
+        else
+            emit failed(image_path_, problem, 1);
         return;
     }
     const std::size_t volume = volume_index();
@@ -482,16 +498,19 @@ void MainWindow::show_plan() {
     plan_writes_->setMinimumWidth(plan_writes_->table_width());
     if (plan_->impact) {
         warnings_->set_warnings(plan_->impact->warnings);
-        warnings_note_->setText(plan_->impact->warnings.empty() ? tr("The plan raises no storage warnings.")
-                                                                : tr("Storage impact of the plan, most severe first."));
+        warnings_note_->setText(plan_->impact->warnings.empty()
+                                    ? tr("The plan raises no storage warnings.")
+                                    : tr("Storage impact of the plan, most severe first."));
     } else {
         warnings_->set_warnings({});
-        warnings_note_->setText(tr("Storage impact not available: %1").arg(QString::fromStdString(plan_->impact_error)));
+        warnings_note_->setText(
+            tr("Storage impact not available: %1").arg(QString::fromStdString(plan_->impact_error)));
     }
     state_box_->setEnabled(true);
     if (state_box_->currentIndex() == 1) show_map();
-    status_->setText(tr("Planned %1 moves on partition %2.").arg(plan_->plan.summary.moves).arg(v.map.partition));
-    update_apply_enabled();
+    status_->setText(
+        tr("Planned %1 moves on partition %2.").arg(plan_->plan.summary.moves).arg(v.map.partition));
+    update_actions_enabled();
 }
 
 // ---- jobs, progress and errors ----
@@ -502,7 +521,7 @@ void MainWindow::job_started(const QString& what) {
     progress_->setVisible(true);
     cancel_->setVisible(true);
     progress_timer_->start();
-    update_apply_enabled();
+    update_actions_enabled();
 }
 
 void MainWindow::job_ended() {
@@ -511,7 +530,7 @@ void MainWindow::job_ended() {
     cancel_->setVisible(false);
     plan_panel_->set_busy(false);
     status_->clear();
-    update_apply_enabled();
+    update_actions_enabled();
 }
 
 void MainWindow::update_progress() {
@@ -532,7 +551,8 @@ void MainWindow::report_error(const QString& image, const Error& error) {
         return;
     }
     status_->setText(tr("Error: %1").arg(reason));
-    if (interactive_) QMessageBox::critical(this, tr("guestfrag"), QStringLiteral("%1:\n%2").arg(image, reason));
+    if (interactive_)
+        QMessageBox::critical(this, tr("guestfrag"), QStringLiteral("%1:\n%2").arg(image, reason));
     emit failed(image, reason, error.kind() == ErrorKind::Internal ? 3 : 2);
 }
 
@@ -540,11 +560,12 @@ bool MainWindow::offer_parent(const Error& error) {
     const auto* missing = dynamic_cast<const MissingParentError*>(&error);
     if (missing == nullptr || !QFileInfo::exists(image_path_)) return false;
     const QString reason = QString::fromStdString(error.what());
-    const auto answer = QMessageBox::question(
-        this, tr("Parent image missing"), tr("%1\n\nChoose the parent image file?").arg(reason),
-        QMessageBox::Open | QMessageBox::Cancel, QMessageBox::Open);
+    const auto answer = QMessageBox::question(this, tr("Parent image missing"),
+                                              tr("%1\n\nChoose the parent image file?").arg(reason),
+                                              QMessageBox::Open | QMessageBox::Cancel, QMessageBox::Open);
     if (answer != QMessageBox::Open) return false;
-    const QString parent = QFileDialog::getOpenFileName(this, tr("Parent image"), QFileInfo(image_path_).absolutePath());
+    const QString parent =
+        QFileDialog::getOpenFileName(this, tr("Parent image"), QFileInfo(image_path_).absolutePath());
     if (parent.isEmpty()) return false;
     // The file is the parent at the missing depth, under the name its child records (so a
     // renamed copy is taken); the parents given before keep their places.
@@ -552,6 +573,30 @@ bool MainWindow::offer_parent(const Error& error) {
     parents.push_back({missing->depth(), missing->recorded(), parent.toStdString()});
     open_image(image_path_, parents);
     return true;
+}
+
+// ---- writing a new disk (apply, compact) ----
+
+bool MainWindow::writing() const { return apply_job_->running() || compact_job_->running(); }
+
+void MainWindow::update_actions_enabled() {
+    // The progress timer runs from job_started to job_ended: an image or a plan being
+    // replaced is not offered, even in the moment before its job starts.
+    const bool idle = !job_->running() && !progress_timer_->isActive() && !writing();
+    const bool can_apply = idle && plan_ && !plan_->plan.moves.empty();
+    apply_action_->setEnabled(can_apply);
+    plan_panel_->set_apply_enabled(can_apply);
+    // Compaction makes its own packing plans: the plan shown plays no part.
+    compact_action_->setEnabled(idle && opened_.analysis && !opened_.analysis->volumes.empty());
+}
+
+void MainWindow::follow(NewDiskProgressDialog* dialog, BackgroundJob* job, const QString& output,
+                        std::vector<ParentOverride> parents) {
+    dialog->setWindowModality(Qt::WindowModal);
+    connect(dialog, &NewDiskProgressDialog::cancelRequested, job, &BackgroundJob::cancel);
+    connect(dialog, &NewDiskProgressDialog::openRequested, this,
+            [this, output, parents = std::move(parents)] { open_image(output, parents); });
+    dialog->show();
 }
 
 // ---- recent files, drag and drop ----
@@ -577,7 +622,8 @@ void MainWindow::rebuild_recent_menu() {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-    if (event->mimeData()->hasUrls() && event->mimeData()->urls().value(0).isLocalFile()) event->acceptProposedAction();
+    if (event->mimeData()->hasUrls() && event->mimeData()->urls().value(0).isLocalFile())
+        event->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent* event) {

@@ -9,8 +9,8 @@
 #include <QSize>
 
 #include "app/gui/session.hpp"
-#include "core/image/open_chain.hpp"
 #include "app/gui/volume_view.hpp"
+#include "core/image/open_chain.hpp"
 
 class QAction;
 class QComboBox;
@@ -31,9 +31,12 @@ class ApplyProgressDialog;
 struct ApplyRequest;
 class BackgroundJob;
 class ClusterMapWidget;
+class CompactProgressDialog;
+struct CompactRequest;
 class FilesModel;
 class HistogramPanel;
 class MapLegend;
+class NewDiskProgressDialog;
 class PlanPanel;
 class PlanWritesPanel;
 class WarningsModel;
@@ -43,7 +46,8 @@ inline constexpr QSize kWindowSize{1280, 860};
 
 /// The main window: opens an image, analyses it and plans its volumes on a worker thread,
 /// and shows the results in the cluster map, files table, plan panel, histograms and
-/// warnings, and carries a plan out on a copy (File ▸ Apply plan to a copy). In
+/// warnings, carries a plan out on a copy (File ▸ Apply plan to a copy) and compacts the
+/// image into a new one (File ▸ Compact to a new image). In
 /// non-interactive mode (--screenshot, tests) it opens no dialog of its own accord (only the
 /// ones an action asks for) and does not touch the recent-files settings; failures are
 /// reported through failed().
@@ -71,14 +75,26 @@ public:
     /// starting, with the reason in `refusal`, when there is no plan with moves, other work
     /// runs, or apply_refusal refuses the request. applyFinished() follows a start.
     bool apply_to_copy(const ApplyRequest& request, QString* refusal = nullptr);
+    /// Compacts the open image into a new one (pipeline compact_to_copy) on a worker thread
+    /// and shows its progress, then its outcome, in compact_progress(). Returns false without
+    /// starting, with the reason in `refusal`, when no image with an NTFS volume is open,
+    /// other work runs, or compact_refusal refuses the request. compactFinished() follows a
+    /// start.
+    bool compact_to_copy(const CompactRequest& request, QString* refusal = nullptr);
     [[nodiscard]] const OpenedImage& opened() const { return opened_; }
     [[nodiscard]] const PlanResult* plan() const { return plan_ ? &*plan_ : nullptr; }
     [[nodiscard]] bool busy() const;
     [[nodiscard]] bool applying() const;
+    [[nodiscard]] bool compacting() const;
     /// File ▸ Apply plan to a copy: enabled when a plan with moves is shown and nothing runs.
     [[nodiscard]] QAction* apply_action() const { return apply_action_; }
     /// The dialog of the last apply (nullptr before the first).
     [[nodiscard]] ApplyProgressDialog* apply_progress() const { return apply_dialog_; }
+    /// File ▸ Compact to a new image: enabled when an image with an NTFS volume is open and
+    /// nothing runs (no plan needed).
+    [[nodiscard]] QAction* compact_action() const { return compact_action_; }
+    /// The dialog of the last compaction (nullptr before the first).
+    [[nodiscard]] CompactProgressDialog* compact_progress() const { return compact_dialog_; }
     [[nodiscard]] ClusterMapWidget* cluster_map() const { return map_; }
     [[nodiscard]] FilesModel* files_model() const { return files_; }
     [[nodiscard]] QSortFilterProxyModel* files_proxy() const { return files_proxy_; }
@@ -99,6 +115,8 @@ signals:
     void failed(const QString& image, const QString& reason, int exit_code);
     /// An apply ended (its dialog shows how).
     void applyFinished();
+    /// A compaction ended (its dialog shows how).
+    void compactFinished();
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
@@ -125,7 +143,16 @@ private:
     void export_report();
     void export_charts();
     void choose_apply();
-    void update_apply_enabled();
+    void choose_compact();
+    /// Offers File ▸ Apply and File ▸ Compact (and the plan panel's apply) as what is shown
+    /// and running allows.
+    void update_actions_enabled();
+    /// Apply or compaction running (they write a new disk, one at a time).
+    [[nodiscard]] bool writing() const;
+    /// Shows `dialog`, window-modal, for the run of `job` that writes `output`: its Cancel
+    /// cancels the job, its open button opens `output` with `parents`.
+    void follow(NewDiskProgressDialog* dialog, BackgroundJob* job, const QString& output,
+                std::vector<ParentOverride> parents);
     [[nodiscard]] std::size_t volume_index() const;
 
     bool interactive_;
@@ -137,9 +164,12 @@ private:
     std::optional<MapCells> after_cells_;   ///< its cells after plan_
 
     BackgroundJob* job_;
-    BackgroundJob* apply_job_;  ///< apart from job_: planning never replaces a running apply
+    BackgroundJob* apply_job_;    ///< apart from job_: planning never replaces a running apply
+    BackgroundJob* compact_job_;  ///< its own job, so that applying() and compacting() tell the runs apart
     ApplyProgressDialog* apply_dialog_ = nullptr;
+    CompactProgressDialog* compact_dialog_ = nullptr;
     QAction* apply_action_ = nullptr;
+    QAction* compact_action_ = nullptr;
     QTimer* progress_timer_;
     ClusterMapWidget* map_;
     MapLegend* legend_;

@@ -3,31 +3,18 @@
 // apply_to_copy on a worker thread followed by ApplyProgressDialog (docs/gui.md).
 #include <memory>
 
-#include <QAction>
 #include <QLabel>
 #include <QMessageBox>
-#include <QTimer>
 
 #include "app/gui/apply_dialog.hpp"
-#include "app/gui/apply_meter.hpp"
 #include "app/gui/apply_progress_dialog.hpp"
 #include "app/gui/background_job.hpp"
 #include "app/gui/main_window.hpp"
-#include "app/gui/plan_panel.hpp"
 #include "core/io/rate_limiter.hpp"
 
 namespace guestfrag::gui {
 
 bool MainWindow::applying() const { return apply_job_->running(); }
-
-void MainWindow::update_apply_enabled() {
-    // The progress timer runs from job_started to job_ended: a plan being replaced is not
-    // offered, even in the moment before its job starts.
-    const bool can = plan_ && !plan_->plan.moves.empty() && !job_->running() &&
-                     !progress_timer_->isActive() && !apply_job_->running();
-    apply_action_->setEnabled(can);
-    plan_panel_->set_apply_enabled(can);
-}
 
 void MainWindow::choose_apply() {
     if (!plan_ || plan_->plan.moves.empty()) return;
@@ -44,8 +31,7 @@ bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
         return false;
     };
     if (!plan_ || plan_->plan.moves.empty()) return refuse(tr("There is no plan with moves to apply."));
-    if (job_->running() || apply_job_->running())
-        return refuse(tr("Other work is running; wait for it to end."));
+    if (job_->running() || writing()) return refuse(tr("Other work is running; wait for it to end."));
     if (const QString why = apply_refusal(request, image_path_.toStdString(), *opened_.image); !why.isEmpty())
         return refuse(why);
 
@@ -61,26 +47,15 @@ bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
     if (apply_dialog_) apply_dialog_->deleteLater();
     apply_dialog_ = new ApplyProgressDialog(meter, limiter, apply_steps(options).size(), output, this);
     ApplyProgressDialog* dialog = apply_dialog_;
-    // Window-modal: the plan it applies stays the one shown while it runs.
-    dialog->setWindowModality(Qt::WindowModal);
-    connect(dialog, &ApplyProgressDialog::cancelRequested, apply_job_, &BackgroundJob::cancel);
-    connect(dialog, &ApplyProgressDialog::openRequested, this,
-            [this, output, parents = apply_output_open_options(open, request.format).parents] {
-                open_image(output, parents);
-            });
-    dialog->show();
+    // Window-modal (follow): the plan it applies stays the one shown while it runs.
+    follow(dialog, apply_job_, output, apply_output_open_options(open, request.format).parents);
 
     status_->setText(tr("Applying the plan to %1…").arg(output));
     apply_job_->start<ApplyResult>(
         [path = image_path_.toStdString(), open, plan = plan_->plan, options, limiter,
          meter](const Progress& progress) {
-            ApplyOptions run = options;
-            run.limiter = limiter.get();
-            run.on_step = [meter](ApplyStep step) { meter->begin(step); };
-            Progress metered;
-            metered.stop = progress.stop;
-            metered.report = [meter](std::uint64_t done, std::uint64_t total) { meter->update(done, total); };
-            return guestfrag::apply_to_copy(path, open, plan, run, metered);
+            return guestfrag::apply_to_copy(path, open, plan, metered_options(options, limiter.get(), meter),
+                                            metered_progress(progress, meter));
         },
         [this, dialog](ApplyResult result) {
             status_->setText(tr("Applied %1 of %2 moves to %3.")
@@ -88,17 +63,17 @@ bool MainWindow::apply_to_copy(const ApplyRequest& request, QString* refusal) {
                                  .arg(result.plan.moves.size())
                                  .arg(QString::fromStdString(result.output)));
             dialog->show_result(result);
-            update_apply_enabled();
+            update_actions_enabled();
             emit applyFinished();
         },
         [this, dialog](const Error& error) {
             status_->setText(error.kind() == ErrorKind::Cancelled ? tr("Apply cancelled.")
                                                                   : tr("Apply failed."));
             dialog->show_error(error);
-            update_apply_enabled();
+            update_actions_enabled();
             emit applyFinished();
         });
-    update_apply_enabled();
+    update_actions_enabled();
     return true;
 }
 

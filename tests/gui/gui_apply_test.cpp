@@ -35,17 +35,13 @@
 
 using namespace guestfrag;
 using namespace guestfrag::gui;
+using test::slurp;
+using test::total_fragments;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr int kTimeoutMs = 120'000;
-
-std::uint64_t total_fragments(const VolumeMap& map) {
-    std::uint64_t n = 0;
-    for (const Stream& s : map.streams) n += s.fragments();
-    return n;
-}
 
 /// A path in the scratch directory of this test process.
 fs::path scratch(const std::string& name) {
@@ -60,11 +56,6 @@ int leftovers(const fs::path& output) {
     for (const auto& entry : fs::directory_iterator(output.parent_path()))
         if (entry.path().filename().string().starts_with(prefix)) ++n;
     return n;
-}
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
+#include "core/model/volume_map.hpp"
 #include "support/fixtures.hpp"
 
 namespace guestfrag::test {
@@ -17,6 +22,20 @@ inline std::filesystem::path gui_test_image() {
     options.delete_fraction = 0.3;
     options.seed = 6;
     return generated_image("gui_small", options);
+}
+
+/// Σ Stream::fragments() over the volume: the figure an apply's or a compaction's
+/// verification reports before and after.
+inline std::uint64_t total_fragments(const VolumeMap& map) {
+    std::uint64_t n = 0;
+    for (const Stream& s : map.streams) n += s.fragments();
+    return n;
+}
+
+/// The whole file at `path` (empty when it cannot be read).
+inline std::string slurp(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace guestfrag::test
