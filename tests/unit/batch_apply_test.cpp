@@ -66,7 +66,7 @@ std::set<std::string> files_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE(
-    "batch --apply-to applies each image's plan into its own disk and records it; a refused apply is "
+    "batch --apply-to applies each image's plan into its own disk and records it, and a refused apply as "
     "that image's failure",
     "[batch][apply]") {
     test::require_tools({"icat", "fls"});

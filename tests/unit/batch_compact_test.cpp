@@ -86,8 +86,8 @@ std::set<std::string> files_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE(
-    "batch --compact-to compacts each image into DIR as guestfrag compact does and records it; a refused "
-    "compaction is that image's failure",
+    "batch --compact-to compacts each image into DIR as guestfrag compact does and records it, and a refused "
+    "compaction as that image's failure",
     "[batch][compact]") {
     test::require_tools({"icat", "fls"});
     const test::WorkDir work("batch-compact");
@@ -308,7 +308,7 @@ TEST_CASE("schedule --compact compacts under --rate as guestfrag compact does", 
     CHECK(!fs::exists(o));
 }
 
-TEST_CASE("schedule --compact reads nothing before its window opens; SIGINT while waiting leaves nothing",
+TEST_CASE("schedule --compact reads nothing before its window opens, and SIGINT while waiting leaves nothing",
           "[schedule][compact]") {
     const test::WorkDir work("schedule-compact-wait");
     const fs::path image = work / "vm.img";
