@@ -20,8 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace vhdx;
 
-/// Blocks one map() call examines at most, bounding its cost for random access while a
-/// sequential walk of a large empty disk still takes few calls.
+/// Steps (a block, or a run of blocks in one state) one map() call takes at most, bounding
+/// its cost for random access while a sequential walk of a large disk still takes few calls.
 constexpr std::uint64_t kScanBlocks = 65536;
 /// Memory the sector bitmap cache may hold (one block's bits are block/sector/8 bytes,
 /// 512 bytes for Hyper-V's 2 MiB differencing blocks).
@@ -125,15 +125,16 @@ VhdxLayer::Parts VhdxLayer::load(HostFile host) {
     if (entries > regions.bat.length / 8)
         corrupt("the BAT region (" + std::to_string(regions.bat.length) + " bytes) is too small for " +
                 std::to_string(entries) + " entries");
-    std::vector<std::byte> raw(entries * 8);
-    file.read(regions.bat.file_offset, raw, "vhdx BAT");
     std::vector<FileExtent> reserved{
         {0, MiB, "the file header area"},
         {regions.bat.file_offset, regions.bat.length, "the BAT region"},
         {regions.metadata.file_offset, regions.metadata.length, "the metadata region"},
     };
     if (header.log_length != 0) reserved.push_back({header.log_offset, header.log_length, "the log"});
-    Bat bat(raw, meta, file.size(), reserved);
+    const auto read_bat = [&](std::uint64_t offset, std::span<std::byte> out) {
+        file.read(regions.bat.file_offset + offset, out, "vhdx BAT");
+    };
+    Bat bat(read_bat, meta, file.size(), reserved);
 
     // MS-VHDX: the parent is the one whose DataWriteGuid is parent_linkage or, when
     // present, parent_linkage2 (an alternative identity; a nil one names no disk).
@@ -217,10 +218,15 @@ VhdxLayer::Run VhdxLayer::compute_run(std::uint64_t offset) const {
         const std::uint64_t block = pos / block_size;
         const std::uint64_t start = block * block_size;
         const std::uint64_t end = std::min(start + block_size, meta_.virtual_size);
+        // Blocks up to the run's end share the state and, stored, follow each other in the
+        // file: one step takes them all, so a huge empty (NOT_PRESENT or ZERO) disk maps in one.
+        const std::uint64_t run_end = std::min(bat_.run_end(block) * block_size, meta_.virtual_size);
         switch (bat_.state(block)) {
             case BlockState::FullyPresent:
-                if (!extend(Allocation::Data, bat_.offset(block) + (pos - start), end - pos)) done = true;
-                else pos = end;
+                if (!extend(Allocation::Data, bat_.offset(block) + (pos - start), run_end - pos))
+                    done = true;
+                else
+                    pos = run_end;
                 break;
             case BlockState::PartiallyPresent: {
                 const auto bits = bitmap(block);
@@ -240,14 +246,18 @@ VhdxLayer::Run VhdxLayer::compute_run(std::uint64_t offset) const {
                 break;
             }
             case BlockState::Zero:
-                if (!extend(Allocation::Zero, 0, end - pos)) done = true;
-                else pos = end;
+                if (!extend(Allocation::Zero, 0, run_end - pos))
+                    done = true;
+                else
+                    pos = run_end;
                 break;
             case BlockState::NotPresent:
             case BlockState::Undefined:
             case BlockState::Unmapped:
-                if (!extend(Allocation::Unallocated, 0, end - pos)) done = true;
-                else pos = end;
+                if (!extend(Allocation::Unallocated, 0, run_end - pos))
+                    done = true;
+                else
+                    pos = run_end;
                 break;
         }
     }

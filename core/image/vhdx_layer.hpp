@@ -20,9 +20,10 @@ namespace guestfrag {
 /// One VHDX file (fixed, dynamic or differencing, MS-VHDX v1.0) as a layer. At open the
 /// current header is chosen, the log replayed in memory when the header names one (so a
 /// disk that was not closed cleanly reads as Hyper-V would see it; nothing is written),
-/// the region table, metadata and the whole BAT read and validated (memory: 9 bytes per
-/// payload block, bounded by the file size). Sector bitmaps of differencing disks are read
-/// on demand into a small mutex-guarded cache, so const methods are thread-safe.
+/// the region table, metadata and the whole BAT read (in slices) and validated (memory: per
+/// run of ZERO or of stored blocks, nothing for empty ones; see vhdx::Bat). Sector bitmaps
+/// of differencing disks are read on demand into a small mutex-guarded cache, so const
+/// methods are thread-safe.
 ///
 /// Allocation reported by map():
 ///  - fully present blocks: Data at their own file offset;
