@@ -148,7 +148,7 @@ TEST_CASE("most fragmented streams break ties by size, record, then label", "[me
     CHECK(most_fragmented_streams(v, 4) == std::vector<const Stream*>{&s[2], &s[4], &s[1], &s[3]});
 }
 
-TEST_CASE("the page file is \\pagefile.sys in any case, unnamed $DATA only", "[metrics][files]") {
+TEST_CASE("the page file is pagefile.sys in the root in any case, unnamed $DATA only", "[metrics][files]") {
     VolumeMap v;
     v.cluster_size = 4096;
     v.files = {

@@ -581,7 +581,7 @@ private:
 
 }  // namespace
 
-TEST_CASE("@prefetch and @layout read the guest's Windows\\Prefetch", "[trace][ntfs][prefetch]") {
+TEST_CASE("@prefetch and @layout read the guest's Prefetch directory", "[trace][ntfs][prefetch]") {
     test::require_tools({"sccainfo"});
 
     MkImageOptions o;
