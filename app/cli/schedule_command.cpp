@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag schedule`: spread a plan's moves over maintenance windows under rate and IOPS
 // limits (docs/schedule.md); or run a compaction inside the windows (`--compact`, §9).
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
@@ -50,7 +51,14 @@ void wait_until(Instant at, const std::stop_token& stop) {
     std::mutex mutex;
     std::condition_variable_any woken;
     std::unique_lock lock(mutex);
-    woken.wait_until(lock, stop, at, [] { return false; });
+    // In slices of at most an hour, measured in seconds: a wait until `at` itself would
+    // count it in nanoseconds since 1970, which overflows after 2262 (a --start years ahead).
+    while (!stop.stop_requested()) {
+        const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+        if (now >= at) return;
+        const std::chrono::seconds left = std::min<std::chrono::seconds>(at - now, std::chrono::hours(1));
+        woken.wait_for(lock, stop, left, [] { return false; });
+    }
 }
 
 /// Sleeps until `at`; a stop request ends the wait with Error(Cancelled).
