@@ -80,13 +80,19 @@ Qcow2Layer::Qcow2Layer(HostFile file) : file_(std::move(file)), header_(read_qco
 }
 
 std::uint64_t Qcow2Layer::l2_offset(std::uint64_t l1_index) const {
-    const auto it = std::lower_bound(l2_tables_.begin(), l2_tables_.end(), std::make_pair(l1_index, std::uint64_t{0}));
+    const auto it = first_l2_table_from(l1_index);
     return it != l2_tables_.end() && it->first == l1_index ? it->second : 0;
 }
 
 std::uint64_t Qcow2Layer::next_l2_table(std::uint64_t l1_index) const {
-    const auto it = std::lower_bound(l2_tables_.begin(), l2_tables_.end(), std::make_pair(l1_index, std::uint64_t{0}));
+    const auto it = first_l2_table_from(l1_index);
     return it != l2_tables_.end() ? it->first : header_.l1_entries;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>>::const_iterator Qcow2Layer::first_l2_table_from(
+    std::uint64_t l1_index) const {
+    return std::lower_bound(l2_tables_.begin(), l2_tables_.end(), l1_index,
+                            [](const auto& table, std::uint64_t index) { return table.first < index; });
 }
 
 void Qcow2Layer::refuse_shared_l2_tables() const {

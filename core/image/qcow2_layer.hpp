@@ -101,6 +101,8 @@ private:
     [[nodiscard]] std::uint64_t l2_offset(std::uint64_t l1_index) const;
     /// The first L1 index from `l1_index` on that has an L2 table; l1_entries when none has.
     [[nodiscard]] std::uint64_t next_l2_table(std::uint64_t l1_index) const;
+    [[nodiscard]] std::vector<std::pair<std::uint64_t, std::uint64_t>>::const_iterator first_l2_table_from(
+        std::uint64_t l1_index) const;
 
     mutable std::mutex mutex_;  ///< guards everything below
     mutable std::list<std::pair<std::uint64_t, std::shared_ptr<const L2Table>>>

@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         } else {
             const guestfrag::PrefetchFile pf = guestfrag::read_prefetch(content, "fuzz.pf");
             // A serial the file may name: the first volume's, or none of them.
-            const std::uint64_t serial = pf.volumes.empty() || data[0] % 4 == 3 ? 0 : pf.volumes.front().serial;
+            const std::uint64_t serial =
+                pf.volumes.empty() || data[0] % 4 == 3 ? 0 : pf.volumes.front().serial;
             (void)guestfrag::prefetch_volume_paths(pf, serial);
         }
     } catch (const guestfrag::Error&) {

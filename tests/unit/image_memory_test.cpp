@@ -108,8 +108,8 @@ fs::path empty_l1_chain(const fs::path& dir, int depth) {
             put_be(header, 16, backing.size(), 4);
             std::memcpy(header.data() + 112, backing.data(), backing.size());
         }
-        put_be(header, 20, 9, 4);                                   // cluster_bits
-        put_be(header, 24, kL1Entries * 64 * kQcow2Cluster, 8);     // virtual size
+        put_be(header, 20, 9, 4);                                // cluster_bits
+        put_be(header, 24, kL1Entries * 64 * kQcow2Cluster, 8);  // virtual size
         put_be(header, 36, kL1Entries, 4);
         put_be(header, 40, kQcow2Cluster, 8);  // L1 offset
         put_be(header, 96, 4, 4);              // refcount_order
