@@ -17,6 +17,7 @@
 #include "app/batch/image_list.hpp"
 #include "app/batch/sqlite.hpp"
 #include "core/io/rate_limiter.hpp"
+#include "support/batch_results.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
 #include "support/tsk_oracle.hpp"
@@ -35,32 +36,6 @@ fs::path bare_volume(std::uint32_t seed) {
     o.files = 300;
     o.seed = seed;
     return test::generated_image("batch-apply-" + std::to_string(seed), o);
-}
-
-/// The value of the first column of the first row of `sql`, with `bound` as parameter 1.
-std::int64_t integer(const fs::path& db, const std::string& sql, const std::string& bound = {}) {
-    batch::Database d(db.string(), false);
-    batch::Statement s(d, sql);
-    if (!bound.empty()) s.bind(1, bound);
-    REQUIRE(s.step());
-    return s.integer(0);
-}
-
-/// Per path, the JSON line batch printed for it.
-std::map<std::string, Json> json_lines(const std::string& out) {
-    std::map<std::string, Json> lines;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) {
-        const Json j = Json::parse(line);
-        lines[j["path"]] = j;
-    }
-    return lines;
-}
-
-std::set<std::string> files_in(const fs::path& dir) {
-    std::set<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
-    return names;
 }
 
 }  // namespace
@@ -93,7 +68,7 @@ TEST_CASE(
     INFO(r.err);
     CHECK(r.status == 2);
     CHECK(r.err.find("1 of 3 images failed") != std::string::npos);
-    const auto lines = json_lines(r.out);
+    const auto lines = test::batch_json_lines(r.out);
     REQUIRE(lines.size() == 3);
 
     // Distinct outputs for the two vm.img, named after the image; the unclean one has none.
@@ -103,7 +78,7 @@ TEST_CASE(
     const std::string unclean = (store / "unclean.img").string();
     REQUIRE(outputs.at(first) != outputs.at(second));
     CHECK(fs::path(outputs.at(unclean)).filename() == "unclean.raw");
-    CHECK(files_in(applied) == std::set<std::string>{fs::path(outputs.at(first)).filename(),
+    CHECK(test::files_in(applied) == std::set<std::string>{fs::path(outputs.at(first)).filename(),
                                                      fs::path(outputs.at(second)).filename()});
 
     for (const std::string& image : {first, second}) {
@@ -114,7 +89,7 @@ TEST_CASE(
             " FROM images i JOIN applies a USING (image_id) JOIN volumes v USING (image_id) "
             "JOIN plans p USING (volume_id) WHERE i.path = ?";
         const auto value = [&](const std::string& column) {
-            return integer(db, "SELECT " + column + of_image, image);
+            return test::db_integer(db, "SELECT " + column + of_image, image);
         };
         CHECK(value("i.status = 'ok' AND a.status = 'ok' AND a.error IS NULL") == 1);
         CHECK(value("a.output = '" + output + "' AND a.output_format = 'raw'") == 1);
@@ -125,7 +100,7 @@ TEST_CASE(
         CHECK(value("a.moves_planned") == planned);
         CHECK(done + skipped == planned);
         CHECK(done > 0);
-        CHECK(integer(db,
+        CHECK(test::db_integer(db,
                       "SELECT coalesce(sum(s.moves), 0) FROM images i JOIN apply_skips s USING (image_id) "
                       "WHERE i.path = ?",
                       image) == skipped);
@@ -179,16 +154,16 @@ TEST_CASE(
     CHECK(reason.rfind("$LogFile says the volume was not shut down cleanly", 0) == 0);
     CHECK(lines.at(unclean)["status"] == "failed");
     CHECK(lines.at(unclean)["error"] == "apply: " + reason);
-    CHECK(integer(db,
+    CHECK(test::db_integer(db,
                   "SELECT count(*) FROM images WHERE path = ? AND status = 'failed' AND error = 'apply: " +
                       reason + "'",
                   unclean) == 1);
-    CHECK(integer(db,
+    CHECK(test::db_integer(db,
                   "SELECT count(*) FROM images i JOIN applies a USING (image_id) WHERE i.path = ? AND "
                   "a.status = 'failed' AND a.error = '" +
                       reason + "' AND a.moves_done IS NULL AND a.verified IS NULL",
                   unclean) == 1);
-    CHECK(integer(db, "SELECT count(*) FROM images i JOIN volumes v USING (image_id) WHERE i.path = ?",
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images i JOIN volumes v USING (image_id) WHERE i.path = ?",
                   unclean) == 1);
     CHECK(!fs::exists(outputs.at(unclean)));
 
@@ -201,14 +176,14 @@ TEST_CASE(
         const auto forced = test::run_cli(again);
         CHECK(forced.status == 2);
         CHECK(forced.err.find("3 of 3 images failed") != std::string::npos);
-        const auto forced_lines = json_lines(forced.out);
+        const auto forced_lines = test::batch_json_lines(forced.out);
         for (const std::string& image : {first, second}) {
             INFO(image);
             CHECK(forced_lines.at(image)["error"] ==
                   "apply: the output " + outputs.at(image) + " exists (it is not replaced)");
             CHECK(test::file_fingerprint(outputs.at(image)) == before[image]);
         }
-        CHECK(files_in(applied).size() == 2);  // no temporary file left either
+        CHECK(test::files_in(applied).size() == 2);  // no temporary file left either
     }
 }
 
@@ -254,25 +229,25 @@ TEST_CASE("a schema-3 results database is upgraded in place, keeps its rows and 
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("PRAGMA user_version = 3");
     }
-    const std::int64_t plans = integer(db, "SELECT count(*) FROM plans");
+    const std::int64_t plans = test::db_integer(db, "SELECT count(*) FROM plans");
     REQUIRE(plans == 1);
     { const batch::ResultsDb upgraded(db.string(), false); }
-    CHECK(integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
-    CHECK(integer(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 1);
-    CHECK(integer(db, "SELECT count(*) FROM plans") == plans);
-    CHECK(integer(db, "SELECT count(*) FROM applies") == 0);
+    CHECK(test::db_integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM plans") == plans);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM applies") == 0);
 
     const fs::path applied = work / "applied";
     const auto r = test::run_cli({"batch", image.string(), "--db", db.string(), "--force", "--apply-to",
                                   applied.string(), "--output-format", "qcow2"});
     INFO(r.err);
     REQUIRE(r.status == 0);
-    CHECK(integer(db, "SELECT count(*) FROM images") == 2);
-    CHECK(integer(db,
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images") == 2);
+    CHECK(test::db_integer(db,
                   "SELECT count(*) FROM applies a JOIN images i USING (image_id) WHERE i.image_id = 2 AND "
                   "a.status = 'ok' AND a.output_format = 'qcow2' AND a.verified = 1") == 1);
     CHECK(fs::exists(applied / "vm.qcow2"));
-    CHECK(integer(db, "SELECT count(*) FROM applies WHERE image_id = 1") == 0);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM applies WHERE image_id = 1") == 0);
 }
 
 TEST_CASE("schedule --apply carries the plan out through apply, each move in its batch",

@@ -22,6 +22,7 @@
 #include "app/batch/image_list.hpp"
 #include "app/batch/results_db.hpp"
 #include "app/batch/sqlite.hpp"
+#include "support/batch_results.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
 #include "support/tsk_oracle.hpp"
@@ -46,14 +47,6 @@ fs::path volume_with_holes(std::uint32_t seed) {
     return test::generated_image("batch-compact-" + std::to_string(seed), o);
 }
 
-std::int64_t integer(const fs::path& db, const std::string& sql, const std::string& bound = {}) {
-    batch::Database d(db.string(), false);
-    batch::Statement s(d, sql);
-    if (!bound.empty()) s.bind(1, bound);
-    REQUIRE(s.step());
-    return s.integer(0);
-}
-
 /// Bytes the host file system holds for `path` (st_blocks), which compact reports as the
 /// output's host bytes.
 std::int64_t host_bytes(const fs::path& path) {
@@ -62,25 +55,9 @@ std::int64_t host_bytes(const fs::path& path) {
     return static_cast<std::int64_t>(st.st_blocks) * 512;
 }
 
-std::map<std::string, Json> json_lines(const std::string& out) {
-    std::map<std::string, Json> lines;
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);) {
-        const Json j = Json::parse(line);
-        lines[j["path"]] = j;
-    }
-    return lines;
-}
-
 std::string text_of(const fs::path& path) {
     std::ifstream in(path);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::set<std::string> files_in(const fs::path& dir) {
-    std::set<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
-    return names;
 }
 
 }  // namespace
@@ -107,14 +84,14 @@ TEST_CASE(
     INFO(r.err);
     CHECK(r.status == 2);
     CHECK(r.err.find("1 of 2 images failed") != std::string::npos);
-    const auto lines = json_lines(r.out);
+    const auto lines = test::batch_json_lines(r.out);
     REQUIRE(lines.size() == 2);
     CHECK(test::file_fingerprint(image) == image_fingerprint);  // the input is only read
 
     const auto outputs = batch::output_paths({image, unclean}, compacted.string(), "raw");
     const fs::path output = outputs.at(image);
     CHECK(output.filename() == "vm.raw");
-    CHECK(files_in(compacted) == std::set<std::string>{"vm.raw"});  // no temporary file either
+    CHECK(test::files_in(compacted) == std::set<std::string>{"vm.raw"});  // no temporary file either
 
     // The same image compacted by `guestfrag compact`: the batch records what it reports.
     const fs::path reference = work / "reference.raw";
@@ -123,7 +100,7 @@ TEST_CASE(
     REQUIRE(single.status == 0);
     const Json expected = Json::parse(single.out);
     const auto value = [&](const std::string& column) {
-        return integer(
+        return test::db_integer(
             db, "SELECT " + column + " FROM images i JOIN compactions c USING (image_id) WHERE i.path = ?",
             image);
     };
@@ -174,12 +151,12 @@ TEST_CASE(
     CHECK(reason.rfind("$LogFile says the volume was not shut down cleanly", 0) == 0);
     CHECK(lines.at(unclean)["error"] == "compact: " + reason);
     CHECK(
-        integer(db,
+        test::db_integer(db,
                 "SELECT count(*) FROM images i JOIN compactions c USING (image_id) WHERE i.path = ? AND "
                 "i.status = 'failed' AND c.status = 'failed' AND c.granules_output IS NULL AND c.error = '" +
                     reason + "'",
                 unclean) == 1);
-    CHECK(integer(db, "SELECT count(*) FROM images i JOIN volumes v USING (image_id) WHERE i.path = ?",
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images i JOIN volumes v USING (image_id) WHERE i.path = ?",
                   unclean) == 1);
 
     SECTION("an existing output is never overwritten") {
@@ -187,10 +164,10 @@ TEST_CASE(
         const auto again = test::run_cli(
             {"batch", image, "--db", db.string(), "--compact-to", compacted.string(), "--json", "--force"});
         CHECK(again.status == 2);
-        CHECK(json_lines(again.out).at(image)["error"] ==
+        CHECK(test::batch_json_lines(again.out).at(image)["error"] ==
               "compact: the output " + output.string() + " exists (it is not replaced)");
         CHECK(test::file_fingerprint(output) == before);
-        CHECK(files_in(compacted).size() == 1);
+        CHECK(test::files_in(compacted).size() == 1);
     }
 }
 
@@ -233,9 +210,9 @@ TEST_CASE("a schema-5 results database is upgraded in place, keeps its rows, rec
         d.exec("PRAGMA user_version = 5");
     }
     { const batch::ResultsDb upgraded(db.string(), false); }
-    CHECK(integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
-    CHECK(integer(db, "SELECT count(*) FROM plans") == 1);
-    CHECK(integer(db, "SELECT count(*) FROM compactions") == 0);
+    CHECK(test::db_integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM plans") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM compactions") == 0);
 
     const fs::path compacted = work / "compacted";
     const auto r = test::run_cli({"batch", image.string(), "--db", db.string(), "--force", "--compact-to",
@@ -244,21 +221,21 @@ TEST_CASE("a schema-5 results database is upgraded in place, keeps its rows, rec
     REQUIRE(r.status == 0);
     CHECK(r.out.find("compacted into " + (compacted / "vm.qcow2").string()) != std::string::npos);
     const fs::path output = compacted / "vm.qcow2";
-    CHECK(integer(db,
+    CHECK(test::db_integer(db,
                   "SELECT count(*) FROM compactions WHERE image_id = 2 AND status = 'ok' AND output_format = "
                   "'qcow2' AND granule_bytes = 131072 AND verified = 1") == 1);
-    CHECK(integer(db, "SELECT host_bytes_output FROM compactions") == host_bytes(output));
+    CHECK(test::db_integer(db, "SELECT host_bytes_output FROM compactions") == host_bytes(output));
     CHECK(test::run({"qemu-img", "check", "-f", "qcow2", output.string()}).status == 0);
     const auto info = test::run({"qemu-img", "info", "--output=json", output.string()});
     CHECK(Json::parse(info.out)["cluster-size"] == 131072);
 
     const fs::path merged = work / "merged.sqlite";
     REQUIRE(test::run_cli({"merge", merged.string(), db.string()}).status == 0);
-    CHECK(integer(merged,
+    CHECK(test::db_integer(merged,
                   "SELECT count(*) FROM compactions c JOIN images i USING (image_id) WHERE i.path = ?",
                   image.string()) == 1);
-    CHECK(integer(merged, "SELECT granules_output FROM compactions") ==
-          integer(db, "SELECT granules_output FROM compactions"));
+    CHECK(test::db_integer(merged, "SELECT granules_output FROM compactions") ==
+          test::db_integer(db, "SELECT granules_output FROM compactions"));
 }
 
 TEST_CASE("schedule --compact compacts under --rate as guestfrag compact does", "[schedule][compact]") {
@@ -330,5 +307,5 @@ TEST_CASE("schedule --compact reads nothing before its window opens, and SIGINT 
     CHECK(said.find("interrupted: no output was written") != std::string::npos);
     // The window's first occurrence after the start, in local time.
     CHECK(said.find("waits until 2999-01-0") != std::string::npos);
-    CHECK(files_in(work) == std::set<std::string>{"vm.img", "err.txt"});
+    CHECK(test::files_in(work) == std::set<std::string>{"vm.img", "err.txt"});
 }
