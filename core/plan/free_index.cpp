@@ -84,12 +84,12 @@ std::optional<FreeIndex::Range> FreeIndex::extent_from(std::int64_t lcn) const {
     return *it;
 }
 
-std::vector<FreeIndex::Range> FreeIndex::overlapping(std::int64_t lo, std::int64_t hi, bool clipped) const {
+std::vector<FreeIndex::Range> FreeIndex::overlapping(std::int64_t lo, std::int64_t hi) const {
     std::vector<Range> out;
     auto it = extents_.upper_bound(lo);
     if (it != extents_.begin() && std::prev(it)->second > lo) --it;
     for (; it != extents_.end() && it->first < hi; ++it)
-        out.emplace_back(clipped ? std::max(lo, it->first) : it->first, clipped ? std::min(hi, it->second) : it->second);
+        out.emplace_back(std::max(lo, it->first), std::min(hi, it->second));
     return out;
 }
 

@@ -53,9 +53,8 @@ public:
     }
     /// The first extent that contains `lcn` or starts after it.
     [[nodiscard]] std::optional<Range> extent_from(std::int64_t lcn) const;
-    /// The free parts of [lo, hi), ascending; whole extents instead with `clipped` false.
-    /// O(log extents + result).
-    [[nodiscard]] std::vector<Range> overlapping(std::int64_t lo, std::int64_t hi, bool clipped = true) const;
+    /// The free parts of [lo, hi), ascending. O(log extents + result).
+    [[nodiscard]] std::vector<Range> overlapping(std::int64_t lo, std::int64_t hi) const;
 
     [[nodiscard]] std::int64_t largest() const;
     /// analyze_free_space's fragmentation_percent of these extents (docs/metrics.md §4), in

@@ -10,6 +10,7 @@
 #include "core/plan/apply.hpp"
 #include "core/plan/free_index.hpp"
 #include "core/plan/planner.hpp"
+#include "core/plan/strategy.hpp"
 #include "support/fixtures.hpp"
 
 using namespace guestfrag;
@@ -345,6 +346,49 @@ TEST_CASE("the free-space index keeps analyze_free_space's fragmentation through
             const FreeSpaceFragmentation want = analyze_free_space(v);
             CHECK(index.fragmentation_percent() == Approx(want.fragmentation_percent).epsilon(1e-12));
             CHECK(index.largest() == static_cast<std::int64_t>(want.largest_extent_clusters));
+        }
+    }
+}
+
+TEST_CASE("the pool's best fit matches a search of every free extent, zones to avoid included", "[plan][free-index]") {
+    // Reference: the smallest room (lowest start among equals) of at least n clusters
+    // outside `avoid`, counting each extent's parts outside it; else the smallest extent
+    // at all, flagged as touching `avoid`.
+    std::uint32_t x = 777;
+    const auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    for (int round = 0; round < 40; ++round) {
+        ClusterSet free;
+        ClusterSet avoid;
+        for (int i = 0; i < 60; ++i) {
+            const auto lo = static_cast<std::int64_t>(next() % 4000);
+            free.add(ClusterSet::interval_type::right_open(lo, lo + 1 + static_cast<std::int64_t>(next() % 40)));
+        }
+        for (int i = 0; i < 3; ++i) {
+            const auto lo = static_cast<std::int64_t>(next() % 4000);
+            avoid.add(ClusterSet::interval_type::right_open(lo, lo + 1 + static_cast<std::int64_t>(next() % 400)));
+        }
+        const ClusterSet allowed(ClusterSet::interval_type::right_open(0, 1 << 20));
+        const planner::Pool pool(free, allowed, avoid);
+        for (std::int64_t n = 1; n <= 45; ++n) {
+            std::optional<std::pair<std::int64_t, std::int64_t>> outside;  // (length, start)
+            std::optional<std::pair<std::int64_t, std::int64_t>> any;
+            for (const auto& e : free) {
+                const std::int64_t lo = boost::icl::first(e);
+                const std::int64_t len = boost::icl::length(e);
+                if (len >= n && (!any || std::pair{len, lo} < *any)) any = std::pair{len, lo};
+                ClusterSet parts(e);
+                parts -= avoid;
+                for (const auto& p : parts)
+                    if (const std::pair part{static_cast<std::int64_t>(boost::icl::length(p)), boost::icl::first(p)};
+                        part.first >= n && (!outside || part < *outside))
+                        outside = part;
+            }
+            INFO("round " << round << ", " << n << " clusters");
+            const auto fit = pool.best_fit(n);
+            REQUIRE(fit.has_value() == (outside || any));
+            if (!fit) continue;
+            CHECK(fit->avoided == !outside);
+            CHECK(fit->lcn == (outside ? outside->second : any->second));
         }
     }
 }
