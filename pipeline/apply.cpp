@@ -85,7 +85,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     } else {
         if (options.on_step) options.on_step(ApplyStep::Copy);
         try {
-            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter);
+            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter).bytes_written;
         } catch (const Error& e) {
             // A disk whose bytes are not all readable (a truncated fixed VHD) cannot be
             // copied whole, but an overlay needs only the clusters the moves touch.

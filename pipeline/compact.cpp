@@ -270,7 +270,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         } else {
             PlannedVolume as_is;
             as_is.volume = i;
-            as_is.after = std::make_shared<const VolumeMap>(analysis.volumes[i].map);
+            // The input's own map, shared rather than copied: nothing moves.
+            as_is.after = std::shared_ptr<const VolumeMap>(input.analysis, &analysis.volumes[i].map);
             planned.push_back(std::move(as_is));
         }
     }
@@ -302,8 +303,13 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
                         " cannot punch holes, so a raw output would store the whole disk: "
                         "use --output-format qcow2");
     begin(options, CompactStep::Copy);
+    // Copied in the file system's blocks, each tested for zeros as it is read: afterwards
+    // only the blocks written since (the moves, libntfs-3g's records) and those a discard
+    // cuts into need reading again.
+    const std::uint64_t block = file_block(disk_file.fd());
     const ByteSet keep = disk - free_before;
-    result.bytes_copied = copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, &keep);
+    SparseCopy copy = copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block});
+    result.bytes_copied = copy.bytes_written;
     WritableRawFile file(disk_file.fd(), disk_file.path());
     if (options.pack) begin(options, CompactStep::Move);
     for (std::size_t i = 0; i < planned.size(); ++i) {
@@ -317,19 +323,27 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     disk_file.sync();
 
     // Each volume's free clusters and zero blocks go before its proofs read the file, so
-    // that they prove the file as it is kept.
-    const std::uint64_t block = file_block(disk_file.fd());
-    ByteSet data;
-    ByteSet volumes_bytes;
+    // that they prove the file as it is kept. `data` is what the file stores, block by
+    // block; `unchecked` the part of it no zero test has seen since it was last written.
+    ByteSet unchecked = whole_granules_touching(file.written(), block) & disk;
+    ByteSet data = std::move(copy.blocks) + unchecked;
+    const auto drop_zero_blocks = [&](const ByteSet& blocks) {
+        data -= blocks;
+        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, blocks, block, holes, progress);
+        unchecked -= blocks;
+    };
     const auto sparsify_volume = [&](std::size_t i, const VolumeMap& after) {
         begin(options, CompactStep::Sparsify);
         const ByteSet free = free_bytes_on_disk(after);
         discard_stored(disk_file.fd(), disk_file.path(), size, free, holes);
+        const ByteSet gone = whole_granules_within(free, block);
+        data -= gone;
+        unchecked -= gone;
+        // A block the free clusters cover in part was zeroed there and may now be all zero.
         const ByteSet window(
             ByteSet::interval_type::right_open(windows[i].offset, windows[i].offset + windows[i].length));
-        volumes_bytes += window;
-        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, window - free, block, holes,
-                                    progress);
+        drop_zero_blocks((unchecked + (whole_granules_touching(free, block) - gone)) &
+                         whole_granules_touching(window, block) & data);
         result.volumes[i].free_bytes = boost::icl::length(free);
     };
     const OpenOptions output_open;  // the raw file stands alone
@@ -348,8 +362,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
             sparsify_volume(i, *planned[i].after);
         result.volumes[i].plan = std::move(planned[i].plan);
     }
-    data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, disk - volumes_bytes, block, holes,
-                                progress);
+    drop_zero_blocks(unchecked);  // written outside every volume: nothing libntfs-3g does
     disk_file.sync();
     if (holes) {
         // The host must have freed what was punched: the file stores exactly the data kept.

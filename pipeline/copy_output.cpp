@@ -5,12 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <utility>
 
 #include "core/apply/verify.hpp"
@@ -109,7 +112,7 @@ bool records_moves(const std::pair<std::uint64_t, std::string>& key, const std::
     return label == "$ATTRIBUTE_LIST" && moved.count(record) != 0;
 }
 
-ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, VolumeMap predicted,
+ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before, const VolumeMap& predicted,
                               const std::set<std::uint64_t>& moved, const std::string& copy,
                               const OpenOptions& open, const VolumeWindow& window,
                               const std::function<void(ApplyStep)>& on_step, const Progress& progress,
@@ -120,10 +123,10 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
     const VolumeMap& after = output.analysis->volumes.front().map;
     if (analysed) analysed(after);
     ApplyVerification result;
-    const AttributeListChanges lists = adopt_attribute_list_changes(predicted, after, moved);
+    const AttributeListChanges lists = attribute_list_changes(predicted, after, moved);
     result.attribute_list_clusters_freed = lists.freed;
     result.attribute_list_clusters_taken = lists.taken;
-    if (const auto d = allocation_difference(predicted, after)) verification_failed(*d);
+    if (const auto d = allocation_difference(predicted, after, lists)) verification_failed(*d);
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
     const ChangedRecords records = changed_records(*input.image, before, *output.image, after, moved);
@@ -135,17 +138,28 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
     const auto recording = [&moved](const Stream& s) {
         return records_moves({s.mft_record, s.label()}, moved);
     };
+    // The two disks are hashed at once, the input on a thread of its own: each pass is
+    // bound by reading and hashing on one core. Whatever ends this scope (an error of the
+    // output's pass, a cancel) stops the input's pass before its future is waited for.
     begin(on_step, ApplyStep::HashInput);
-    const auto want = stream_digests(*input.image, before, progress, recording);
+    std::stop_source halt;
+    const std::stop_callback forward_cancel(progress.stop, [&halt] { halt.request_stop(); });
+    std::future<std::vector<std::optional<std::uint64_t>>> want = std::async(std::launch::async, [&] {
+        Progress quiet;
+        quiet.stop = halt.get_token();
+        return stream_digests(*input.image, before, quiet, recording);
+    });
+    const struct Halt {
+        std::stop_source& source;
+        ~Halt() { source.request_stop(); }
+    } halt_on_exit{halt};
     begin(on_step, ApplyStep::HashOutput);
     const auto got = stream_digests(*output.image, after, progress, recording);
-    for (const auto& [key, digest] : want) {
-        const auto it = got.find(key);
-        if (it == got.end() || it->second != digest)
-            verification_failed("the contents of record " + std::to_string(key.first) + " " + key.second +
-                                " differ from the input's");
-        ++result.streams_hashed;
-    }
+    const auto wanted = want.get();
+    if (const auto d = digest_difference(before, wanted, after, got))
+        verification_failed("the contents of " + *d + " differ from the input's");
+    result.streams_hashed = static_cast<std::uint64_t>(
+        std::count_if(wanted.begin(), wanted.end(), [](const auto& d) { return d.has_value(); }));
     result.fragments_before = total_fragments(before);
     result.fragments_predicted = total_fragments(predicted);
     result.fragments_after = total_fragments(after);

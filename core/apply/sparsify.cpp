@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/io/zero_bytes.hpp"
 
 namespace guestfrag {
 namespace {
@@ -37,10 +38,6 @@ void discard_range(int fd, const std::string& path, std::uint64_t offset, std::u
         if (put <= 0) host_failure("write", path);
         done += static_cast<std::uint64_t>(put);
     }
-}
-
-bool all_zero(std::span<const std::byte> bytes) {
-    return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
 }  // namespace

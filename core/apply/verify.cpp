@@ -92,10 +92,10 @@ std::string first_interval(const ClusterSet& set) {
 
 }  // namespace
 
-std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(
-    const DiskImage& image, const VolumeMap& volume, const Progress& progress,
-    const std::function<bool(const Stream&)>& skip) {
-    std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> out;
+std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image, const VolumeMap& volume,
+                                                         const Progress& progress,
+                                                         const std::function<bool(const Stream&)>& skip) {
+    std::vector<std::optional<std::uint64_t>> out(volume.streams.size());
     std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
     if (!state) throw std::bad_alloc();
     std::vector<std::byte> block(kBlock);
@@ -120,37 +120,67 @@ std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(
                 done += n;
             }
         }
-        out[{s.mft_record, s.label()}] = XXH3_64bits_digest(state.get());
+        out[i] = XXH3_64bits_digest(state.get());
     }
     progress.update(volume.streams.size(), volume.streams.size());
     return out;
 }
 
-std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual) {
-    if (expected.free != actual.free) {
-        const ClusterSet missing = expected.free - actual.free;
-        const ClusterSet extra = actual.free - expected.free;
+std::optional<std::string> digest_difference(const VolumeMap& before,
+                                             const std::vector<std::optional<std::uint64_t>>& want,
+                                             const VolumeMap& after,
+                                             const std::vector<std::optional<std::uint64_t>>& got) {
+    const auto key = [](const Stream& s) { return std::tie(s.mft_record, s.type, s.name); };
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < before.streams.size(); ++i) {
+        if (!want.at(i)) continue;
+        const Stream& s = before.streams[i];
+        while (j < after.streams.size() && key(after.streams[j]) < key(s)) ++j;
+        if (j == after.streams.size() || key(after.streams[j]) != key(s) || got.at(j) != want[i])
+            return "record " + std::to_string(s.mft_record) + " " + s.label();
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
+                                                 const AttributeListChanges& adopted) {
+    const ClusterSet free = (expected.free + adopted.gone) - adopted.added;
+    if (free != actual.free) {
+        const ClusterSet missing = free - actual.free;
+        const ClusterSet extra = actual.free - free;
         return missing.empty()
                    ? "free space differs: " + first_interval(extra) + " is free but should be used"
                    : "free space differs: " + first_interval(missing) + " is used but should be free";
     }
-    auto key = [](const Stream& s) { return std::make_pair(s.mft_record, s.label()); };
-    std::map<std::pair<std::uint64_t, std::string>, const Stream*> actual_streams;
-    for (const Stream& s : actual.streams) actual_streams[key(s)] = &s;
+    // An adopted list is as `actual` holds it, on both sides alike: left out of the walk.
+    const auto adopted_list = [&adopted](const Stream& s) {
+        return s.type == static_cast<std::uint32_t>(AttrType::AttributeList) && adopted.records.count(s.mft_record) != 0;
+    };
+    const auto key = [](const Stream& s) { return std::tie(s.mft_record, s.type, s.name); };
+    const auto name = [](const Stream& s) { return "record " + std::to_string(s.mft_record) + " " + s.label(); };
+    std::size_t j = 0;
+    std::optional<std::size_t> first_extra;  // the first stream of `actual` that `expected` lacks
+    const auto skip_to = [&](const Stream& s) {
+        for (; j < actual.streams.size() && key(actual.streams[j]) < key(s); ++j)
+            if (!first_extra && !adopted_list(actual.streams[j])) first_extra = j;
+    };
     for (const Stream& s : expected.streams) {
-        const auto it = actual_streams.find(key(s));
-        const std::string name = "record " + std::to_string(s.mft_record) + " " + s.label();
-        if (it == actual_streams.end()) return name + " is missing";
+        if (adopted_list(s)) continue;
+        skip_to(s);
+        if (j == actual.streams.size() || key(actual.streams[j]) != key(s)) return name(s) + " is missing";
         const std::vector<Extent> want = merged(s.extents);
-        const std::vector<Extent> got = merged(it->second->extents);
-        if (want != got)
-            return name + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
-        actual_streams.erase(it);
+        const std::vector<Extent> got = merged(actual.streams[j].extents);
+        if (want != got) return name(s) + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
+        ++j;
     }
-    if (!actual_streams.empty())
-        return "record " + std::to_string(actual_streams.begin()->first.first) + " " +
-               actual_streams.begin()->first.second + " was not there before";
+    for (; !first_extra && j < actual.streams.size(); ++j)
+        if (!adopted_list(actual.streams[j])) first_extra = j;
+    if (first_extra) return name(actual.streams[*first_extra]) + " was not there before";
     return std::nullopt;
+}
+
+std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual) {
+    return allocation_difference(expected, actual, AttributeListChanges{});
 }
 
 ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
@@ -209,8 +239,8 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
     return out;
 }
 
-AttributeListChanges adopt_attribute_list_changes(VolumeMap& predicted, const VolumeMap& actual,
-                                                  const std::set<std::uint64_t>& moved) {
+AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const VolumeMap& actual,
+                                            const std::set<std::uint64_t>& moved) {
     const auto is_list = [](const Stream& s) {
         return s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
     };
@@ -255,33 +285,21 @@ AttributeListChanges adopt_attribute_list_changes(VolumeMap& predicted, const Vo
             // clusters, in VCN order; the rest is free.
             const ClusterSet gone = clusters(was) - clusters(kept);
             changes.freed += static_cast<std::uint64_t>(boost::icl::length(gone));
-            predicted.free += gone;
+            changes.gone += gone;
         } else if (prefix(kept, end_of(was)) == was && now != nullptr) {
             // libntfs-3g grew the list, or made a resident one non-resident, as a longer
             // runlist needed more entries: the clusters it took must have been free.
+            // Free as amended so far: another list may have freed them, or taken them.
             const ClusterSet added = clusters(kept) - clusters(was);
-            if (!boost::icl::contains(predicted.free, added)) continue;
+            if (!boost::icl::contains(predicted.free, added - changes.gone) ||
+                boost::icl::intersects(changes.added, added))
+                continue;
             changes.taken += static_cast<std::uint64_t>(boost::icl::length(added));
-            predicted.free -= added;
+            changes.added += added;
         } else {
             continue;  // anything else is allocation_difference's to report
         }
-        if (now == nullptr) {
-            predicted.streams.erase(predicted.streams.begin() + (was_stream - predicted.streams.data()));
-        } else if (was_stream == nullptr) {
-            // In map order: (record, type, name); the list's type sorts before $DATA's.
-            const auto at = std::lower_bound(predicted.streams.begin(), predicted.streams.end(), *now,
-                                             [](const Stream& a, const Stream& b) {
-                                                 return std::tie(a.mft_record, a.type, a.name) <
-                                                        std::tie(b.mft_record, b.type, b.name);
-                                             });
-            predicted.streams.insert(at, *now);
-        } else {
-            Stream& list = predicted.streams[static_cast<std::size_t>(was_stream - predicted.streams.data())];
-            list.extents = now->extents;
-            list.size = now->size;
-            list.allocated_size = now->allocated_size;
-        }
+        changes.records.insert(record);
     }
     return changes;
 }

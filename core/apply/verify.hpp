@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/model/volume_map.hpp"
 #include "core/progress.hpp"
@@ -19,17 +20,33 @@ namespace guestfrag {
 
 class DiskImage;
 
-/// XXH3-64 of every non-resident stream's clusters (holes as zeros) but those `skip` names,
-/// keyed by (record, label), read from `image` through `volume`'s runlists. Throws what
-/// DiskImage::read throws and Error(Cancelled) from `progress` (streams). Cost: reads every
-/// allocated cluster of the streams hashed once.
-[[nodiscard]] std::map<std::pair<std::uint64_t, std::string>, std::uint64_t> stream_digests(
+/// XXH3-64 of every stream's clusters (holes as zeros), one per `volume.streams` entry in
+/// its order; nullopt for the streams `skip` names. Read from `image` through `volume`'s
+/// runlists. Throws what DiskImage::read throws and Error(Cancelled) from `progress`
+/// (streams). Cost: reads every allocated cluster of the streams hashed once; 16 bytes a
+/// stream.
+[[nodiscard]] std::vector<std::optional<std::uint64_t>> stream_digests(
     const DiskImage& image, const VolumeMap& volume, const Progress& progress = {},
     const std::function<bool(const Stream&)>& skip = {});
 
+/// The first stream of `before` with a digest in `want` that `after` lacks or holds with
+/// another digest in `got` (each stream_digests of its own map), as "record R LABEL";
+/// nothing when every one matches. Streams are matched by (record, type, name), the order
+/// both maps are sorted in. O(streams).
+[[nodiscard]] std::optional<std::string> digest_difference(const VolumeMap& before,
+                                                           const std::vector<std::optional<std::uint64_t>>& want,
+                                                           const VolumeMap& after,
+                                                           const std::vector<std::optional<std::uint64_t>>& got);
+
+struct AttributeListChanges;
+
 /// The first difference between two maps of a volume as text (free space, the set of
 /// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the
-/// allocation is the same. O(streams + runs).
+/// allocation is the same. `adopted` (attribute_list_changes) amends `expected`: its free
+/// clusters, and the attribute lists it takes from `actual`. Streams are matched by
+/// (record, type, name), the order both maps are sorted in. O(streams + runs).
+[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
+                                                               const AttributeListChanges& adopted);
 [[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected,
                                                                const VolumeMap& actual);
 
@@ -58,21 +75,26 @@ struct ChangedRecords {
                                              const DiskImage& output, const VolumeMap& after,
                                              const std::set<std::uint64_t>& moved);
 
-/// Clusters adopt_attribute_list_changes found libntfs-3g to have freed from, or taken for,
-/// the attribute lists of moved files.
+/// What libntfs-3g did to the attribute lists of moved files that the prediction adopts
+/// (attribute_list_changes).
 struct AttributeListChanges {
-    std::uint64_t freed = 0;
-    std::uint64_t taken = 0;
+    std::uint64_t freed = 0;  ///< clusters freed from lists
+    std::uint64_t taken = 0;  ///< clusters lists took
+    ClusterSet gone;          ///< those freed clusters
+    ClusterSet added;         ///< those taken clusters
+    std::set<std::uint64_t> records;  ///< files whose $ATTRIBUTE_LIST is as `actual` holds it
 };
 
-/// `predicted` with what libntfs-3g does to the attribute lists of the files in `moved` when
-/// it lays their new runlists out: a non-resident $ATTRIBUTE_LIST that `actual` holds shorter
-/// (a VCN prefix of the predicted runs) or not at all has the rest of its clusters freed
-/// (ntfs_attr_record_rm); one that `actual` holds longer (the predicted runs a VCN prefix of
-/// it), or non-resident where it was resident or absent, because the longer runlist needed
-/// more entries, takes the clusters it added, which must have been free. Anything else is
-/// left for allocation_difference to report. O(moved files · log streams).
-AttributeListChanges adopt_attribute_list_changes(VolumeMap& predicted, const VolumeMap& actual,
-                                                  const std::set<std::uint64_t>& moved);
+/// What libntfs-3g does to the attribute lists of the files in `moved` when it lays their
+/// new runlists out, as amendments to `predicted`: a non-resident $ATTRIBUTE_LIST that
+/// `actual` holds shorter (a VCN prefix of the predicted runs) or not at all has the rest of
+/// its clusters freed (ntfs_attr_record_rm); one that `actual` holds longer (the predicted
+/// runs a VCN prefix of it), or non-resident where it was resident or absent, because the
+/// longer runlist needed more entries, takes the clusters it added, which must have been
+/// free. Anything else is left for allocation_difference to report. An overlay rather than
+/// an edited copy: the prediction of a large volume is not held twice.
+/// O(moved files · log streams).
+[[nodiscard]] AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const VolumeMap& actual,
+                                                          const std::set<std::uint64_t>& moved);
 
 }  // namespace guestfrag

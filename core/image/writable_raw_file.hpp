@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/image/disk_image.hpp"
 #include "core/image/writable_disk.hpp"
 
 namespace guestfrag {
@@ -31,9 +32,14 @@ public:
     /// Writes all of `bytes` at `offset`, growing the file when needed. Throws Error(Io).
     void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
 
+    /// Every byte written through this object: what a caller must look at again after
+    /// libntfs-3g's writes, which it cannot see otherwise (compaction's zero blocks).
+    [[nodiscard]] const ByteSet& written() const noexcept { return written_; }
+
 private:
     int fd_;
     std::string path_;
+    ByteSet written_;
 };
 
 }  // namespace guestfrag

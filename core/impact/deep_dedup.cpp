@@ -2,9 +2,10 @@
 #include "core/impact/deep_dedup.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include <xxhash.h>
+
+#include "core/io/zero_bytes.hpp"
 
 namespace guestfrag {
 
@@ -18,16 +19,6 @@ struct Key {
     friend auto operator<=>(const Key&, const Key&) = default;
 };
 constexpr Key kZero{};
-
-bool all_zero(std::span<const std::byte> bytes) {
-    static constexpr std::size_t kStep = 4096;
-    static const std::byte zeros[kStep] = {};
-    for (std::size_t at = 0; at < bytes.size(); at += kStep) {
-        const std::size_t n = std::min(kStep, bytes.size() - at);
-        if (std::memcmp(bytes.data() + at, zeros, n) != 0) return false;
-    }
-    return true;
-}
 
 Key key_of(std::span<const std::byte> bytes) {
     if (all_zero(bytes)) return kZero;

@@ -29,6 +29,17 @@ ByteSet whole_granules_touching(const ByteSet& bytes, std::uint64_t granule) {
     return out;
 }
 
+ByteSet whole_granules_within(const ByteSet& bytes, std::uint64_t granule) {
+    if (granule <= 1) return bytes;
+    ByteSet out;
+    for (const auto& i : bytes) {
+        const std::uint64_t lo = round_up(boost::icl::first(i), granule);
+        const std::uint64_t hi = round_down(boost::icl::last_next(i), granule);
+        if (lo < hi) out.add(out.end(), Bytes::right_open(lo, hi));
+    }
+    return out;
+}
+
 GrowthModel::GrowthModel(const VolumeMap& volume, const std::vector<Layer>& layers, std::uint64_t granule)
     : partition_offset_(volume.partition_offset),
       cluster_size_(volume.cluster_size),
@@ -108,15 +119,13 @@ GrowthFigures plan_growth(const VolumeMap& volume, const std::vector<Layer>& lay
 
 std::uint64_t reclaimable_bytes(const VolumeMap& volume, const ClusterSet& free, const ByteSet& top_allocated,
                                 std::uint64_t granule) {
-    const std::uint64_t g = granule == 0 ? 1 : granule;
     const std::uint64_t po = volume.partition_offset;
     const std::uint64_t cs = volume.cluster_size;
-    ByteSet whole_free;
-    for (const auto& f : free) {
-        const std::uint64_t lo = round_up(po + static_cast<std::uint64_t>(first_cluster(f)) * cs, g);
-        const std::uint64_t hi = round_down(po + static_cast<std::uint64_t>(end_cluster(f)) * cs, g);
-        if (lo < hi) whole_free.add(whole_free.end(), Bytes::right_open(lo, hi));
-    }
+    ByteSet free_bytes;
+    for (const auto& f : free)
+        free_bytes.add(free_bytes.end(), Bytes::right_open(po + static_cast<std::uint64_t>(first_cluster(f)) * cs,
+                                                           po + static_cast<std::uint64_t>(end_cluster(f)) * cs));
+    const ByteSet whole_free = whole_granules_within(free_bytes, granule);
     return boost::icl::length(top_allocated & whole_free);
 }
 

@@ -26,6 +26,10 @@ struct GrowthFigures {
 /// O(intervals).
 [[nodiscard]] ByteSet whole_granules_touching(const ByteSet& bytes, std::uint64_t granule);
 
+/// The granules of `granule` bytes that lie wholly inside `bytes` (granule 0 or 1: `bytes`).
+/// O(intervals).
+[[nodiscard]] ByteSet whole_granules_within(const ByteSet& bytes, std::uint64_t granule);
+
 /// The growth model of one volume of a layered disk, at one granule size, fed one write at a
 /// time so the planner can ask what a destination would cost before choosing it. A granule
 /// is "allocated in a layer" when any byte of it is (the layer stores it in its own units;

@@ -9,18 +9,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/apply/disk_copy.hpp"
 #include "core/apply/sparsify.hpp"
 #include "core/apply/verify.hpp"
 #include "core/error.hpp"
+#include "core/image/byte_source.hpp"
+#include "core/image/raw_image.hpp"
 #include "core/image/unique_fd.hpp"
+#include "core/image/writable_raw_file.hpp"
 #include "pipeline/compact.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
@@ -255,6 +261,54 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     CHECK(byte == 'a');
 }
 
+TEST_CASE("the copy writes only the blocks with data, and the raw file records every later write", "[compact]") {
+    // A 1 MiB + 6 KiB disk: 4 KiB blocks 0 and 2 data, block 1 zeros, block 3 data only in
+    // its last byte, block 4 outside `only`, then data across the 1 MiB boundary and a
+    // 2 KiB tail block with data.
+    constexpr std::size_t kSize = (1 << 20) + 6144;
+    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
+    auto& b = *bytes;
+    std::fill(b.begin(), b.begin() + 4096, std::byte{1});
+    std::fill(b.begin() + 8192, b.begin() + 12288, std::byte{2});
+    b[16383] = std::byte{3};
+    std::fill(b.begin() + 16384, b.begin() + 20480, std::byte{4});
+    std::fill(b.begin() + (1 << 20) - 100, b.begin() + (1 << 20) + 100, std::byte{5});
+    b[kSize - 1] = std::byte{6};
+    const RawImage image(std::make_shared<MemorySource>("mem", bytes));
+    test::WorkDir dir("compact-copy");
+    const fs::path path = dir / "out.raw";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    REQUIRE(can_punch_holes(fd.get()));
+    ByteSet only(ByteSet::interval_type::right_open(0, kSize));
+    only -= ByteSet::interval_type::right_open(16384, 20480);
+    const SparseCopy copy = copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 4096});
+    ByteSet want(ByteSet::interval_type::right_open(0, 4096));
+    want += ByteSet::interval_type::right_open(8192, 16384);
+    want += ByteSet::interval_type::right_open((1 << 20) - 4096, (1 << 20) + 4096);
+    want += ByteSet::interval_type::right_open((1 << 20) + 4096, kSize);
+    CHECK(copy.blocks == want);
+    // The data blocks are written whole: block 3 from its first byte (its zeros included).
+    CHECK(copy.bytes_written == 4096 + 8192 + 8192 + 2048);
+    CHECK(stored_ranges(fd.get(), kSize) == want);
+    std::vector<std::byte> back(kSize);
+    REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
+    std::fill(b.begin() + 16384, b.begin() + 20480, std::byte{0});  // left out: a hole
+    CHECK(back == b);
+    CHECK(test::kind_of([&] { (void)copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 3000}); }) ==
+          ErrorKind::Internal);
+
+    WritableRawFile file(fd.get(), path.string());
+    const std::vector<std::byte> some(100, std::byte{7});
+    file.write(5000, some);
+    file.write(5100, some);
+    file.write(70000, {});
+    file.write(90000, some);
+    ByteSet written(ByteSet::interval_type::right_open(5000, 5200));
+    written += ByteSet::interval_type::right_open(90000, 90100);
+    CHECK(file.written() == written);
+}
+
 TEST_CASE(
     "the prediction adopts an attribute list libntfs-3g grew for a longer runlist, only on free clusters",
     "[compact][apply]") {
@@ -269,22 +323,26 @@ TEST_CASE(
     actual.streams.insert(actual.streams.begin(), list);
     actual.free.subtract(test::r(9, 10));
 
-    VolumeMap adopted = predicted;
-    const AttributeListChanges changes = adopt_attribute_list_changes(adopted, actual, {70});
+    const AttributeListChanges changes = attribute_list_changes(predicted, actual, {70});
     CHECK(changes.taken == 1);
     CHECK(changes.freed == 0);
-    CHECK_FALSE(allocation_difference(adopted, actual));
+    CHECK(changes.added == ClusterSet(test::r(9, 10)));
+    CHECK(changes.records == std::set<std::uint64_t>{70});
+    CHECK_FALSE(allocation_difference(predicted, actual, changes));
+    CHECK(*allocation_difference(predicted, actual) == "free space differs: LCN 9-9 is used but should be free");
     // Not for a file that did not move, nor on clusters the plan had given to something.
-    VolumeMap other = predicted;
-    CHECK(adopt_attribute_list_changes(other, actual, {71}).taken == 0);
-    CHECK(allocation_difference(other, actual));
+    const AttributeListChanges other = attribute_list_changes(predicted, actual, {71});
+    CHECK(other.taken == 0);
+    CHECK(other.records.empty());
+    CHECK(allocation_difference(predicted, actual, other));
     VolumeMap taken = predicted;
     taken.free.subtract(test::r(9, 10));
-    CHECK(adopt_attribute_list_changes(taken, actual, {70}).taken == 0);
+    CHECK(attribute_list_changes(taken, actual, {70}).taken == 0);
+    CHECK(*allocation_difference(taken, actual) == "record 70 $ATTRIBUTE_LIST was not there before");
     // And the shrink the other way round: the list goes, its cluster is free again.
-    VolumeMap back = actual;
-    CHECK(adopt_attribute_list_changes(back, predicted, {70}).freed == 1);
-    CHECK_FALSE(allocation_difference(back, predicted));
+    const AttributeListChanges back = attribute_list_changes(actual, predicted, {70});
+    CHECK(back.freed == 1);
+    CHECK_FALSE(allocation_difference(actual, predicted, back));
 }
 
 TEST_CASE("compact: SIGINT during the copy exits 130 and leaves nothing beside the output", "[compact]") {
