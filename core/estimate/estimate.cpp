@@ -68,11 +68,22 @@ WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& worklo
 
 WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
                                    const DeviceModels& models, const WrittenMap* written) {
-    WorkloadIos ios = workload_ios(volume, workload);
     WorkloadEstimate estimate;
-    estimate.stats = summarize_ios(ios.ios, models, written);
-    estimate.trace = std::move(ios.trace);
-    estimate.write = ios.write;
+    IoSummary summary(models, written);
+    const auto add = [&summary](const Io& io) { summary.add(io); };
+    // fio and install are summarised as their IOs are made: a job may make 10 million.
+    if (workload.workload.kind == Workload::Kind::Fio) {
+        for_each_fio_io(workload.workload.fio, workload.disk_size, volume, add);
+    } else if (workload.workload.kind == Workload::Kind::Install) {
+        estimate.write = for_each_install_io(volume, workload.write_sizes, workload.workload.install,
+                                             workload.max_io, add);
+    } else {
+        WorkloadIos ios = workload_ios(volume, workload);
+        for (const Io& io : ios.ios) add(io);
+        estimate.trace = std::move(ios.trace);
+        estimate.write = ios.write;
+    }
+    estimate.stats = summary.stats();
     return estimate;
 }
 

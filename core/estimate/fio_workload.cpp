@@ -135,6 +135,13 @@ std::uint64_t fio_target_bytes(const FioJob& job, std::uint64_t disk_size, const
 }
 
 std::vector<Io> fio_ios(const FioJob& job, std::uint64_t disk_size, const VolumeMap& volume) {
+    std::vector<Io> out;
+    for_each_fio_io(job, disk_size, volume, [&out](const Io& io) { out.push_back(io); });
+    return out;
+}
+
+void for_each_fio_io(const FioJob& job, std::uint64_t disk_size, const VolumeMap& volume,
+                     const std::function<void(const Io&)>& each) {
     const bool file = job.target == FioJob::Target::File;
     const std::uint64_t cs = volume.cluster_size;
     if (file && cs == 0) throw Error(ErrorKind::Unsupported, "cluster size 0");
@@ -158,15 +165,13 @@ std::vector<Io> fio_ios(const FioJob& job, std::uint64_t disk_size, const Volume
     const bool mixed = job.rw == FioJob::Rw::ReadWrite || job.rw == FioJob::Rw::RandRw;
     const bool writes = job.rw == FioJob::Rw::Write || job.rw == FioJob::Rw::RandWrite;
 
-    std::vector<Io> out;
-    out.reserve(count);
     std::size_t run = 0;  // file target: the run the previous IO ended in (sequential jobs walk forward)
     for (std::uint64_t i = 0; i < count; ++i) {
         const std::uint64_t block = job.random() ? order.next() : i % blocks;
         const bool write = mixed ? mix() % 100 >= job.rwmixread : writes;
         const std::uint64_t at = start + block * job.bs;
         if (!file) {
-            out.push_back(Io{static_cast<std::int64_t>(at / kSectorBytes), job.bs, write});
+            each(Io{static_cast<std::int64_t>(at / kSectorBytes), job.bs, write});
             continue;
         }
         // Through the file's runs: find the run holding `at` (a binary search for random
@@ -190,13 +195,12 @@ std::vector<Io> fio_ios(const FioJob& job, std::uint64_t disk_size, const Volume
             const std::uint64_t in_run = pos - static_cast<std::uint64_t>(e.vcn) * cs;
             const std::uint64_t piece = std::min(left, run_end(run) - pos);
             const std::uint64_t disk = volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + in_run;
-            out.push_back(Io{static_cast<std::int64_t>(disk / kSectorBytes), piece, write});
+            each(Io{static_cast<std::int64_t>(disk / kSectorBytes), piece, write});
             pos += piece;
             left -= piece;
             if (pos == run_end(run)) ++run;
         }
     }
-    return out;
 }
 
 }  // namespace guestfrag

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,5 +59,10 @@ std::uint64_t check_fio_target(const FioJob& job, std::uint64_t target_bytes);
 /// rwmixread %. A file IO that crosses one of the file's runs is split there. Throws as
 /// check_fio_target. O(IOs).
 [[nodiscard]] std::vector<Io> fio_ios(const FioJob& job, std::uint64_t disk_size, const VolumeMap& volume);
+
+/// fio_ios's IOs handed to `each` in issue order as they are made, none held: a job may
+/// issue kMaxIos of them. Memory: the new file's runs (target File).
+void for_each_fio_io(const FioJob& job, std::uint64_t disk_size, const VolumeMap& volume,
+                     const std::function<void(const Io&)>& each);
 
 }  // namespace guestfrag

@@ -67,6 +67,17 @@ void check_install_writes(const InstallJob& job, std::span<const std::uint64_t> 
 
 WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes, const InstallJob& job,
                      std::uint64_t max_io) {
+    check_install_writes(job, sizes);
+    WriteIos result;
+    result.ios.reserve(install_writes(job, sizes));
+    result.outcome = for_each_install_io(volume, sizes, job, max_io,
+                                         [&result](const Io& io) { result.ios.push_back(io); });
+    return result;
+}
+
+WriteOutcome for_each_install_io(const VolumeMap& volume, std::span<const std::uint64_t> sizes,
+                                 const InstallJob& job, std::uint64_t max_io,
+                                 const std::function<void(const Io&)>& each) {
     check_max_io(max_io);
     if (volume.cluster_size == 0 || volume.cluster_size % kSectorBytes != 0)
         throw Error(ErrorKind::Unsupported, "cluster size " + std::to_string(volume.cluster_size));
@@ -75,9 +86,8 @@ WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> siz
     check_install_writes(job, sizes);
     const std::uint64_t cs = volume.cluster_size;
 
-    WriteIos result;
-    result.outcome.files = sizes.size();
-    result.ios.reserve(install_writes(job, sizes));
+    WriteOutcome outcome;
+    outcome.files = sizes.size();
 
     NewFilePlacer placer(volume);
     std::vector<Writer> writers(job.writers);
@@ -85,10 +95,10 @@ WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> siz
 
     const auto finish = [&](Writer& w) {
         w.busy = false;
-        ++result.outcome.files_written;
-        result.outcome.bytes_written += w.size;
-        result.outcome.fragments += w.runs.size();
-        if (w.runs.size() > 1) ++result.outcome.fragmented_files;
+        ++outcome.files_written;
+        outcome.bytes_written += w.size;
+        outcome.fragments += w.runs.size();
+        if (w.runs.size() > 1) ++outcome.fragmented_files;
     };
     // Gives an idle writer the next file; empty files are created and done at once.
     const auto take_file = [&](Writer& w) {
@@ -135,7 +145,7 @@ WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> siz
             const std::uint64_t piece = std::min({left, run_end(w.cursor) - pos, max_io});
             const std::uint64_t disk = volume.partition_offset + static_cast<std::uint64_t>(run.lcn) * cs +
                                        (pos - static_cast<std::uint64_t>(run.vcn) * cs);
-            result.ios.push_back(Io{static_cast<std::int64_t>(disk / kSectorBytes), piece, true});
+            each(Io{static_cast<std::int64_t>(disk / kSectorBytes), piece, true});
             pos += piece;
             left -= piece;
         }
@@ -153,7 +163,7 @@ WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> siz
             write_chunk(w);
         }
     }
-    return result;
+    return outcome;
 }
 
 }  // namespace guestfrag

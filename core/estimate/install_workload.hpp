@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string_view>
 
@@ -49,5 +50,12 @@ void check_install_writes(const InstallJob& job, std::span<const std::uint64_t> 
 /// O(free extents + IOs + writes · log free extents).
 [[nodiscard]] WriteIos install_ios(const VolumeMap& volume, std::span<const std::uint64_t> sizes,
                                    const InstallJob& job, std::uint64_t max_io);
+
+/// install_ios's IOs handed to `each` in issue order as they are made, none held (a job may
+/// make kMaxWrites writes); returns the outcome. Memory: the free extents and one file's
+/// runs per writer.
+WriteOutcome for_each_install_io(const VolumeMap& volume, std::span<const std::uint64_t> sizes,
+                                 const InstallJob& job, std::uint64_t max_io,
+                                 const std::function<void(const Io&)>& each);
 
 }  // namespace guestfrag

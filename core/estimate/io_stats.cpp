@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/estimate/io_stats.hpp"
 
+#include <array>
 #include <limits>
 #include <optional>
 
@@ -16,36 +17,38 @@ Throughput throughput(std::uint64_t ios, std::uint64_t bytes, double seconds) no
     return t;
 }
 
-IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models, const WrittenMap* written) {
-    IoStats s;
-    std::optional<WrittenMap> map;
+IoSummary::IoSummary(const DeviceModels& models, const WrittenMap* written) : models_(models) {
     if (written != nullptr) {
-        map = *written;
-        s.zero_block = map->block_bytes();
+        map_ = *written;
+        s_.zero_block = map_->block_bytes();
     }
-    const Io* previous = nullptr;
-    for (const Io& io : ios) {
-        std::optional<std::int64_t> distance;
-        if (previous != nullptr) {
-            distance = seek_distance(*previous, io);
-            s.seek_distance.add(*distance);
-            if (*distance == 1) ++s.sequential;
-        }
-        // Lengths beyond INT64_MAX do not occur (IOs are capped by --max-io); saturate anyway.
-        constexpr auto kMaxLength = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-        s.io_length.add(static_cast<std::int64_t>(io.length > kMaxLength ? kMaxLength : io.length));
-        ++s.ios;
-        s.bytes += io.length;
-        if (io.write) {
-            ++s.writes;
-            s.written_bytes += io.length;
-            if (map) s.first_writes += map->replay(io);
-        }
-        s.device_seconds.hdd += models.hdd.io_seconds(io, distance);
-        s.device_seconds.ssd += models.ssd.io_seconds(io, distance);
-        s.device_seconds.array += models.array.io_seconds(io, distance);
-        previous = &io;
+}
+
+void IoSummary::add(const Io& io) {
+    std::optional<std::int64_t> distance;
+    if (previous_) {
+        distance = seek_distance(*previous_, io);
+        s_.seek_distance.add(*distance);
+        if (*distance == 1) ++s_.sequential;
     }
+    // Lengths beyond INT64_MAX do not occur (IOs are capped by --max-io); saturate anyway.
+    constexpr auto kMaxLength = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    s_.io_length.add(static_cast<std::int64_t>(io.length > kMaxLength ? kMaxLength : io.length));
+    ++s_.ios;
+    s_.bytes += io.length;
+    if (io.write) {
+        ++s_.writes;
+        s_.written_bytes += io.length;
+        if (map_) s_.first_writes += map_->replay(io);
+    }
+    s_.device_seconds.hdd += models_.hdd.io_seconds(io, distance);
+    s_.device_seconds.ssd += models_.ssd.io_seconds(io, distance);
+    s_.device_seconds.array += models_.array.io_seconds(io, distance);
+    previous_ = io;
+}
+
+IoStats IoSummary::stats() const {
+    IoStats s = s_;
     constexpr std::array kTypes{Provisioning::Eager, Provisioning::Lazy, Provisioning::Thin};
     for (std::size_t i = 0; i < kTypes.size(); ++i) {
         ProvisionedSeconds& p = s.provisioned[i];
@@ -53,14 +56,20 @@ IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models, const
         p.first_writes = p.type == Provisioning::Eager ? 0 : s.first_writes;
         const double blocks = static_cast<double>(p.first_writes);
         p.device_seconds = {
-            s.device_seconds.hdd + blocks * models.hdd.first_write.block_seconds(p.type, s.zero_block),
-            s.device_seconds.ssd + blocks * models.ssd.first_write.block_seconds(p.type, s.zero_block),
-            s.device_seconds.array + blocks * models.array.first_write.block_seconds(p.type, s.zero_block)};
+            s.device_seconds.hdd + blocks * models_.hdd.first_write.block_seconds(p.type, s.zero_block),
+            s.device_seconds.ssd + blocks * models_.ssd.first_write.block_seconds(p.type, s.zero_block),
+            s.device_seconds.array + blocks * models_.array.first_write.block_seconds(p.type, s.zero_block)};
     }
     if (s.ios != 0) s.mean_io_bytes = static_cast<double>(s.bytes) / static_cast<double>(s.ios);
     if (s.ios > 1)
         s.sequential_percent = 100.0 * static_cast<double>(s.sequential) / static_cast<double>(s.ios - 1);
     return s;
+}
+
+IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models, const WrittenMap* written) {
+    IoSummary summary(models, written);
+    for (const Io& io : ios) summary.add(io);
+    return summary.stats();
 }
 
 }  // namespace guestfrag

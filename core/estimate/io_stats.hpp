@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "core/estimate/device_model.hpp"
@@ -56,9 +57,25 @@ struct Throughput {
 };
 [[nodiscard]] Throughput throughput(std::uint64_t ios, std::uint64_t bytes, double seconds) noexcept;
 
-/// Summarises an IO stream in issue order. With `written` (copied: the caller's map is not
+/// Summarises an IO stream one IO at a time, in issue order, so that a stream of millions
+/// of IOs (a fio job) is never held. With `written` (copied: the caller's map is not
 /// changed), every write is replayed on it to count first writes; without, no write is a
-/// first write. Pure; O(ios · (log buckets + log written runs)).
+/// first write. O(log buckets + log written runs) an IO; memory the copy of `written`.
+class IoSummary {
+public:
+    explicit IoSummary(const DeviceModels& models = {}, const WrittenMap* written = nullptr);
+    void add(const Io& io);
+    /// The figures of the IOs added so far.
+    [[nodiscard]] IoStats stats() const;
+
+private:
+    DeviceModels models_;
+    std::optional<WrittenMap> map_;
+    std::optional<Io> previous_;
+    IoStats s_;
+};
+
+/// IoSummary of a whole stream held in memory.
 [[nodiscard]] IoStats summarize_ios(std::span<const Io> ios, const DeviceModels& models = {},
                                     const WrittenMap* written = nullptr);
 

@@ -156,3 +156,23 @@ TEST_CASE("fio: estimated with first writes through the pipeline's path", "[esti
     CHECK(s.first_writes == 4);
     CHECK(s.provisioned[2].device_seconds.array > s.provisioned[1].device_seconds.array);
 }
+
+TEST_CASE("fio: the estimate summarises the IOs as they are made, as summarize_ios does the list",
+          "[estimate][fio]") {
+    VolumeMap v = test::empty_volume(4096);
+    v.free.add(test::r(100, 4096));
+    PreparedWorkload w;
+    w.workload = parse_workload("fio:rw=randrw,bs=8k,size=4m,target=file,number_ios=3000,rwmixread=60");
+    w.disk_size = 32 * MiB;
+    const std::vector<Io> listed = fio_ios(w.workload.fio, w.disk_size, v);
+    REQUIRE(listed.size() >= 3000);
+    const WrittenMap fresh(MiB);
+    const IoStats got = estimate_workload(v, w, {}, &fresh).stats;
+    const IoStats want = summarize_ios(listed, {}, &fresh);
+    CHECK(got.ios == want.ios);
+    CHECK(got.writes == want.writes);
+    CHECK(got.first_writes == want.first_writes);
+    CHECK(got.sequential == want.sequential);
+    CHECK(got.device_seconds.ssd == want.device_seconds.ssd);
+    CHECK(got.provisioned[1].device_seconds.hdd == want.provisioned[1].device_seconds.hdd);
+}

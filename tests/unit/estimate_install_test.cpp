@@ -330,3 +330,24 @@ TEST_CASE("install: with its defaults, files of up to a chunk fragment only on s
     CHECK(a.stats.ios == 8);
     CHECK(a.stats.bytes == b.stats.bytes);
 }
+
+TEST_CASE("install: the estimate summarises the IOs as they are made, as summarize_ios does the list",
+          "[estimate][install]") {
+    const VolumeMap v = volume_with(scattered());
+    PreparedWorkload w;
+    w.workload = parse_workload("install:5,writers=2,chunk=4k");
+    w.write_sizes = {4 * KiB, 20 * KiB, 0, 8 * KiB, 6 * KiB};
+    const WriteIos listed = install_ios(v, w.write_sizes, w.workload.install, w.max_io);
+    REQUIRE(listed.ios.size() > 5);
+    const WrittenMap fresh(64 * KiB);
+    const WorkloadEstimate e = estimate_workload(v, w, {}, &fresh);
+    const IoStats want = summarize_ios(listed.ios, {}, &fresh);
+    CHECK(e.stats.ios == want.ios);
+    CHECK(e.stats.first_writes == want.first_writes);
+    CHECK(e.stats.sequential == want.sequential);
+    CHECK(e.stats.device_seconds.hdd == want.device_seconds.hdd);
+    CHECK(e.stats.provisioned[2].device_seconds.array == want.provisioned[2].device_seconds.array);
+    REQUIRE(e.write.has_value());
+    CHECK(e.write->files_written == listed.outcome.files_written);
+    CHECK(e.write->fragments == listed.outcome.fragments);
+}
