@@ -89,7 +89,7 @@ for image in "${images[@]}"; do
     if command -v virt-sparsify >/dev/null && [ "${NO_VIRT_SPARSIFY:-0}" != 1 ]; then
         measure "virt-sparsify" "$work/out" "$out_format" \
             virt-sparsify --quiet --format "$format" --convert "$out_format" "$image" "$work/out" ||
-            echo "| | virt-sparsify failed: $(tail -1 "$work/err") | | | | |"
+            echo "| | virt-sparsify failed: $(grep -m1 'error:' "$work/err" || tail -1 "$work/err") | | | | |"
     fi
     rm -f "$work/out"
 done
