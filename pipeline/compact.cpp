@@ -310,7 +310,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     const ByteSet keep = disk - free_before;
     SparseCopy copy = copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block});
     result.bytes_copied = copy.bytes_written;
-    WritableRawFile file(disk_file.fd(), disk_file.path());
+    WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
     if (options.pack) begin(options, CompactStep::Move);
     for (std::size_t i = 0; i < planned.size(); ++i) {
         CompactVolume volume;

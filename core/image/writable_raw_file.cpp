@@ -47,7 +47,7 @@ void WritableRawFile::write(std::uint64_t offset, std::span<const std::byte> byt
         if (put < 0) os_error("write", path_, offset + done);
         done += static_cast<std::size_t>(put);
     }
-    if (!bytes.empty()) written_ += ByteSet::interval_type::right_open(offset, offset + bytes.size());
+    if (record_writes_ && !bytes.empty()) written_ += ByteSet::interval_type::right_open(offset, offset + bytes.size());
 }
 
 }  // namespace guestfrag

@@ -18,8 +18,10 @@ namespace guestfrag {
 class WritableRawFile final : public WritableDisk {
 public:
     /// Borrows `fd`, a file open O_RDWR that must outlive this object; `path` names it for
-    /// libntfs-3g's messages.
-    WritableRawFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    /// libntfs-3g's messages. With `record_writes`, written() keeps every range written
+    /// (off by default: a writer of a whole volume would hold an interval per file).
+    WritableRawFile(int fd, std::string path, bool record_writes = false)
+        : fd_(fd), path_(std::move(path)), record_writes_(record_writes) {}
 
     [[nodiscard]] const std::string& path() const noexcept override { return path_; }
     /// The borrowed descriptor, for what the file system does beyond reads and writes.
@@ -32,13 +34,15 @@ public:
     /// Writes all of `bytes` at `offset`, growing the file when needed. Throws Error(Io).
     void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
 
-    /// Every byte written through this object: what a caller must look at again after
-    /// libntfs-3g's writes, which it cannot see otherwise (compaction's zero blocks).
+    /// Every byte written through this object when it records writes (else nothing): what
+    /// a caller must look at again after libntfs-3g's writes, which it cannot see
+    /// otherwise (compaction's zero blocks).
     [[nodiscard]] const ByteSet& written() const noexcept { return written_; }
 
 private:
     int fd_;
     std::string path_;
+    bool record_writes_;
     ByteSet written_;
 };
 

@@ -298,7 +298,7 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     CHECK(test::kind_of([&] { (void)copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 3000}); }) ==
           ErrorKind::Internal);
 
-    WritableRawFile file(fd.get(), path.string());
+    WritableRawFile file(fd.get(), path.string(), /*record_writes=*/true);
     const std::vector<std::byte> some(100, std::byte{7});
     file.write(5000, some);
     file.write(5100, some);
@@ -307,6 +307,9 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     ByteSet written(ByteSet::interval_type::right_open(5000, 5200));
     written += ByteSet::interval_type::right_open(90000, 90100);
     CHECK(file.written() == written);
+    WritableRawFile plain(fd.get(), path.string());
+    plain.write(5000, some);
+    CHECK(plain.written().empty());
 }
 
 TEST_CASE(
