@@ -65,7 +65,10 @@ Layer map_layer(const LayerFile& file, int depth) {
 ChainImage::ChainImage(std::vector<std::unique_ptr<LayerFile>> chain) : chain_(std::move(chain)) {
     if (chain_.empty()) throw Error(ErrorKind::Internal, "empty layer chain");
     size_ = chain_.front()->virtual_size();
-    for (std::size_t i = 0; i < chain_.size(); ++i) layers_.push_back(map_layer(*chain_[i], static_cast<int>(i)));
+    for (std::size_t i = 0; i < chain_.size(); ++i) {
+        layers_.push_back(map_layer(*chain_[i], static_cast<int>(i)));
+        chain_[i]->release_caches();
+    }
 }
 
 void ChainImage::read(std::uint64_t offset, std::span<std::byte> out) const {

@@ -115,6 +115,11 @@ public:
     /// DiskImage::physical_files for this layer: its raw or flat files' physical extents
     /// (FIEMAP, read now); empty for container files. Throws Error(Io).
     [[nodiscard]] virtual std::vector<PhysicalFile> physical_files() const { return {}; }
+
+    /// Drops what the layer holds only to answer map() and read() quicker (tables read on
+    /// demand), which later calls read again. ChainImage calls it once the layer's map is
+    /// built, so a deep chain does not keep every layer's tables from its mapping pass.
+    virtual void release_caches() const {}
 };
 
 class ByteSource;    // core/image/byte_source.hpp

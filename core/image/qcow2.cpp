@@ -112,6 +112,13 @@ void Qcow2Layer::refuse_shared_l2_tables() const {
                                                 std::to_string(tables[i].first));
 }
 
+void Qcow2Layer::release_caches() const {
+    const std::lock_guard lock(mutex_);
+    l2_index_.clear();
+    l2_lru_.clear();
+    inflated_.clear();
+}
+
 std::shared_ptr<const Qcow2Layer::L2Table> Qcow2Layer::l2_table(std::uint64_t l1_index) const {
     {
         const std::lock_guard lock(mutex_);

@@ -45,6 +45,8 @@ public:
     /// Runs coalesce granules of one state (and, for stored data, contiguous host offsets);
     /// one call scans at most a few thousand L2 entries but skips unallocated L2 tables whole.
     [[nodiscard]] Mapping map(std::uint64_t offset) const override;
+    /// Empties the L2 and decompressed-cluster caches (up to 32 MiB).
+    void release_caches() const override;
     void read(std::uint64_t offset, std::span<std::byte> out) const override;
     /// The backing file: an absolute name as recorded, a relative one resolved against the
     /// directory of this file's path as given (qemu's rule). qcow2 records no parent identity.

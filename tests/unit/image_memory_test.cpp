@@ -6,18 +6,23 @@
 // Before the readers refused these, the same files took 0.5-6 GB.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/apply/qcow2_writer.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/source_opener.hpp"
+#include "core/image/unique_fd.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/vhd_writer.hpp"
@@ -266,6 +271,41 @@ TEST_CASE("qcow2: a chain of 63 layers with 32 MiB L1 tables of zeros costs what
     CHECK(r.err.find("no partition table and no NTFS file system found") != std::string::npos);
     CHECK(r.peak_rss_kib > 0);
     CHECK(r.input_rss_kib <= kInputRssKib);
+}
+
+TEST_CASE("qcow2: a chain drops each layer's L2 tables once the layer is mapped", "[hostile][memory][qcow2]") {
+    // Four layers of a 256 GiB disk, each storing one 64 KiB cluster in every 512 MiB: 512
+    // L2 tables (32 MiB) per layer, what one layer's L2 cache holds at most. Kept after
+    // mapping, the chain held 128 MiB of tables; now only the layer being mapped holds its own.
+    test::WorkDir dir("memory_qcow2_l2_chain");
+    constexpr std::uint64_t kSize = std::uint64_t{256} << 30;
+    constexpr std::uint64_t kTables = 512;
+    constexpr std::uint64_t kClustersPerTable = Qcow2OverlayWriter::kClusterSize / 8;
+    const std::vector<std::byte> cluster(Qcow2OverlayWriter::kClusterSize, std::byte{0x5a});
+    fs::path below;
+    for (std::uint64_t layer = 0; layer < 4; ++layer) {
+        const fs::path path = dir.path() / ("layer" + std::to_string(layer) + ".qcow2");
+        const UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644));
+        REQUIRE(fd.get() >= 0);
+        std::optional<Qcow2Backing> backing;
+        if (layer > 0) backing = Qcow2Backing{below.filename().string(), "qcow2"};
+        Qcow2OverlayWriter writer(fd.get(), path.string(), kSize, backing);
+        for (std::uint64_t t = 0; t < kTables; ++t) writer.write_cluster(t * kClustersPerTable + 1 + layer, cluster);
+        (void)writer.finish();
+        below = path;
+    }
+    {
+        const auto disk = open_image(below.string());
+        REQUIRE(disk->layers().size() == 4);
+        for (const Layer& layer : disk->layers())
+            CHECK(layer.allocated_bytes() == kTables * Qcow2OverlayWriter::kClusterSize);
+    }
+    const auto r = test::run_cli_measured({"analyze", below.string()});
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("no partition table and no NTFS file system found") != std::string::npos);
+    CHECK(r.peak_rss_kib > 0);
+    CHECK(r.input_rss_kib <= 80 * 1024);
 }
 
 TEST_CASE("vmdk: a descriptor naming one sparse extent file many times is refused", "[hostile][memory][vmdk]") {
