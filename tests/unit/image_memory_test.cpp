@@ -305,7 +305,13 @@ TEST_CASE("qcow2: a chain drops each layer's L2 tables once the layer is mapped"
     CHECK(r.status == 2);
     CHECK(r.err.find("no partition table and no NTFS file system found") != std::string::npos);
     CHECK(r.peak_rss_kib > 0);
+    // Under AddressSanitizer the caches dropped wait in its 64 MB quarantine of freed
+    // memory (127 MB measured), so only the release build can tell 33 MB from 130 MB here.
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(r.input_rss_kib <= 192 * 1024);
+#else
     CHECK(r.input_rss_kib <= 80 * 1024);
+#endif
 }
 
 TEST_CASE("vmdk: a descriptor naming one sparse extent file many times is refused", "[hostile][memory][vmdk]") {
