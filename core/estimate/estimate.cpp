@@ -35,56 +35,44 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
     return prepared;
 }
 
-WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& workload) {
-    WorkloadIos out;
+WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorkload& workload,
+                                   const std::function<void(const Io&)>& each) {
+    WorkloadNotes notes;
+    const auto hand_over = [&each](const std::vector<Io>& ios) {
+        for (const Io& io : ios) each(io);
+    };
     switch (workload.workload.kind) {
         case Workload::Kind::Scan:
-            out.ios = scan_ios(volume, workload.workload.scan_order, workload.max_io);
+            hand_over(scan_ios(volume, workload.workload.scan_order, workload.max_io));
             break;
         case Workload::Kind::Trace: {
             TraceIos trace = trace_ios(volume, workload.trace_paths, workload.max_io);
-            out.ios = std::move(trace.ios);
-            out.trace = std::move(trace.outcome);
+            hand_over(trace.ios);
+            notes.trace = std::move(trace.outcome);
             break;
         }
         case Workload::Kind::Write: {
-            WriteIos write = write_ios(volume, workload.write_sizes, workload.max_io);
-            out.ios = std::move(write.ios);
-            out.write = write.outcome;
+            const WriteIos write = write_ios(volume, workload.write_sizes, workload.max_io);
+            hand_over(write.ios);
+            notes.write = write.outcome;
             break;
         }
         case Workload::Kind::Fio:
-            out.ios = fio_ios(workload.workload.fio, workload.disk_size, volume);
+            for_each_fio_io(workload.workload.fio, workload.disk_size, volume, each);
             break;
-        case Workload::Kind::Install: {
-            WriteIos write = install_ios(volume, workload.write_sizes, workload.workload.install, workload.max_io);
-            out.ios = std::move(write.ios);
-            out.write = write.outcome;
+        case Workload::Kind::Install:
+            notes.write =
+                for_each_install_io(volume, workload.write_sizes, workload.workload.install, workload.max_io, each);
             break;
-        }
     }
-    return out;
+    return notes;
 }
 
 WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
                                    const DeviceModels& models, const WrittenMap* written) {
-    WorkloadEstimate estimate;
     IoSummary summary(models, written);
-    const auto add = [&summary](const Io& io) { summary.add(io); };
-    // fio and install are summarised as their IOs are made: a job may make 10 million.
-    if (workload.workload.kind == Workload::Kind::Fio) {
-        for_each_fio_io(workload.workload.fio, workload.disk_size, volume, add);
-    } else if (workload.workload.kind == Workload::Kind::Install) {
-        estimate.write = for_each_install_io(volume, workload.write_sizes, workload.workload.install,
-                                             workload.max_io, add);
-    } else {
-        WorkloadIos ios = workload_ios(volume, workload);
-        for (const Io& io : ios.ios) add(io);
-        estimate.trace = std::move(ios.trace);
-        estimate.write = ios.write;
-    }
-    estimate.stats = summary.stats();
-    return estimate;
+    WorkloadNotes notes = for_each_workload_io(volume, workload, [&summary](const Io& io) { summary.add(io); });
+    return {summary.stats(), std::move(notes.trace), notes.write};
 }
 
 }  // namespace guestfrag

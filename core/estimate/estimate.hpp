@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,17 +38,18 @@ struct PreparedWorkload {
 [[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io,
                                                 const DiskImage& image, const VolumeMap& volume);
 
-/// The IOs of a prepared workload on one state of the volume, and what the generator saw.
-struct WorkloadIos {
-    std::vector<Io> ios;
+/// What a workload's generator saw besides its IOs.
+struct WorkloadNotes {
     std::optional<TraceOutcome> trace;  ///< Trace only
     std::optional<WriteOutcome> write;  ///< Write and Install only
 };
 
-/// Generates the IO stream of `workload` on `volume` (scan_ios, trace_ios, write_ios,
-/// fio_ios or install_ios).
+/// Hands the IO stream of `workload` on `volume` to `each` in issue order (scan_ios,
+/// trace_ios, write_ios, for_each_fio_io or for_each_install_io). fio and install IOs are
+/// handed over as they are made, never listed: a job may make 10,000,000 of them.
 /// Throws as those do. Cost: O(IOs) plus the generator's indexing.
-[[nodiscard]] WorkloadIos workload_ios(const VolumeMap& volume, const PreparedWorkload& workload);
+WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorkload& workload,
+                                   const std::function<void(const Io&)>& each);
 
 /// One workload's estimate on one volume state: the report's "R" plus the generator's notes.
 struct WorkloadEstimate {
@@ -56,7 +58,7 @@ struct WorkloadEstimate {
     std::optional<WriteOutcome> write;
 };
 
-/// workload_ios followed by summarize_ios (first writes counted on a copy of `written`,
+/// for_each_workload_io into an IoSummary (first writes counted on a copy of `written`,
 /// when given). The IO list is not kept.
 [[nodiscard]] WorkloadEstimate estimate_workload(const VolumeMap& volume, const PreparedWorkload& workload,
                                                  const DeviceModels& models = {},
