@@ -130,13 +130,12 @@ std::optional<std::string> digest_difference(const VolumeMap& before,
                                              const std::vector<std::optional<std::uint64_t>>& want,
                                              const VolumeMap& after,
                                              const std::vector<std::optional<std::uint64_t>>& got) {
-    const auto key = [](const Stream& s) { return std::tie(s.mft_record, s.type, s.name); };
     std::size_t j = 0;
     for (std::size_t i = 0; i < before.streams.size(); ++i) {
         if (!want.at(i)) continue;
         const Stream& s = before.streams[i];
-        while (j < after.streams.size() && key(after.streams[j]) < key(s)) ++j;
-        if (j == after.streams.size() || key(after.streams[j]) != key(s) || got.at(j) != want[i])
+        while (j < after.streams.size() && map_order(after.streams[j]) < map_order(s)) ++j;
+        if (j == after.streams.size() || map_order(after.streams[j]) != map_order(s) || got.at(j) != want[i])
             return "record " + std::to_string(s.mft_record) + " " + s.label();
     }
     return std::nullopt;
@@ -156,18 +155,17 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
     const auto adopted_list = [&adopted](const Stream& s) {
         return s.type == static_cast<std::uint32_t>(AttrType::AttributeList) && adopted.records.count(s.mft_record) != 0;
     };
-    const auto key = [](const Stream& s) { return std::tie(s.mft_record, s.type, s.name); };
     const auto name = [](const Stream& s) { return "record " + std::to_string(s.mft_record) + " " + s.label(); };
     std::size_t j = 0;
     std::optional<std::size_t> first_extra;  // the first stream of `actual` that `expected` lacks
     const auto skip_to = [&](const Stream& s) {
-        for (; j < actual.streams.size() && key(actual.streams[j]) < key(s); ++j)
+        for (; j < actual.streams.size() && map_order(actual.streams[j]) < map_order(s); ++j)
             if (!first_extra && !adopted_list(actual.streams[j])) first_extra = j;
     };
     for (const Stream& s : expected.streams) {
         if (adopted_list(s)) continue;
         skip_to(s);
-        if (j == actual.streams.size() || key(actual.streams[j]) != key(s)) return name(s) + " is missing";
+        if (j == actual.streams.size() || map_order(actual.streams[j]) != map_order(s)) return name(s) + " is missing";
         const std::vector<Extent> want = merged(s.extents);
         const std::vector<Extent> got = merged(actual.streams[j].extents);
         if (want != got) return name(s) + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
@@ -177,10 +175,6 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
         if (!adopted_list(actual.streams[j])) first_extra = j;
     if (first_extra) return name(actual.streams[*first_extra]) + " was not there before";
     return std::nullopt;
-}
-
-std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual) {
-    return allocation_difference(expected, actual, AttributeListChanges{});
 }
 
 ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,

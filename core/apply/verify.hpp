@@ -31,24 +31,11 @@ class DiskImage;
 
 /// The first stream of `before` with a digest in `want` that `after` lacks or holds with
 /// another digest in `got` (each stream_digests of its own map), as "record R LABEL";
-/// nothing when every one matches. Streams are matched by (record, type, name), the order
-/// both maps are sorted in. O(streams).
+/// nothing when every one matches. Streams are matched in map_order. O(streams).
 [[nodiscard]] std::optional<std::string> digest_difference(const VolumeMap& before,
                                                            const std::vector<std::optional<std::uint64_t>>& want,
                                                            const VolumeMap& after,
                                                            const std::vector<std::optional<std::uint64_t>>& got);
-
-struct AttributeListChanges;
-
-/// The first difference between two maps of a volume as text (free space, the set of
-/// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the
-/// allocation is the same. `adopted` (attribute_list_changes) amends `expected`: its free
-/// clusters, and the attribute lists it takes from `actual`. Streams are matched by
-/// (record, type, name), the order both maps are sorted in. O(streams + runs).
-[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
-                                                               const AttributeListChanges& adopted);
-[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected,
-                                                               const VolumeMap& actual);
 
 /// Where $Bitmap (the map's free space) and the union of every stream's runs disagree, as
 /// text, or nothing when the used clusters are exactly those the runlists claim.
@@ -84,6 +71,14 @@ struct AttributeListChanges {
     ClusterSet added;         ///< those taken clusters
     std::set<std::uint64_t> records;  ///< files whose $ATTRIBUTE_LIST is as `actual` holds it
 };
+
+/// The first difference between two maps of a volume as text (free space, the set of
+/// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the
+/// allocation is the same. `adopted` (attribute_list_changes) amends `expected`: its free
+/// clusters, and the attribute lists it takes from `actual`. Streams are matched in
+/// map_order, the order both maps are sorted in. O(streams + runs).
+[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
+                                                               const AttributeListChanges& adopted = {});
 
 /// What libntfs-3g does to the attribute lists of the files in `moved` when it lays their
 /// new runlists out, as amendments to `predicted`: a non-resident $ATTRIBUTE_LIST that

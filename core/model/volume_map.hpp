@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <boost/icl/interval_set.hpp>
@@ -77,6 +78,10 @@ struct Stream {
     /// moves such a stream in (docs/planner.md §4); 1 for every other stream.
     [[nodiscard]] std::int64_t unit_clusters() const;
 };
+
+/// The key VolumeMap::streams is sorted by: (mft_record, type, name). Two maps of one
+/// volume are compared by walking both in this order.
+[[nodiscard]] inline auto map_order(const Stream& s) { return std::tie(s.mft_record, s.type, s.name); }
 
 /// Append-only storage for the names of a volume's files: names are packed into 64 KiB
 /// blocks instead of one heap string each (most file names are longer than std::string's
@@ -164,7 +169,7 @@ struct VolumeMap {
     ClusterSet unmovable;                  ///< clusters the file system pins (docs/design.md §3)
     std::vector<FileEntry> files;          ///< sorted by mft_record
     std::shared_ptr<const NamePool> names; ///< storage of files[].name (shared by copies)
-    std::vector<Stream> streams;           ///< sorted by (mft_record, type, name)
+    std::vector<Stream> streams;           ///< sorted by map_order
     std::vector<VolumeFinding> findings;   ///< inconsistencies of the metadata, none on a sound volume
 
     [[nodiscard]] std::int64_t free_clusters() const;

@@ -462,9 +462,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
 
     assemble_streams(pending, map.cluster_size, map.streams);
     pending = {};
-    std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) {
-        return std::tie(a.mft_record, a.type, a.name) < std::tie(b.mft_record, b.type, b.name);
-    });
+    std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) { return map_order(a) < map_order(b); });
     // $Bitmap needs one bit per cluster; a longer claimed size is not read.
     const std::uint64_t bitmap_needed = (static_cast<std::uint64_t>(map.total_clusters) + 7) / 8;
     map.free = free_extents(
