@@ -25,13 +25,6 @@ using Json = nlohmann::json;
 
 namespace {
 
-fs::path work_dir(const std::string& name) {
-    const fs::path dir = test::scratch_dir() / (name + "." + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
 Json run_json(const std::vector<std::string>& args) {
     const auto r = test::run_cli(args);
     INFO(r.err);
@@ -143,7 +136,7 @@ TEST_CASE("impact growth on linked clones and thin disks equals granule counts f
           "[impact][formats]") {
     test::require_tools({"qemu-img", "qemu-io"});
     const fs::path raw = small_disk("impact-growth", 23);
-    const fs::path dir = work_dir("impact-growth");
+    const test::WorkDir dir("impact-growth");
     const Json analysis = run_json({"analyze", raw.string(), "--json"});
     const std::uint64_t start = analysis["partitions"][0]["start"];
     const std::uint64_t cluster = analysis["volumes"][0]["cluster_size"];
@@ -252,7 +245,7 @@ void carry_out(const Json& plan, const fs::path& disk, std::uint64_t start, std:
 
 TEST_CASE("impact --deep counts the distinct chunks of the disk before and after the moves", "[impact][deep]") {
     const fs::path raw = small_disk("impact-deep", 29);
-    const fs::path dir = work_dir("impact-deep");
+    const test::WorkDir dir("impact-deep");
     const Json analysis = run_json({"analyze", raw.string(), "--json"});
     const std::uint64_t start = analysis["partitions"][0]["start"];
     const std::uint64_t cluster = analysis["volumes"][0]["cluster_size"];
@@ -286,7 +279,7 @@ TEST_CASE("impact --deep counts the distinct chunks of the disk before and after
 TEST_CASE("impact finds shadow copy stores and warns of copy-on-write under 16 KiB clusters", "[impact][vss]") {
     for (const std::uint32_t cluster : {4096u, 16384u}) {
         SECTION("clusters of " + std::to_string(cluster)) {
-            const fs::path dir = work_dir("impact-vss-" + std::to_string(cluster));
+            const test::WorkDir dir("impact-vss-" + std::to_string(cluster));
             const fs::path disk = dir / "volume.raw";
             fs::copy_file(small_disk("impact-vss-" + std::to_string(cluster), 31, "none", cluster), disk);
             test::add_shadow_copy_store(disk, 3ull << 20);
@@ -320,7 +313,8 @@ TEST_CASE("impact flags the unaligned partitions of the DFTT disk as mmls places
     test::require_tools({"mmls"});
     const auto slots = test::mmls_partitions(dftt);
     REQUIRE(slots.size() == 2);
-    const fs::path plan_path = work_dir("impact-dftt") / "plan.json";
+    const test::WorkDir dir("impact-dftt");
+    const fs::path plan_path = dir / "plan.json";
     // The plan is for partition 1 only; alignment covers every partition.
     (void)run_json({"plan", dftt.string(), "--partition", "1", "-o", plan_path.string(), "--json"});
     const Json doc = impact(dftt, plan_path);
@@ -347,7 +341,7 @@ TEST_CASE("impact flags the unaligned partitions of the DFTT disk as mmls places
 TEST_CASE("impact refuses bad plans and options with one line", "[impact][bad-input]") {
     const fs::path raw = small_disk("impact-growth", 23);
     const fs::path other = small_disk("impact-deep", 29);
-    const fs::path dir = work_dir("impact-bad");
+    const test::WorkDir dir("impact-bad");
     const fs::path plan_path = dir / "plan.json";
     make_plan(raw, plan_path);
 

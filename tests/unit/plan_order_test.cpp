@@ -201,11 +201,9 @@ TEST_CASE("plan --order: the CLI, the plan file and the refusals", "[plan][order
 TEST_CASE("an ordered plan carried out reads as its estimate predicted", "[plan][order][apply]") {
     test::require_tools({"qemu-img"});
     const std::string image = test::fragmented_256_image().string();
-    const auto dir = test::scratch_dir() / "plan-order-apply";
-    std::filesystem::create_directories(dir);
+    const test::WorkDir dir("plan-order-apply");
     const std::string plan = (dir / "path.json").string();
     const std::string out = (dir / "out.raw").string();
-    std::filesystem::remove(out);
     REQUIRE(test::run_cli({"plan", image, "--strategy", "optimize", "--order", "path", "-o", plan}).status ==
             0);
     const auto predicted =
