@@ -30,7 +30,12 @@ void check_host_extents(const LayerFile& file, const Layer& layer) {
                     std::to_string(held) + " bytes its files hold on the host can back (its tables share or invent data)");
 }
 
-Layer map_layer(const LayerFile& file, int depth) {
+/// The layer's map. `below` is what the layers under it store: a declared zero is kept only
+/// over those bytes, for elsewhere it reads as the unallocated bytes it stands for do. A
+/// table of alternating zero and unallocated entries (written out, but a few bytes each)
+/// would otherwise cost a run per block here; kept this way, zero runs cost no more than
+/// the lower layers' data runs, which their files back.
+Layer map_layer(const LayerFile& file, int depth, const ByteSet& below) {
     Layer layer;
     layer.depth = depth;
     layer.path = file.path();
@@ -51,8 +56,8 @@ Layer map_layer(const LayerFile& file, int depth) {
                 append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
                 check_host_extents(file, layer);
             }
-        } else if (m.state == Allocation::Zero) {
-            layer.zero.add(layer.zero.end(), range);
+        } else if (m.state == Allocation::Zero && !below.empty()) {
+            layer.zero += below & range;
         }
         offset = end;
     }
@@ -65,9 +70,13 @@ Layer map_layer(const LayerFile& file, int depth) {
 ChainImage::ChainImage(std::vector<std::unique_ptr<LayerFile>> chain) : chain_(std::move(chain)) {
     if (chain_.empty()) throw Error(ErrorKind::Internal, "empty layer chain");
     size_ = chain_.front()->virtual_size();
-    for (std::size_t i = 0; i < chain_.size(); ++i) {
-        layers_.push_back(map_layer(*chain_[i], static_cast<int>(i)));
+    // Bottom up, so that each layer's zero runs can be cut to the data beneath it.
+    layers_.resize(chain_.size());
+    ByteSet below;
+    for (std::size_t i = chain_.size(); i-- > 0;) {
+        layers_[i] = map_layer(*chain_[i], static_cast<int>(i), below);
         chain_[i]->release_caches();
+        if (i > 0) below += layers_[i].allocated;
     }
 }
 

@@ -158,7 +158,9 @@ struct Layer {
     /// granule, or the whole block of a VHD/VHDX whose sector bitmap has a finer granule.
     std::uint64_t growth_unit = 0;
     ByteSet allocated;               ///< virtual-disk bytes whose data lives in this layer
-    ByteSet zero;                    ///< bytes this layer declares zero without storing them
+    /// Bytes this layer declares zero without storing them, where a layer below it stores
+    /// data. Elsewhere a declared zero reads as an unallocated byte does and is not kept.
+    ByteSet zero;
     /// Where the stored data lies in the layer's files, in virtual-disk order, maximal
     /// (neighbours are never contiguous in both). Compressed data has no place and is
     /// missing, so these cover `allocated` less its compressed bytes.

@@ -88,13 +88,13 @@ Bat::Bat(const BatReader& read, const Metadata& metadata, std::uint64_t file_siz
         switch (state) {
             // UNDEFINED and UNMAPPED blocks read as NOT_PRESENT ones do (the parent's bytes,
             // or zeros) and are kept as such: apart, a BAT alternating them with ZERO would
-            // cost a run per block.
+            // cost a run per block. Without a parent ZERO reads so too, and is kept so.
             case 0:
             case 1:
             case 3:
                 continue;
             case 2:
-                add(block, BlockState::Zero, 0);
+                if (metadata.has_parent) add(block, BlockState::Zero, 0);
                 continue;
             case 6: break;
             case 7:

@@ -35,11 +35,12 @@ struct FileExtent {
 using BatReader = std::function<void(std::uint64_t offset, std::span<std::byte> out)>;
 
 /// The decoded BAT: per payload block its state and file offset, per chunk the file offset
-/// of its sector bitmap block (differencing disks only). Memory: 16 bytes per run of ZERO
-/// blocks or of stored blocks at consecutive file offsets, 16 per sector bitmap; NOT_PRESENT,
-/// UNDEFINED and UNMAPPED blocks cost nothing, so a huge empty disk costs what it stores,
-/// and no BAT more than 8 bytes per block and 16 per MiB of the file. While it is built,
-/// the overlap check holds 32 bytes per stored block.
+/// of its sector bitmap block (differencing disks only). Memory: 16 bytes per run of stored
+/// blocks at consecutive file offsets, 16 per sector bitmap, and in a differencing disk 16
+/// per run of ZERO blocks; NOT_PRESENT, UNDEFINED and UNMAPPED blocks, and ZERO ones of a
+/// disk without a parent (where all of them read as zeros), cost nothing. So a huge empty
+/// disk costs what it stores, and no BAT more than 8 bytes per block and 16 per MiB of the
+/// file. While it is built, the overlap check holds 32 bytes per stored block.
 class Bat {
 public:
     /// Reads the Metadata::bat_entries() little-endian entries through `read`, in slices,
@@ -50,7 +51,8 @@ public:
     Bat(const BatReader& read, const Metadata& metadata, std::uint64_t file_size,
         const std::vector<FileExtent>& reserved);
 
-    /// NotPresent also for UNDEFINED and UNMAPPED blocks, which read alike.
+    /// NotPresent also for UNDEFINED and UNMAPPED blocks, which read alike, and for ZERO
+    /// blocks of a disk without a parent.
     [[nodiscard]] BlockState state(std::uint64_t block) const;
     /// File offset of a stored (fully or partially present) block; 0 for other blocks.
     [[nodiscard]] std::uint64_t offset(std::uint64_t block) const;

@@ -26,6 +26,7 @@
 #include "core/image/qcow2_inflate.hpp"
 #include "core/image/qcow2_l2.hpp"
 #include "core/image/qcow2_layer.hpp"
+#include "support/declared_zero.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/qemu_tools.hpp"
@@ -174,17 +175,18 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
         else if (e.zero && e.present)
             zero[e.depth] += range;
     }
+    const std::vector<ByteSet> declared = test::declared_zero(image);
     ByteSet above;
     for (std::size_t d = 0; d < layers.size(); ++d) {
         const Layer& layer = layers[d];
         INFO("depth " << d << " (" << format_name(layer.format) << ", " << layer.path << ")");
-        for (const ByteSet* set : {&layer.allocated, &layer.zero})
+        for (const ByteSet* set : {&layer.allocated, &declared[d]})
             for (const auto& iv : *set) {
                 CHECK(iv.lower() % layer.granule_size == 0);
                 CHECK((iv.upper() % layer.granule_size == 0 || iv.upper() == image.size()));
             }
         const ByteSet ours_data = layer.allocated - above;
-        const ByteSet ours_zero = layer.zero - above;
+        const ByteSet ours_zero = declared[d] - above;
         INFO("ours data:  " << describe(ours_data));
         INFO("qemu data:  " << describe(data[d]));
         INFO("ours zero:  " << describe(ours_zero));
@@ -192,7 +194,7 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
         CHECK(ours_data == data[d]);
         if (layer.format != ImageFormat::Raw) CHECK(ours_zero == zero[d]);
         above += layer.allocated;
-        above += layer.zero;
+        above += declared[d];
     }
 }
 
@@ -324,7 +326,7 @@ TEST_CASE("qcow2 zero clusters written by qemu-io", "[image][qcow2]") {
                         "write -z 1M 4K",        // part of a cluster: zeros stored as data
                         "write -z 23M 1M"});     // up to the partial last cluster
         const auto disk = check_image(image, 1, 64 * KiB);
-        CHECK(boost::icl::contains(disk->layers()[0].zero,
+        CHECK(boost::icl::contains(test::declared_zero(*disk)[0],
                                    ByteSet::interval_type::right_open(3 * MiB, 3 * MiB + 128 * KiB)));
         const auto layer = open_qcow2(image.string());
         CHECK(layer->map(10 * MiB).state == Allocation::Zero);

@@ -27,6 +27,7 @@
 #include "core/image/vmdk_descriptor.hpp"
 #include "core/image/vmdk_grain_extent.hpp"
 #include "core/image/vmdk_layer.hpp"
+#include "support/declared_zero.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/qemu_tools.hpp"
@@ -159,8 +160,9 @@ void check_bytes(const DiskImage& image, const fs::path& path) {
                                                          std::min(image.size(), upper + MiB));
         };
         for (const Layer& layer : image.layers())
-            for (const ByteSet* set : {&layer.allocated, &layer.zero})
-                for (const auto& iv : *set) widen(iv.lower(), iv.upper());
+            for (const auto& iv : layer.allocated) widen(iv.lower(), iv.upper());
+        for (const ByteSet& zero : test::declared_zero(image))
+            for (const auto& iv : zero) widen(iv.lower(), iv.upper());
         for (const QemuExtent& e : qemu_map(path))
             if (e.present && !(e.data && e.zero)) widen(e.start, e.start + e.length);  // not host holes
         for (std::uint64_t i = 0; i < 16; ++i) {
@@ -209,17 +211,18 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
         if (e.data && !e.zero) data[e.depth] += range;
         else if (e.zero && !e.data && e.present) zero[e.depth] += range;
     }
+    const std::vector<ByteSet> declared = test::declared_zero(image);
     ByteSet above;
     for (std::size_t d = 0; d < layers.size(); ++d) {
         const Layer& layer = layers[d];
         INFO("depth " << d << " (" << format_name(layer.format) << ", " << layer.path << ")");
-        for (const ByteSet* set : {&layer.allocated, &layer.zero})
+        for (const ByteSet* set : {&layer.allocated, &declared[d]})
             for (const auto& iv : *set) {
                 CHECK(iv.lower() % layer.granule_size == 0);
                 CHECK((iv.upper() % layer.granule_size == 0 || iv.upper() == image.size()));
             }
         const ByteSet ours_data = layer.allocated - above;
-        const ByteSet ours_zero = layer.zero - above;
+        const ByteSet ours_zero = declared[d] - above;
         INFO("ours data:  " << describe(ours_data));
         INFO("qemu data:  " << describe(data[d]));
         INFO("ours zero:  " << describe(ours_zero));
@@ -227,7 +230,7 @@ void check_allocation(const DiskImage& image, const fs::path& path) {
         CHECK(ours_data == data[d]);
         CHECK(ours_zero == zero[d]);
         above += layer.allocated;
-        above += layer.zero;
+        above += declared[d];
     }
 }
 
@@ -569,13 +572,13 @@ TEST_CASE("vmdk seSparse extents read like qemu reads them", "[image][vmdk][sesp
         test::write_sesparse_extent(raw, dir / "s-sesparse.vmdk", options);
         const fs::path image = descriptor("s.vmdk", "s-sesparse.vmdk", 0xffffffff, std::nullopt);
         const auto disk = check_image(image, 1, 4 * KiB);
-        CHECK(boost::icl::contains(disk->layers()[0].zero,
+        CHECK(boost::icl::contains(test::declared_zero(*disk)[0],
                                    ByteSet::interval_type::right_open(12 * MiB, 12 * MiB + 4 * KiB)));
         // The bare extent file opened directly reads the same.
         const auto bare = open_chain((dir / "s-sesparse.vmdk").string());
         CHECK(read_all(*bare) == read_all(*disk));
         CHECK(bare->layers()[0].allocated == disk->layers()[0].allocated);
-        CHECK(bare->layers()[0].zero == disk->layers()[0].zero);
+        CHECK(test::declared_zero(*bare)[0] == test::declared_zero(*disk)[0]);
     }
     SECTION("delta over a flat base") {
         const fs::path base = convert(raw, dir / "base.vmdk", "monolithicFlat");
@@ -699,7 +702,7 @@ TEST_CASE("vmdk ZERO and RDONLY extents (qemu skips those lines)", "[image][vmdk
     CHECK(std::memcmp(bytes.data(), flat.data(), 1 * MiB) == 0);
     CHECK(std::all_of(bytes.begin() + 1 * MiB, bytes.begin() + 3 * MiB, [](std::byte b) { return b == std::byte{0}; }));
     CHECK(std::memcmp(bytes.data() + 3 * MiB, flat.data() + 1 * MiB, 1 * MiB) == 0);
-    CHECK(disk->layers()[0].zero == ByteSet(ByteSet::interval_type::right_open(1 * MiB, 3 * MiB)));
+    CHECK(test::declared_zero(*disk)[0] == ByteSet(ByteSet::interval_type::right_open(1 * MiB, 3 * MiB)));
     CHECK(disk->layers()[0].allocated_bytes() == 2 * MiB);
 }
 
