@@ -2,6 +2,7 @@
 #include "app/cli/analysis_json.hpp"
 
 #include "app/cli/io_stats_json.hpp"
+#include "app/cli/json_output.hpp"
 
 namespace guestfrag::cli {
 namespace {
@@ -211,6 +212,19 @@ Json analysis_to_json(const ImageAnalysis& a, bool with_streams, std::span<const
             {"partition_table", a.table.label},
             {"partitions", std::move(partitions)},
             {"volumes", std::move(volumes)}};
+}
+
+void write_analysis_json(std::ostream& out, const ImageAnalysis& a, bool with_streams,
+                         std::span<const LayerProvisioning> provisioning) {
+    Json doc = analysis_to_json(a, false, provisioning);
+    std::vector<StreamedArray> arrays;
+    if (with_streams)
+        for (std::size_t i = 0; i < a.volumes.size(); ++i) {
+            const VolumeMap& map = a.volumes[i].map;
+            arrays.push_back({&doc["volumes"][i]["streams"], map.streams.size(),
+                              [&map](std::size_t k) { return stream_json(map, map.streams[k]); }});
+        }
+    write_json(out, doc, arrays);
 }
 
 }  // namespace guestfrag::cli

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <ostream>
 #include <span>
 
 #include <nlohmann/json.hpp>
@@ -24,5 +25,10 @@ namespace guestfrag::cli {
 /// per layer), else as detected.
 [[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis, bool with_streams,
                                                       std::span<const LayerProvisioning> provisioning = {});
+
+/// Writes analysis_to_json(analysis, with_streams, provisioning).dump(2) and a newline,
+/// making each stream's entry only as it is written.
+void write_analysis_json(std::ostream& out, const ImageAnalysis& analysis, bool with_streams,
+                         std::span<const LayerProvisioning> provisioning = {});
 
 }  // namespace guestfrag::cli

@@ -43,7 +43,7 @@ void add_analyze_command(CLI::App& app) {
             const std::vector<LayerProvisioning> provisioning =
                 layer_provisioning(opened.image->layers(), opts->provisioning);
             if (opts->json)
-                std::cout << analysis_to_json(*opened.analysis, opts->files, provisioning).dump(2) << '\n';
+                write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning);
             else
                 print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
         });

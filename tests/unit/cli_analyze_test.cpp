@@ -2,10 +2,16 @@
 // `guestfrag analyze` as users' scripts see it: the guestfrag.analysis.v1 contract.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <sstream>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "analyzers/analysis.hpp"
+#include "app/cli/analysis_json.hpp"
 #include "core/image/open_image.hpp"
+#include "pipeline/pipeline.hpp"
 #include "support/fixtures.hpp"
 
 using namespace guestfrag;
@@ -80,6 +86,27 @@ TEST_CASE("analyze --json --files follows guestfrag.analysis.v1", "[cli][json]")
         fragments += s["fragments"].get<std::uint64_t>();
     }
     CHECK(fragments == va.files.fragments);
+}
+
+TEST_CASE("analyze --json --files writes each stream as it goes and prints what the whole document dumps", "[cli][json]") {
+    for (const std::filesystem::path& image :
+         {test::testdata("dftt-10-ntfs-disk.dd.xz"), test::testdata("windows_volume.qcow2"),
+          test::generated_image("tiny-gpt", tiny_gpt())}) {
+        INFO(image);
+        const OpenedImage opened = open_and_analyze(image.string());
+        ImageAnalysis a = *opened.analysis;
+        REQUIRE(!a.volumes.empty());
+        REQUIRE(!a.volumes.front().map.streams.empty());
+        const std::string whole = cli::analysis_to_json(a, true).dump(2) + "\n";
+        const auto r = test::run_cli({"analyze", image.string(), "--json", "--files"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out == whole);
+        // A label that reads as the writer's marker moves the marker, not the cut.
+        a.volumes.front().map.label = "\x01streamed 0/0";
+        std::ostringstream out;
+        cli::write_analysis_json(out, a, true);
+        CHECK(out.str() == cli::analysis_to_json(a, true).dump(2) + "\n");
+    }
 }
 
 TEST_CASE("analyze without --files omits streams and the text report names the volume", "[cli]") {
