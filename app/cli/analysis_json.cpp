@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/analysis_json.hpp"
 
+#include <charconv>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "app/cli/io_stats_json.hpp"
 #include "app/cli/json_output.hpp"
 
@@ -48,28 +53,101 @@ Json copy_json(const ImageAnalysis& a) {
     return {{"chain", copy_figures_json(c.chain)}, {"layers", std::move(layers)}, {"warnings", std::move(warnings)}};
 }
 
-Json stream_json(const VolumeMap& map, const Stream& s) {
-    Json extents = Json::array();
-    for (const Extent& e : s.extents) extents.push_back(Json::array({e.vcn, e.lcn, e.clusters}));
-    Json j = {{"mft_record", s.mft_record},
-              {"path", map.path_of(s.mft_record)},
-              {"stream", s.label()},
-              {"size", s.size},
-              {"allocated_size", s.allocated_size},
-              {"fragments", s.fragments()},
-              {"flags", Json::array()},
-              {"placement", s.placement == Placement::Movable     ? "movable"
-                            : s.placement == Placement::Unmovable ? "unmovable"
-                                                                  : "excluded"},
-              {"extents", std::move(extents)}};
-    if (s.flags & Stream::kCompressed) j["flags"].push_back("compressed");
-    if (s.flags & Stream::kEncrypted) j["flags"].push_back("encrypted");
-    if (s.flags & Stream::kSparse) j["flags"].push_back("sparse");
-    if (!s.reason.empty()) j["reason"] = s.reason;
-    return j;
+const char* placement_name(Placement p) {
+    return p == Placement::Movable ? "movable" : p == Placement::Unmovable ? "unmovable" : "excluded";
 }
 
-Json volume_json(const VolumeAnalysis& v, bool with_streams) {
+void append_number(std::string& text, std::int64_t value) {
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    text.append(digits, end);
+}
+
+/// One stream of `--files` (docs/design.md §6) as dump(2) writes it `indent` spaces deep:
+/// made field by field, for a volume has a million of them.
+void append_stream(std::string& text, const VolumeMap& map, const Stream& s, std::size_t indent) {
+    const auto line = [&](std::size_t depth) {
+        text += '\n';
+        text.append(indent + depth, ' ');
+    };
+    const auto field = [&](std::string_view key) {
+        line(2);
+        text += '"';
+        text += key;
+        text += "\": ";
+    };
+    text += '{';
+    field("mft_record");
+    text += std::to_string(s.mft_record);
+    text += ',';
+    field("path");
+    append_json_string(text, map.path_of(s.mft_record));
+    text += ',';
+    field("stream");
+    append_json_string(text, s.label());
+    text += ',';
+    field("size");
+    text += std::to_string(s.size);
+    text += ',';
+    field("allocated_size");
+    text += std::to_string(s.allocated_size);
+    text += ',';
+    field("fragments");
+    text += std::to_string(s.fragments());
+    text += ',';
+    field("flags");
+    std::vector<std::string_view> flags;
+    if (s.flags & Stream::kCompressed) flags.emplace_back("compressed");
+    if (s.flags & Stream::kEncrypted) flags.emplace_back("encrypted");
+    if (s.flags & Stream::kSparse) flags.emplace_back("sparse");
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+        text += i == 0 ? "[" : ",";
+        line(4);
+        append_json_string(text, flags[i]);
+    }
+    if (flags.empty()) {
+        text += "[]";
+    } else {
+        line(2);
+        text += ']';
+    }
+    text += ',';
+    field("placement");
+    append_json_string(text, placement_name(s.placement));
+    text += ',';
+    field("extents");
+    for (std::size_t i = 0; i < s.extents.size(); ++i) {
+        const Extent& e = s.extents[i];
+        text += i == 0 ? "[" : ",";
+        line(4);
+        text += '[';
+        line(6);
+        append_number(text, e.vcn);
+        text += ',';
+        line(6);
+        append_number(text, e.lcn);
+        text += ',';
+        line(6);
+        append_number(text, e.clusters);
+        line(4);
+        text += ']';
+    }
+    if (s.extents.empty()) {
+        text += "[]";
+    } else {
+        line(2);
+        text += ']';
+    }
+    if (!s.reason.empty()) {
+        text += ',';
+        field("reason");
+        append_json_string(text, s.reason);
+    }
+    line(0);
+    text += '}';
+}
+
+Json volume_json(const VolumeAnalysis& v) {
     const VolumeMap& m = v.map;
     const FileFragmentation& f = v.files;
     const FreeSpaceFragmentation& fs = v.free_space;
@@ -137,11 +215,6 @@ Json volume_json(const VolumeAnalysis& v, bool with_streams) {
                             {"clusters", finding.clusters}});
     }
     j["warnings"] = std::move(warnings);
-    if (with_streams) {
-        Json streams = Json::array();
-        for (const Stream& s : m.streams) streams.push_back(stream_json(m, s));
-        j["streams"] = std::move(streams);
-    }
     return j;
 }
 
@@ -188,7 +261,7 @@ Json host_layout_json(const HostLayout& h) {
             {"fragmentation_percent", h.fragmentation_percent}};
 }
 
-Json analysis_to_json(const ImageAnalysis& a, bool with_streams, std::span<const LayerProvisioning> provisioning) {
+Json analysis_to_json(const ImageAnalysis& a, std::span<const LayerProvisioning> provisioning) {
     Json layers = Json::array();
     for (std::size_t i = 0; i < a.layers.size(); ++i)
         layers.push_back(layer_json(a.layers[i], a.host[i],
@@ -201,7 +274,7 @@ Json analysis_to_json(const ImageAnalysis& a, bool with_streams, std::span<const
                               {"type", p.type},
                               {"filesystem", p.filesystem}});
     Json volumes = Json::array();
-    for (const VolumeAnalysis& v : a.volumes) volumes.push_back(volume_json(v, with_streams));
+    for (const VolumeAnalysis& v : a.volumes) volumes.push_back(volume_json(v));
     return {{"schema", "guestfrag.analysis.v1"},
             {"image",
              {{"path", a.path},
@@ -216,13 +289,15 @@ Json analysis_to_json(const ImageAnalysis& a, bool with_streams, std::span<const
 
 void write_analysis_json(std::ostream& out, const ImageAnalysis& a, bool with_streams,
                          std::span<const LayerProvisioning> provisioning) {
-    Json doc = analysis_to_json(a, false, provisioning);
+    Json doc = analysis_to_json(a, provisioning);
     std::vector<StreamedArray> arrays;
     if (with_streams)
         for (std::size_t i = 0; i < a.volumes.size(); ++i) {
             const VolumeMap& map = a.volumes[i].map;
             arrays.push_back({&doc["volumes"][i]["streams"], map.streams.size(),
-                              [&map](std::size_t k) { return stream_json(map, map.streams[k]); }});
+                              [&map](std::string& text, std::size_t k, std::size_t indent) {
+                                  append_stream(text, map, map.streams[k], indent);
+                              }});
         }
     write_json(out, doc, arrays);
 }

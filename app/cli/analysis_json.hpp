@@ -20,14 +20,14 @@ namespace guestfrag::cli {
 /// One CopyFigures as `image.copy.chain` prints it (docs/copy.md §6).
 [[nodiscard]] nlohmann::ordered_json copy_figures_json(const CopyFigures& figures);
 
-/// The `guestfrag.analysis.v1` document (docs/design.md §6, contract); streams only when
-/// `with_streams` (--files). Each layer's provisioning is `provisioning[i]` when given (one
-/// per layer), else as detected.
-[[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis, bool with_streams,
+/// The `guestfrag.analysis.v1` document (docs/design.md §6, contract) without the streams
+/// of `--files`. Each layer's provisioning is `provisioning[i]` when given (one per layer),
+/// else as detected.
+[[nodiscard]] nlohmann::ordered_json analysis_to_json(const ImageAnalysis& analysis,
                                                       std::span<const LayerProvisioning> provisioning = {});
 
-/// Writes analysis_to_json(analysis, with_streams, provisioning).dump(2) and a newline,
-/// making each stream's entry only as it is written.
+/// Writes the analysis_to_json document, dumped with an indent of 2, and a newline; with
+/// `with_streams`, each volume's "streams" (--files) last, written one stream at a time.
 void write_analysis_json(std::ostream& out, const ImageAnalysis& analysis, bool with_streams,
                          std::span<const LayerProvisioning> provisioning = {});
 

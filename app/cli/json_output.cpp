@@ -10,18 +10,33 @@
 namespace guestfrag::cli {
 namespace {
 
-/// `value` pretty-printed as it would be at `indent` spaces inside a dump(2).
-void write_nested(std::ostream& out, const nlohmann::ordered_json& value, std::size_t indent) {
-    const std::string text = value.dump(2);
-    std::size_t from = 0;
-    for (std::size_t nl; (nl = text.find('\n', from)) != std::string::npos; from = nl + 1) {
-        out.write(text.data() + from, static_cast<std::streamsize>(nl + 1 - from));
-        out << std::string(indent, ' ');
-    }
-    out.write(text.data() + from, static_cast<std::streamsize>(text.size() - from));
-}
+constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 }  // namespace
+
+void append_nested(std::string& text, const nlohmann::ordered_json& value, std::size_t indent) {
+    const std::string dumped = value.dump(2);
+    std::size_t from = 0;
+    for (std::size_t nl; (nl = dumped.find('\n', from)) != std::string::npos; from = nl + 1) {
+        text.append(dumped, from, nl + 1 - from);
+        text.append(indent, ' ');
+    }
+    text.append(dumped, from);
+}
+
+void append_json_string(std::string& text, std::string_view value) {
+    // Most names are printable ASCII, which dump() writes as it is; the rest goes through it.
+    const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+        return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+    });
+    if (plain) {
+        text += '"';
+        text += value;
+        text += '"';
+    } else {
+        text += nlohmann::ordered_json(std::string(value)).dump();
+    }
+}
 
 void write_json(std::ostream& out, nlohmann::ordered_json& doc, const std::vector<StreamedArray>& arrays) {
     if (arrays.empty()) {
@@ -68,13 +83,21 @@ void write_json(std::ostream& out, nlohmann::ordered_json& doc, const std::vecto
         if (array.size == 0) {
             out << "[]";
         } else {
-            out << "[\n";
+            // Elements are gathered in a buffer written out a megabyte at a time: a stream
+            // insertion per field cost more than making the fields.
+            std::string buffer = "[\n";
             for (std::size_t k = 0; k < array.size; ++k) {
-                out << std::string(indent + 2, ' ');
-                write_nested(out, array.element(k), indent + 2);
-                out << (k + 1 < array.size ? ",\n" : "\n");
+                buffer.append(indent + 2, ' ');
+                array.append(buffer, k, indent + 2);
+                buffer += k + 1 < array.size ? ",\n" : "\n";
+                if (buffer.size() >= kFlushBytes) {
+                    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+                    buffer.clear();
+                }
             }
-            out << std::string(indent, ' ') << ']';
+            buffer.append(indent, ' ');
+            buffer += ']';
+            out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
         }
         from = cut.at + cut.length;
     }

@@ -242,7 +242,7 @@ void add_report_command(CLI::App& app) {
             if (opts->json) {
                 // The IO estimate is `estimate --plan PLAN --json` with each volume's plan.
                 const Json doc = {{"schema", "guestfrag.report.v1"},
-                                  {"analysis", analysis_to_json(analysis, false)},
+                                  {"analysis", analysis_to_json(analysis)},
                                   {"volumes", std::move(volumes)}};
                 std::cout << doc.dump(2) << '\n';
                 return;

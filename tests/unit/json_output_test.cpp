@@ -2,6 +2,7 @@
 // The streamed JSON writer against nlohmann's own dump of the whole document.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,17 +32,24 @@ TEST_CASE("streamed arrays are written as dump(2) writes the whole document", "[
                 {"numbers", nullptr},
                 {"last", Json::array()}};
     const std::vector<std::size_t> sizes{3, 1, 0, 4};
+    const auto number = [](std::size_t k) { return Json(k * 1000); };
+    const std::vector<std::function<Json(std::size_t)>> makers{element, element, element, number};
+    const auto writer = [](const std::function<Json(std::size_t)>& make) {
+        return [make](std::string& text, std::size_t k, std::size_t indent) {
+            cli::append_nested(text, make(k), indent);
+        };
+    };
     std::vector<cli::StreamedArray> arrays{
-        {&doc["top"], sizes[0], element},
-        {&doc["nested"]["deep"]["list"], sizes[1], element},
-        {&doc["empty"], sizes[2], element},
-        {&doc["numbers"], sizes[3], [](std::size_t k) { return Json(k * 1000); }},
+        {&doc["top"], sizes[0], writer(makers[0])},
+        {&doc["nested"]["deep"]["list"], sizes[1], writer(makers[1])},
+        {&doc["empty"], sizes[2], writer(makers[2])},
+        {&doc["numbers"], sizes[3], writer(makers[3])},
     };
     Json whole = doc;
-    for (std::size_t i = 0; i < arrays.size(); ++i) {
-        Json& slot = i == 0 ? whole["top"] : i == 1 ? whole["nested"]["deep"]["list"] : i == 2 ? whole["empty"] : whole["numbers"];
-        slot = Json::array();
-        for (std::size_t k = 0; k < sizes[i]; ++k) slot.push_back(arrays[i].element(k));
+    const std::vector<Json*> slots{&whole["top"], &whole["nested"]["deep"]["list"], &whole["empty"], &whole["numbers"]};
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        *slots[i] = Json::array();
+        for (std::size_t k = 0; k < sizes[i]; ++k) slots[i]->push_back(makers[i](k));
     }
     std::ostringstream out;
     cli::write_json(out, doc, arrays);
@@ -51,4 +59,16 @@ TEST_CASE("streamed arrays are written as dump(2) writes the whole document", "[
     Json small = {{"a", 1}};
     cli::write_json(plain, small, {});
     CHECK(plain.str() == small.dump(2) + "\n");
+}
+
+TEST_CASE("JSON strings are written as dump() writes them", "[cli][json]") {
+    for (const std::string text : {"plain name.txt", "", "quote \" and \\ back", "tab\tnew\nline\x01\x1f\x7f",
+                                   "UTF-8 \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"}) {
+        std::string out = "x";
+        cli::append_json_string(out, text);
+        CHECK(out == "x" + Json(text).dump());
+    }
+    // Invalid UTF-8 is refused as dump() refuses it.
+    std::string out;
+    CHECK_THROWS_AS(cli::append_json_string(out, "\xff name"), nlohmann::json::type_error);
 }
