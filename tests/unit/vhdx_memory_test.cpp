@@ -64,6 +64,19 @@ std::vector<std::byte> read_file_at(const fs::path& path, std::uint64_t offset, 
     return bytes;
 }
 
+/// The VHDX at `path` (no parent) stores nothing: ZERO blocks read as NOT_PRESENT ones do
+/// and are held as them, so the whole disk is one unallocated run and no zero is kept.
+void check_stores_nothing(const fs::path& path, std::uint64_t size) {
+    const auto disk = open_image(path.string());
+    CHECK(disk->size() == size);
+    REQUIRE(disk->layers().size() == 1);
+    CHECK(disk->layers().front().allocated_bytes() == 0);
+    CHECK(disk->layers().front().zero.empty());
+    const VhdxLayer layer(path.string());
+    CHECK(layer.map(0).state == Allocation::Unallocated);
+    CHECK(layer.map(0).length == size);
+}
+
 /// The little-endian unsigned integer in `bytes` at `at`.
 template <typename T>
 T load_le(const std::vector<std::byte>& bytes, std::size_t at) {
@@ -100,18 +113,7 @@ TEST_CASE("vhdx: a 7 TiB dynamic disk whose BAT is all ZERO costs what it stores
     // Runs of one state are held as one, so it now costs as little as the hole above: a
     // bound below the BAT's own size, which the hostile-input bound is not at this size.
     const fs::path path = qemu_vhdx(dir, "zero.vhdx", 7 * TiB, "");
-    {
-        const auto disk = open_image(path.string());
-        CHECK(disk->size() == 7 * TiB);
-        REQUIRE(disk->layers().size() == 1);
-        CHECK(disk->layers().front().allocated_bytes() == 0);
-        // Without a parent, ZERO blocks read as NOT_PRESENT ones do, and are held as them:
-        // one run of the whole disk.
-        CHECK(disk->layers().front().zero.empty());
-        const VhdxLayer layer(path.string());
-        CHECK(layer.map(0).state == Allocation::Unallocated);
-        CHECK(layer.map(0).length == 7 * TiB);
-    }
+    check_stores_nothing(path, 7 * TiB);
     check_cli_finds_nothing(path, 32 * 1024);
 }
 
@@ -122,9 +124,9 @@ TEST_CASE("vhdx: a 7 TiB dynamic disk whose BAT alternates ZERO and NOT_PRESENT 
     const fs::path path = qemu_vhdx(dir, "striped.vhdx", 7 * TiB, "");
     // Every other payload entry of qemu's all-ZERO BAT made NOT_PRESENT (0): 3.7 million
     // one-block runs of ZERO, which the image once held twice over as one set node each
-    // (524 MB), and the reader as 16 bytes each. The BAT region is found through the region table at 192 KiB (VHDX 1.0
-    // section 2.3); a chunk of 4096 payload entries (1 MiB blocks, 512-byte sectors) is
-    // followed by one sector bitmap entry.
+    // (524 MB), and the reader as 16 bytes each. The BAT region is found through the region
+    // table at 192 KiB (VHDX 1.0 section 2.3); a chunk of 4096 payload entries (1 MiB
+    // blocks, 512-byte sectors) is followed by one sector bitmap entry.
     const auto table = read_file_at(path, 192 * 1024, 64 * 1024);
     constexpr std::array<std::uint8_t, 16> kBatGuid{0x66, 0x77, 0xc2, 0x2d, 0x23, 0xf6, 0x00, 0x42,
                                                     0x9d, 0x64, 0x11, 0x5e, 0x9b, 0xfd, 0x4a, 0x08};
@@ -151,15 +153,7 @@ TEST_CASE("vhdx: a 7 TiB dynamic disk whose BAT alternates ZERO and NOT_PRESENT 
         out.write(reinterpret_cast<const char*>(bat.data()), static_cast<std::streamsize>(bat.size()));
         REQUIRE(out.good());
     }
-    {
-        const auto disk = open_image(path.string());
-        REQUIRE(disk->layers().size() == 1);
-        CHECK(disk->layers().front().allocated_bytes() == 0);
-        CHECK(disk->layers().front().zero.empty());
-        const VhdxLayer layer(path.string());
-        CHECK(layer.map(0).state == Allocation::Unallocated);
-        CHECK(layer.map(0).length == 7 * TiB);
-    }
+    check_stores_nothing(path, 7 * TiB);
     check_cli_finds_nothing(path, 32 * 1024);
 }
 
