@@ -57,7 +57,8 @@ const char* placement_name(Placement p) {
     return p == Placement::Movable ? "movable" : p == Placement::Unmovable ? "unmovable" : "excluded";
 }
 
-void append_number(std::string& text, std::int64_t value) {
+template <typename Integer>
+void append_number(std::string& text, Integer value) {
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
     text.append(digits, end);
@@ -78,7 +79,7 @@ void append_stream(std::string& text, const VolumeMap& map, const Stream& s, std
     };
     text += '{';
     field("mft_record");
-    text += std::to_string(s.mft_record);
+    append_number(text, s.mft_record);
     text += ',';
     field("path");
     append_json_string(text, map.path_of(s.mft_record));
@@ -87,13 +88,13 @@ void append_stream(std::string& text, const VolumeMap& map, const Stream& s, std
     append_json_string(text, s.label());
     text += ',';
     field("size");
-    text += std::to_string(s.size);
+    append_number(text, s.size);
     text += ',';
     field("allocated_size");
-    text += std::to_string(s.allocated_size);
+    append_number(text, s.allocated_size);
     text += ',';
     field("fragments");
-    text += std::to_string(s.fragments());
+    append_number(text, s.fragments());
     text += ',';
     field("flags");
     std::vector<std::string_view> flags;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <string>
-#include <utility>
 
 #include "core/error.hpp"
 
@@ -13,16 +12,6 @@ namespace {
 constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
 }  // namespace
-
-void append_nested(std::string& text, const nlohmann::ordered_json& value, std::size_t indent) {
-    const std::string dumped = value.dump(2);
-    std::size_t from = 0;
-    for (std::size_t nl; (nl = dumped.find('\n', from)) != std::string::npos; from = nl + 1) {
-        text.append(dumped, from, nl + 1 - from);
-        text.append(indent, ' ');
-    }
-    text.append(dumped, from);
-}
 
 void append_json_string(std::string& text, std::string_view value) {
     // Most names are printable ASCII, which dump() writes as it is; the rest goes through it.

@@ -16,11 +16,12 @@ namespace guestfrag::cli {
 
 /// An array of a document written one element at a time.
 struct StreamedArray {
-    nlohmann::ordered_json* slot = nullptr;  ///< where the array goes in the document
+    /// Where the array goes in the document (taken once the document has all its members:
+    /// adding one may move its neighbours).
+    nlohmann::ordered_json* slot = nullptr;
     std::size_t size = 0;
     /// Appends element `index` to `text` as dump(2) would write it `indent` spaces deep: its
-    /// first line from where the text ends, the next ones indented (append_nested does it
-    /// for a json value).
+    /// first line from where the text ends, the next ones indented.
     std::function<void(std::string& text, std::size_t index, std::size_t indent)> append;
 };
 
@@ -28,9 +29,6 @@ struct StreamedArray {
 /// in its slot. The elements are written one at a time, so memory is the rest of the
 /// document and one element. Each slot is overwritten.
 void write_json(std::ostream& out, nlohmann::ordered_json& doc, const std::vector<StreamedArray>& arrays);
-
-/// Appends `value` as dump(2) writes it nested `indent` spaces deep.
-void append_nested(std::string& text, const nlohmann::ordered_json& value, std::size_t indent);
 
 /// Appends `value` as a JSON string, as dump() writes it (quoted and escaped; invalid UTF-8
 /// throws nlohmann's type_error as dump() does).

@@ -16,6 +16,15 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+/// `value` as dump(2) writes it nested `indent` spaces deep, each line after the first indented.
+void append_nested(std::string& text, const Json& value, std::size_t indent) {
+    const std::string dumped = value.dump(2);
+    for (const char c : dumped) {
+        text += c;
+        if (c == '\n') text.append(indent, ' ');
+    }
+}
+
 Json element(std::size_t k) {
     return {{"index", k}, {"name", "é \"q\" \n" + std::to_string(k)}, {"runs", Json::array({k, Json::array({1, 2})})}};
 }
@@ -36,7 +45,7 @@ TEST_CASE("streamed arrays are written as dump(2) writes the whole document", "[
     const std::vector<std::function<Json(std::size_t)>> makers{element, element, element, number};
     const auto writer = [](const std::function<Json(std::size_t)>& make) {
         return [make](std::string& text, std::size_t k, std::size_t indent) {
-            cli::append_nested(text, make(k), indent);
+            append_nested(text, make(k), indent);
         };
     };
     std::vector<cli::StreamedArray> arrays{
