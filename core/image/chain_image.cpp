@@ -56,8 +56,11 @@ Layer map_layer(const LayerFile& file, int depth, const ByteSet& below) {
                 append_host_extent(layer.host_extents, {offset, *m.file_offset, end - offset, m.file_index});
                 check_host_extents(file, layer);
             }
-        } else if (m.state == Allocation::Zero && !below.empty()) {
-            layer.zero += below & range;
+        } else if (m.state == Allocation::Zero) {
+            const auto [first, last] = below.equal_range(range);
+            for (auto it = first; it != last; ++it)
+                layer.zero.add(layer.zero.end(), ByteSet::interval_type::right_open(std::max(it->lower(), offset),
+                                                                                    std::min(it->upper(), end)));
         }
         offset = end;
     }
