@@ -58,8 +58,7 @@ struct PlannedVolume {
 
 /// `options` with what its placement order needs from the image: for a trace order, the
 /// paths of the trace (load_trace on the volume, as `estimate --workload trace:` reads
-/// them), unless already there. Callers that plan more than once (plan_frontier) prepare
-/// once. Throws as load_trace (Error(NotFound / Corrupt / Unsupported)).
+/// them), unless already there. Callers that plan more than once prepare once. Throws as load_trace (Error(NotFound / Corrupt / Unsupported)).
 [[nodiscard]] PlanOptions prepare_plan_options(const OpenedImage& opened, std::size_t volume,
                                                PlanOptions options);
 

@@ -91,7 +91,7 @@ void run(const Options& opts) {
         const Plan& plan = planned.plan;
 
         const std::optional<Frontier> frontier =
-            opts.frontier && !checked ? std::optional{plan_frontier(map, opened.analysis->layers, plan, options)}
+            opts.frontier && !checked ? std::optional{plan_frontier(map, plan)}
                                       : std::nullopt;
         if (!opts.output.empty() || opts.json) {
             const std::string json = plan_to_json(plan, map, frontier ? &*frontier : nullptr);
@@ -134,8 +134,8 @@ void add_plan_command(CLI::App& app) {
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
     CLI::Option* frontier = cmd->add_flag(
         "--frontier", opts->frontier,
-        "Also make the plan again with --max-moved at 10 budgets of its moved data, show what each "
-        "reaches and the knee (not with --check)");
+        "Also show what the plan's first moves reach at 10 budgets of its moved data, and the knee "
+        "(not with --check)");
     CLI::Option* check =
         cmd->add_option("--check", opts->check,
                         "Validate this plan against IMAGE (identity and every move) and print its summary");

@@ -79,13 +79,13 @@ std::string knee_text(const Frontier& frontier) {
     const FrontierPoint& knee = frontier.points[*frontier.knee];
     std::ostringstream text;
     text << std::fixed << std::setprecision(0) << "moving " << format_size(knee.moved_bytes) << " ("
-         << shares->data * 100 << " % of the plan's data, --max-moved " << format_size(knee.budget_bytes)
-         << ") gives " << shares->gain * 100 << " % of the free-space improvement the budgets reach";
+         << shares->data * 100 << " % of the plan's data, its first " << knee.moves << " moves) gives "
+         << shares->gain * 100 << " % of the free-space improvement the plan reaches";
     return text.str();
 }
 
 void print_frontier(std::ostream& out, const Frontier& frontier, const VolumeMap& volume) {
-    out << "\nTrade-off: the same plan with --max-moved at each budget\n"
+    out << "\nTrade-off: the plan's first moves up to each budget\n"
         << "  " << std::setw(12) << "budget" << std::setw(12) << "moved" << std::setw(10) << "moves"
         << std::setw(12) << "free frag." << std::setw(14) << "free extents" << std::setw(14) << "largest free"
         << std::setw(12) << "fragmented" << '\n';

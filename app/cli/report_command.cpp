@@ -232,7 +232,7 @@ void add_report_command(CLI::App& app) {
                                                     : "")
                           << ")\n";
                 print_plan_summary(std::cout, planned.plan, before, opts->image);
-                const Frontier frontier = plan_frontier(before, analysis.layers, planned.plan, options);
+                const Frontier frontier = plan_frontier(before, planned.plan);
                 if (const std::string knee = knee_text(frontier); !knee.empty())
                     std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";

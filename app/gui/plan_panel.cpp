@@ -174,7 +174,7 @@ void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* befo
         summary_->clear();
         return;
     }
-    // The trade-off: what each --max-moved budget reaches, the knee marked.
+    // The trade-off: what the plan's first moves reach at each budget, the knee marked.
     auto* curve = new QLineSeries;
     curve->setName(tr("plan"));
     auto* knee = new QScatterSeries;

@@ -21,8 +21,7 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
         if (e.kind() == ErrorKind::Cancelled) throw;
         out.impact_error = e.what();
     }
-    out.frontier =
-        plan_frontier(opened.analysis->volumes.at(volume).map, opened.analysis->layers, out.plan, options);
+    out.frontier = plan_frontier(opened.analysis->volumes.at(volume).map, out.plan);
     return out;
 }
 

@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <unordered_map>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/model/free_space.hpp"
 #include "core/plan/intervals.hpp"
 
 namespace guestfrag {
@@ -156,6 +158,8 @@ public:
         extents_.emplace_hint(it, lo, hi);
     }
 
+    [[nodiscard]] const std::map<std::int64_t, std::int64_t>& extents() const { return extents_; }
+
     [[nodiscard]] ClusterSet to_set() const {
         ClusterSet out;
         for (const auto& [a, b] : extents_) out.add(out.end(), cluster_range(a, b));
@@ -186,6 +190,68 @@ void check_units(const std::vector<Stream>& streams, const Plan& plan, const std
                    std::to_string(s.unit_clusters()) + " clusters at VCN " + std::to_string(*vcn) +
                    " behind (consecutive moves of such a stream must move whole units)");
 }
+
+/// A plan's moves carried out one at a time on a volume's streams and free space, validated
+/// as apply_plan says. The volume is not copied: the streams moves edit are held aside.
+class Replay {
+public:
+    explicit Replay(const VolumeMap& before) : before_(before), lookup_(before.streams), free_(before.free) {
+        require_movable(before);  // a saved plan is no safer than a new one on such a volume
+    }
+
+    /// Carries out move `index` of `plan`, after the ones before it.
+    void step(const Plan& plan, std::size_t index) {
+        const Move& m = plan.moves[index];
+        if (!in_range(m.vcn) || !in_range(m.from_lcn) || !in_range(m.to_lcn) || !in_range(m.clusters))
+            reject(index, "vcn, from_lcn, to_lcn and clusters must lie in [0, 2^62]");
+        if (m.clusters == 0) reject(index, "moves no clusters");
+
+        const std::optional<std::size_t> found = lookup_.find(m.mft_record, m.stream);
+        if (!found) reject(index, who(m) + " does not exist on this volume");
+        const Stream& stream = before_.streams[*found];
+        if (!run_ || run_->stream != *found) {
+            check_units(before_.streams, plan, run_, index);
+            run_ = MoveRun{index, *found};
+        }
+        if (stream.placement != Placement::Movable)
+            reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
+                              (stream.reason.empty() ? "" : " (" + stream.reason + ")"));
+
+        auto [slot, inserted] = edited_.try_emplace(*found);
+        Runs& runs = slot->second;
+        if (inserted)
+            for (const Extent& e : stream.extents) runs.emplace_hint(runs.end(), e.vcn, e);
+        check_source(runs, m, index);
+
+        const auto destination = cluster_range(m.to_lcn, m.to_lcn + m.clusters);
+        if (m.to_lcn + m.clusters > before_.total_clusters)
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " lies outside the volume's " +
+                              std::to_string(before_.total_clusters) + " clusters");
+        if (boost::icl::intersects(before_.unmovable, destination))
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " holds unmovable clusters");
+        if (const auto busy = free_.first_busy(m.to_lcn, m.to_lcn + m.clusters))
+            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " is not free at cluster " +
+                              std::to_string(*busy));
+
+        rewrite(runs, m);
+        free_.remove(m.to_lcn, m.to_lcn + m.clusters);
+        free_.add(m.from_lcn, m.from_lcn + m.clusters);
+    }
+
+    /// Checks the last run of moves, the first `end` of `plan` having been carried out.
+    void finish(const Plan& plan, std::size_t end) const { check_units(before_.streams, plan, run_, end); }
+
+    [[nodiscard]] const FreeMap& free() const { return free_; }
+    /// The streams moved so far (index in VolumeMap::streams), with their runs now.
+    [[nodiscard]] const std::unordered_map<std::size_t, Runs>& edited() const { return edited_; }
+
+private:
+    const VolumeMap& before_;
+    StreamLookup lookup_;
+    FreeMap free_;
+    std::unordered_map<std::size_t, Runs> edited_;
+    std::optional<MoveRun> run_;  ///< the current run of moves of one stream
+};
 
 }  // namespace
 
@@ -231,60 +297,55 @@ void require_movable(const VolumeMap& map) {
 }
 
 VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
-    require_movable(before);  // a saved plan is no safer than a new one on such a volume
+    Replay replay(before);
+    for (std::size_t index = 0; index < plan.moves.size(); ++index) replay.step(plan, index);
+    replay.finish(plan, plan.moves.size());
     VolumeMap after = before;
-    const StreamLookup lookup(after.streams);
-    FreeMap free(before.free);
-    std::unordered_map<std::size_t, Runs> edited;  // stream index → its runs while edited
-    std::optional<MoveRun> run;                    // the current run of moves of one stream
-
-    for (std::size_t index = 0; index < plan.moves.size(); ++index) {
-        const Move& m = plan.moves[index];
-        if (!in_range(m.vcn) || !in_range(m.from_lcn) || !in_range(m.to_lcn) || !in_range(m.clusters))
-            reject(index, "vcn, from_lcn, to_lcn and clusters must lie in [0, 2^62]");
-        if (m.clusters == 0) reject(index, "moves no clusters");
-
-        const std::optional<std::size_t> found = lookup.find(m.mft_record, m.stream);
-        if (!found) reject(index, who(m) + " does not exist on this volume");
-        const Stream& stream = after.streams[*found];
-        if (!run || run->stream != *found) {
-            check_units(after.streams, plan, run, index);
-            run = MoveRun{index, *found};
-        }
-        if (stream.placement != Placement::Movable)
-            reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
-                              (stream.reason.empty() ? "" : " (" + stream.reason + ")"));
-
-        auto [slot, inserted] = edited.try_emplace(*found);
-        Runs& runs = slot->second;
-        if (inserted)
-            for (const Extent& e : stream.extents) runs.emplace_hint(runs.end(), e.vcn, e);
-        check_source(runs, m, index);
-
-        const auto destination = cluster_range(m.to_lcn, m.to_lcn + m.clusters);
-        if (m.to_lcn + m.clusters > after.total_clusters)
-            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " lies outside the volume's " +
-                              std::to_string(after.total_clusters) + " clusters");
-        if (boost::icl::intersects(after.unmovable, destination))
-            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " holds unmovable clusters");
-        if (const auto busy = free.first_busy(m.to_lcn, m.to_lcn + m.clusters))
-            reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " is not free at cluster " +
-                              std::to_string(*busy));
-
-        rewrite(runs, m);
-        free.remove(m.to_lcn, m.to_lcn + m.clusters);
-        free.add(m.from_lcn, m.from_lcn + m.clusters);
-    }
-    check_units(after.streams, plan, run, plan.moves.size());
-    after.free = free.to_set();
-
-    for (auto& [i, runs] : edited) {
+    after.free = replay.free().to_set();
+    for (const auto& [i, runs] : replay.edited()) {
         std::vector<Extent>& extents = after.streams[i].extents;
         extents.clear();
         extents.reserve(runs.size());
-        for (auto& [vcn, e] : runs) extents.push_back(e);
+        for (const auto& [vcn, e] : runs) extents.push_back(e);
     }
     return after;
+}
+
+std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& plan, std::span<const std::size_t> ends) {
+    if (!std::ranges::is_sorted(ends) || (!ends.empty() && ends.back() > plan.moves.size()))
+        throw Error(ErrorKind::Internal, "replay_prefixes: prefixes must grow and lie within the plan");
+    std::uint64_t fragmented_before = 0;
+    for (const Stream& s : before.streams) fragmented_before += s.fragments() > 1 ? 1 : 0;
+    Replay replay(before);
+    std::vector<PrefixFigures> out;
+    std::uint64_t moved_clusters = 0;
+    auto next = ends.begin();
+    for (std::size_t done = 0;; ++done) {
+        for (; next != ends.end() && *next == done; ++next) {
+            PrefixFigures f;
+            f.moves = done;
+            f.moved_bytes = moved_clusters * before.cluster_size;
+            FreeSpacePenalty penalty(before.cluster_size);
+            for (const auto& [lo, hi] : replay.free().extents()) {
+                const auto clusters = static_cast<std::uint64_t>(hi - lo);
+                ++f.free_extents;
+                f.largest_free_extent_clusters = std::max(f.largest_free_extent_clusters, clusters);
+                penalty.add(clusters);
+            }
+            f.free_space_fragmentation_percent = penalty.percent();
+            f.fragmented_streams = fragmented_before;
+            for (const auto& [i, runs] : replay.edited()) {
+                f.fragmented_streams -= before.streams[i].fragments() > 1 ? 1 : 0;
+                f.fragmented_streams += fragments_of(runs | std::views::values) > 1 ? 1 : 0;
+            }
+            out.push_back(f);
+        }
+        if (done == plan.moves.size()) break;
+        replay.step(plan, done);
+        moved_clusters += static_cast<std::uint64_t>(plan.moves[done].clusters);
+    }
+    replay.finish(plan, plan.moves.size());
+    return out;
 }
 
 }  // namespace guestfrag

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
@@ -32,6 +33,25 @@ void require_movable(const VolumeMap& map);
 /// runs are held in an ordered map while it is being edited, so a stream moved in many
 /// pieces costs O(runs · log runs), never quadratic.
 [[nodiscard]] VolumeMap apply_plan(const VolumeMap& before, const Plan& plan);
+
+/// The figures of a plan's summary (PlanSummary's "after" ones, docs/planner.md §2) for the
+/// volume after the first `moves` moves of a plan.
+struct PrefixFigures {
+    std::size_t moves = 0;
+    std::uint64_t moved_bytes = 0;
+    std::uint64_t free_extents = 0;
+    std::uint64_t largest_free_extent_clusters = 0;
+    double free_space_fragmentation_percent = 0;
+    std::uint64_t fragmented_streams = 0;
+};
+
+/// PrefixFigures after each of the first `ends[k]` moves of `plan` (ascending, each at most
+/// the plan's size), from one replay of the whole plan, validated and throwing as apply_plan
+/// does: each is what summarize_plan says of the volume after that prefix. Cost:
+/// apply_plan's without its copy of `before`, and per prefix O(free extents + runs of the
+/// streams moved so far).
+[[nodiscard]] std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& plan,
+                                                         std::span<const std::size_t> ends);
 
 /// VCN ranges [lower, upper) of one stream (the same interval set as ClusterSet's LCNs).
 using VcnSet = ClusterSet;

@@ -3,21 +3,9 @@
 
 #include <algorithm>
 
+#include "core/plan/apply.hpp"
+
 namespace guestfrag {
-
-namespace {
-
-FrontierPoint after_of(const PlanSummary& s, std::uint64_t budget, std::size_t moves) {
-    return {budget,
-            moves,
-            s.moved_bytes,
-            s.free_space_fragmentation_percent_after.value_or(0),
-            s.free_extents_after,
-            s.largest_free_extent_clusters_after,
-            s.fragmented_streams_after};
-}
-
-}  // namespace
 
 std::optional<FrontierShares> frontier_shares(const std::vector<FrontierPoint>& points, std::size_t k) {
     if (points.size() < 2 || k >= points.size()) return std::nullopt;
@@ -44,23 +32,38 @@ std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& point
     return knee;
 }
 
-Frontier plan_frontier(const VolumeMap& volume, const std::vector<Layer>& layers, const Plan& full,
-                       const PlanOptions& options, std::size_t steps) {
+Frontier plan_frontier(const VolumeMap& volume, const Plan& full, std::size_t steps) {
     steps = std::max<std::size_t>(steps, 1);
-    const PlanSummary& s = full.summary;
-    Frontier f;
-    f.points.push_back({0, 0, 0, s.free_space_fragmentation_percent_before.value_or(0), s.free_extents_before,
-                        s.largest_free_extent_clusters_before, s.fragmented_streams_before});
-    const std::uint64_t total = s.moved_bytes;
+    const auto& moves = full.moves;
+    // Bytes moved by the first n moves, and where a prefix may end: not inside the run of
+    // consecutive moves of one stream, so each prefix moves whole what it moves.
+    std::vector<std::uint64_t> moved(moves.size() + 1, 0);
+    for (std::size_t n = 0; n < moves.size(); ++n)
+        moved[n + 1] = moved[n] + static_cast<std::uint64_t>(moves[n].clusters) * volume.cluster_size;
+    const auto boundary = [&](std::size_t n) {
+        return n == 0 || n == moves.size() || moves[n - 1].mft_record != moves[n].mft_record ||
+               moves[n - 1].stream != moves[n].stream;
+    };
+    const std::uint64_t total = moved.back();
+    std::vector<std::uint64_t> budgets{0};
+    std::vector<std::size_t> ends{0};
     for (std::size_t k = 1; k < steps; ++k) {
         const std::uint64_t budget = total / steps * k + total % steps * k / steps;  // ⌊total·k/steps⌋
-        PlanOptions bounded = options;
-        bounded.max_moved = options.max_moved ? std::min(*options.max_moved, budget) : budget;
-        const Plan plan = make_plan(volume, layers, full.identity, bounded);
-        f.points.push_back(after_of(plan.summary, budget, plan.moves.size()));
+        std::size_t n = static_cast<std::size_t>(std::upper_bound(moved.begin(), moved.end(), budget) - moved.begin()) - 1;
+        while (!boundary(n)) --n;
+        budgets.push_back(budget);
+        ends.push_back(std::max(n, ends.back()));
     }
-    f.points.push_back(after_of(s, total, full.moves.size()));
+    budgets.push_back(total);
+    ends.push_back(moves.size());
 
+    Frontier f;
+    const std::vector<PrefixFigures> figures = replay_prefixes(volume, full, ends);
+    for (std::size_t k = 0; k < figures.size(); ++k) {
+        const PrefixFigures& p = figures[k];
+        f.points.push_back({budgets[k], p.moves, p.moved_bytes, p.free_space_fragmentation_percent, p.free_extents,
+                            p.largest_free_extent_clusters, p.fragmented_streams});
+    }
     f.knee = frontier_knee(f.points);
     return f;
 }

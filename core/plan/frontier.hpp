@@ -8,14 +8,13 @@
 
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
-#include "core/plan/planner.hpp"
 
 namespace guestfrag {
 
-/// The plan of one strategy under one budget of moved bytes, as `plan --max-moved` makes it.
+/// The volume after the plan's moves up to one budget of moved bytes.
 struct FrontierPoint {
     std::uint64_t budget_bytes = 0;  ///< k/N of the plan's moved bytes
-    std::size_t moves = 0;
+    std::size_t moves = 0;           ///< the first moves of the plan that fit the budget
     std::uint64_t moved_bytes = 0;
     double free_space_fragmentation_percent = 0;
     std::uint64_t free_extents = 0;
@@ -26,10 +25,11 @@ struct FrontierPoint {
 };
 
 /// What moving less than the whole plan reaches (docs/planner.md §13): points[0] is the volume
-/// before the plan, points[k] the plan of the same strategy and options with --max-moved set
-/// to k/steps of the full plan's moved bytes (points[steps] is the full plan). `knee` indexes
-/// the point where the share of the free-space fragmentation improvement gained exceeds the
-/// share of the data moved by the most; nullopt when the plan does not improve free space.
+/// before the plan, points[k] the volume after the longest prefix of the plan's moves that
+/// moves at most k/steps of its data and ends between streams (points[steps] is the whole
+/// plan). `knee` indexes the point where the share of the free-space fragmentation
+/// improvement gained exceeds the share of the data moved by the most; nullopt when the plan
+/// does not improve free space.
 struct Frontier {
     std::vector<FrontierPoint> points;
     std::optional<std::size_t> knee;
@@ -48,8 +48,8 @@ struct FrontierShares {
 /// (frontier_shares), the first such k on ties; nullopt when frontier_shares has none.
 [[nodiscard]] std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points);
 
-/// Cost: `steps` more make_plan runs. `full` is make_plan's result for these options.
-[[nodiscard]] Frontier plan_frontier(const VolumeMap& volume, const std::vector<Layer>& layers, const Plan& full,
-                                     const PlanOptions& options, std::size_t steps = 10);
+/// The frontier of `full` (a plan for `volume`) at `steps` budgets. Cost: one replay of the
+/// plan (replay_prefixes), no planning.
+[[nodiscard]] Frontier plan_frontier(const VolumeMap& volume, const Plan& full, std::size_t steps = 10);
 
 }  // namespace guestfrag

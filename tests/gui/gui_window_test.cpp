@@ -99,9 +99,7 @@ private slots:
         QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
 
         // Plan panel: the trade-off curve is the core's frontier of this plan, point by point.
-        PlanOptions options;
-        options.strategy = parse_strategy(plan.plan.strategy).value();
-        const Frontier frontier = plan_frontier(before, analysis_.layers, plan.plan, options);
+        const Frontier frontier = plan_frontier(before, plan.plan);
         const QChart& trade_off = *window.plan_panel()->frontier_chart();
         const auto series = trade_off.series();
         QCOMPARE(series.size(), 2);
