@@ -77,6 +77,20 @@ std::string Stream::label() const {
     return out;
 }
 
+std::uint64_t fragments_of(std::span<const Extent> runs) {
+    std::uint64_t count = 0;
+    const Extent* previous = nullptr;  // last allocated run; holes between do not reset it
+    for (const Extent& e : runs) {
+        if (!allocated(e)) continue;
+        // Both LCNs are ≥ 0, so the difference cannot overflow where lcn + clusters might.
+        const bool continues =
+            previous != nullptr && e.lcn > previous->lcn && e.lcn - previous->lcn == previous->clusters;
+        if (!continues) ++count;
+        previous = &e;
+    }
+    return count;
+}
+
 std::uint64_t Stream::fragments() const { return fragments_of(extents); }
 
 std::int64_t Stream::unit_clusters() const {

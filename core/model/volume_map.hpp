@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -79,22 +80,9 @@ struct Stream {
     [[nodiscard]] std::int64_t unit_clusters() const;
 };
 
-/// Stream::fragments of runs given in VCN order by any range of Extent: a stream's own, or
-/// the runs of one a plan is editing.
-template <typename Runs>
-[[nodiscard]] std::uint64_t fragments_of(const Runs& runs) {
-    std::uint64_t count = 0;
-    const Extent* previous = nullptr;  // last allocated run; holes between do not reset it
-    for (const Extent& e : runs) {
-        if (e.lcn < 0 || e.clusters <= 0) continue;
-        // Both LCNs are ≥ 0, so the difference cannot overflow where lcn + clusters might.
-        const bool continues =
-            previous != nullptr && e.lcn > previous->lcn && e.lcn - previous->lcn == previous->clusters;
-        if (!continues) ++count;
-        previous = &e;
-    }
-    return count;
-}
+/// Stream::fragments of `runs` (in VCN order): a stream's own, or those of one a plan is
+/// editing.
+[[nodiscard]] std::uint64_t fragments_of(std::span<const Extent> runs);
 
 /// The key VolumeMap::streams is sorted by: (mft_record, type, name). Two maps of one
 /// volume are compared by walking both in this order.

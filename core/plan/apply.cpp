@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <ranges>
 #include <unordered_map>
 #include <utility>
 
@@ -312,13 +311,14 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
 }
 
 std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& plan, std::span<const std::size_t> ends) {
-    if (!std::ranges::is_sorted(ends) || (!ends.empty() && ends.back() > plan.moves.size()))
+    if (!std::is_sorted(ends.begin(), ends.end()) || (!ends.empty() && ends.back() > plan.moves.size()))
         throw Error(ErrorKind::Internal, "replay_prefixes: prefixes must grow and lie within the plan");
     std::uint64_t fragmented_before = 0;
     for (const Stream& s : before.streams) fragmented_before += s.fragments() > 1 ? 1 : 0;
     Replay replay(before);
     std::vector<PrefixFigures> out;
     std::uint64_t moved_clusters = 0;
+    std::vector<Extent> extents;  // an edited stream's runs, to count its fragments
     auto next = ends.begin();
     for (std::size_t done = 0;; ++done) {
         for (; next != ends.end() && *next == done; ++next) {
@@ -335,8 +335,10 @@ std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& 
             f.free_space_fragmentation_percent = penalty.percent();
             f.fragmented_streams = fragmented_before;
             for (const auto& [i, runs] : replay.edited()) {
+                extents.clear();
+                for (const auto& [vcn, e] : runs) extents.push_back(e);
                 f.fragmented_streams -= before.streams[i].fragments() > 1 ? 1 : 0;
-                f.fragmented_streams += fragments_of(runs | std::views::values) > 1 ? 1 : 0;
+                f.fragmented_streams += fragments_of(extents) > 1 ? 1 : 0;
             }
             out.push_back(f);
         }
