@@ -65,22 +65,22 @@ PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan pla
     return {volume, std::move(plan), std::move(after)};
 }
 
-Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& plan, const ImpactOptions& options,
+Impact plan_impact(const OpenedImage& opened, const PlannedVolume& planned, const ImpactOptions& options,
                    const Progress& progress) {
     const ImageAnalysis& analysis = *opened.analysis;
-    const VolumeMap& before = analysis.volumes.at(volume).map;
-    check_identity(plan.identity, identity_of(opened, before));
-    return assess_impact(*opened.image, analysis.table, before, plan, options, progress);
+    const VolumeMap& before = analysis.volumes.at(planned.volume).map;
+    const Plan& plan = planned.plan;
+    const PlanSummary summary = options.granule == plan.summary.granule_size
+                                    ? plan.summary
+                                    : summarize_plan(before, *planned.after, analysis.layers,
+                                                     options.granule, plan);
+    return assess_impact(*opened.image, analysis.table, before, plan, summary, options, progress);
 }
 
-CopyStates plan_copy_states(const OpenedImage& opened, std::size_t volume, const Plan& plan,
-                            const CopyOptions& copy) {
-    const ImageAnalysis& analysis = *opened.analysis;
-    const VolumeMap& before = analysis.volumes.at(volume).map;
-    check_identity(plan.identity, identity_of(opened, before));
-    (void)apply_plan(before, plan);  // a move that does not apply throws here, before it is placed
+CopyStates plan_copy_states(const OpenedImage& opened, const PlannedVolume& planned, const CopyOptions& copy) {
+    const VolumeMap& before = opened.analysis->volumes.at(planned.volume).map;
     const std::vector<Layer>& layers = opened.image->layers();
-    return copy_states(layers, top_layer_after_plan(layers.front(), before, plan).layer, copy);
+    return copy_states(layers, top_layer_after_plan(layers.front(), before, planned.plan).layer, copy);
 }
 
 void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& states) {

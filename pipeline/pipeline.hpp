@@ -77,20 +77,19 @@ struct PlannedVolume {
 [[nodiscard]] PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                                        std::optional<std::uint64_t> granule = {});
 
-/// What `plan` would do to the storage under volume `volume` (assess_impact), once its
-/// identity is checked against the volume. Throws Error(Corrupt) for a plan made for another
-/// or a changed volume, Error(Cancelled) from `progress` (chunks hashed) and whatever
-/// assess_impact throws. Cost: assess_impact's (options.deep reads the whole disk).
-[[nodiscard]] Impact plan_impact(const OpenedImage& opened, std::size_t volume, const Plan& plan,
+/// What `planned.plan` would do to the storage under its volume (assess_impact), from the
+/// after-map and summary plan_volume or adopt_plan made (the summary again only when
+/// options.granule differs from the plan's). Throws Error(Cancelled) from `progress` (chunks
+/// hashed) and whatever assess_impact throws. Cost: assess_impact's without its apply_plan
+/// (options.deep reads the whole disk).
+[[nodiscard]] Impact plan_impact(const OpenedImage& opened, const PlannedVolume& planned,
                                  const ImpactOptions& options = {}, const Progress& progress = {});
 
-/// The copy figures of the whole image now, after `plan` (made for volume `volume`; the
-/// top layer as impact places the plan's new blocks, top_layer_after_plan) and after
-/// re-laying it, with the advice they lead to (docs/copy.md §7), under `copy`. Throws
-/// Error(Corrupt) for a plan made for another or a changed volume or a move that does not
-/// apply, Error(Unsupported) for bad `copy`. Cost: apply_plan's and two copy_figures over
-/// the image's host runs.
-[[nodiscard]] CopyStates plan_copy_states(const OpenedImage& opened, std::size_t volume, const Plan& plan,
+/// The copy figures of the whole image now, after `planned.plan` (the top layer as impact
+/// places the plan's new blocks, top_layer_after_plan) and after re-laying it, with the
+/// advice they lead to (docs/copy.md §7), under `copy`. Throws Error(Unsupported) for bad
+/// `copy`. Cost: two copy_figures over the image's host runs.
+[[nodiscard]] CopyStates plan_copy_states(const OpenedImage& opened, const PlannedVolume& planned,
                                           const CopyOptions& copy = {});
 
 /// Adds the copy advice of `states` to `warnings` as impact warnings (COPY_PLAN_SCATTERS a

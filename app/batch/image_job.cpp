@@ -46,8 +46,8 @@ Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
     plan_options.strategy = options.strategy.value_or(recommended_strategy(a.layers, a.virtual_size));
     if (takes_order(plan_options.strategy)) plan_options.order = options.order;
     const PlannedVolume planned = plan_volume(opened, volume, plan_options, Progress{{}, stop});
-    r.warnings = plan_impact(opened, volume, planned.plan).warnings;
-    add_copy_advice(r.warnings, plan_copy_states(opened, volume, planned.plan));
+    r.warnings = plan_impact(opened, planned).warnings;
+    add_copy_advice(r.warnings, plan_copy_states(opened, planned));
     r.plan = VolumeResult::PlanResult{planned.plan.strategy, planned.plan.summary,
                                       plan_to_json(planned.plan, a.volumes[volume].map)};
     return planned.plan;

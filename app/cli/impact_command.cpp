@@ -65,14 +65,13 @@ void run(const Options& opts) {
         const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, plan.identity.partition);
         // The plan's writes go to the top layer, as estimate's do (docs/impact.md §10).
         options.provisioning = layer_provisioning(opened.image->layers(), opts.provisioning).front();
-        Impact impact;
-        CopyStates copy;
         // A plan made for another or a changed volume is the plan's fault; once it is known
         // to fit, what fails (--deep reads the whole disk) is the image's.
-        on_behalf_of(opts.plan, [&] { (void)adopt_plan(opened, 0, plan); });
+        PlannedVolume planned;
+        on_behalf_of(opts.plan, [&] { planned = adopt_plan(opened, 0, plan, options.granule); });
         ProgressMeter meter("hashing chunks");
-        impact = plan_impact(opened, 0, plan, options, meter.progress());
-        copy = plan_copy_states(opened, 0, plan, copy_options(opts.copy));
+        const Impact impact = plan_impact(opened, planned, options, meter.progress());
+        const CopyStates copy = plan_copy_states(opened, planned, copy_options(opts.copy));
         if (opts.json) {
             std::cout << impact_to_json(impact, copy, opened.image->path(), opts.plan).dump(2) << '\n';
             return;

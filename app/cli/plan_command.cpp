@@ -52,9 +52,9 @@ std::size_t choose_volume(const ImageAnalysis& analysis, const std::string& imag
                   kUsage);
 }
 
-void write_file(const std::string& path, const std::string& text) {
+void write_plan_file(const std::string& path, const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
+    write_plan_json(out, plan, before, frontier);
     out.close();
     if (!out) throw Failure(path, "cannot write the plan", kBadInput);
 }
@@ -93,11 +93,9 @@ void run(const Options& opts) {
         const std::optional<Frontier> frontier =
             opts.frontier && !checked ? std::optional{plan_frontier(map, plan)}
                                       : std::nullopt;
-        if (!opts.output.empty() || opts.json) {
-            const std::string json = plan_to_json(plan, map, frontier ? &*frontier : nullptr);
-            if (!opts.output.empty()) write_file(opts.output, json);
-            if (opts.json) std::cout << json;
-        }
+        const Frontier* points = frontier ? &*frontier : nullptr;
+        if (!opts.output.empty()) write_plan_file(opts.output, plan, map, points);
+        if (opts.json) write_plan_json(std::cout, plan, map, points);
         if (!opts.json) {
             print_plan_summary(std::cout, plan, map, opts.image);
             if (frontier) print_frontier(std::cout, *frontier, map);
@@ -106,7 +104,7 @@ void run(const Options& opts) {
             ImpactOptions impact;
             impact.granule = plan.summary.granule_size;
             std::cout << "\nStorage warnings (details: guestfrag impact IMAGE --plan PLAN.json)\n";
-            print_warnings(std::cout, plan_impact(opened, volume, plan, impact).warnings);
+            print_warnings(std::cout, plan_impact(opened, planned, impact).warnings);
         }
     });
 }

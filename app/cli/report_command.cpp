@@ -201,8 +201,8 @@ void add_report_command(CLI::App& app) {
                 const PlanOptions& options = best.options;
                 const PlannedVolume& planned = best.planned;
                 const std::string reason = why(analysis, chosen.has_value());
-                const Impact impact = plan_impact(opened, volume, planned.plan, impact_options);
-                const CopyStates states = plan_copy_states(opened, volume, planned.plan, copy);
+                const Impact impact = plan_impact(opened, planned, impact_options);
+                const CopyStates states = plan_copy_states(opened, planned, copy);
                 if (opts->json) {
                     Json weighed = Json::array();
                     for (const Candidate& c : candidates)

@@ -15,8 +15,8 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
     PlanResult out{plan_volume(opened, volume, options, progress), {}, {}, {}, {}};
     out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, &out, {}, progress);
     try {
-        out.impact = plan_impact(opened, volume, out.plan, request.impact, progress);
-        add_copy_advice(out.impact->warnings, plan_copy_states(opened, volume, out.plan));
+        out.impact = plan_impact(opened, out, request.impact, progress);
+        add_copy_advice(out.impact->warnings, plan_copy_states(opened, out));
     } catch (const Error& e) {
         if (e.kind() == ErrorKind::Cancelled) throw;
         out.impact_error = e.what();

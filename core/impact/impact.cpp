@@ -201,13 +201,18 @@ std::string_view severity_name(Severity severity) noexcept {
 
 Impact assess_impact(const DiskImage& image, const PartitionTable& table, const VolumeMap& before, const Plan& plan,
                      const ImpactOptions& options, const Progress& progress) {
+    const VolumeMap after = apply_plan(before, plan);
+    // The plan's own summary: impact never contradicts what `plan` printed.
+    return assess_impact(image, table, before, plan,
+                         summarize_plan(before, after, image.layers(), options.granule, plan), options, progress);
+}
+
+Impact assess_impact(const DiskImage& image, const PartitionTable& table, const VolumeMap& before, const Plan& plan,
+                     const PlanSummary& summary, const ImpactOptions& options, const Progress& progress) {
     const std::vector<std::uint64_t> chunks = checked_chunks(options.dedup_chunks);
     if (options.snapshot_granularity && *options.snapshot_granularity == 0)
         throw Error(ErrorKind::Unsupported, "snapshot granularity must be at least one byte");
     const std::vector<Layer>& layers = image.layers();
-    const VolumeMap after = apply_plan(before, plan);
-    // The plan's own summary: impact never contradicts what `plan` printed.
-    const PlanSummary summary = summarize_plan(before, after, layers, options.granule, plan);
     const ContentMap content(before, plan);
 
     Impact out;

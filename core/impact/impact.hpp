@@ -174,4 +174,12 @@ struct ImpactOptions {
                                    const Plan& plan, const ImpactOptions& options = {},
                                    const Progress& progress = {});
 
+/// As above for a plan already applied to `before` and summarised: `summary` is
+/// summarize_plan(before, apply_plan(before, plan), image.layers(), options.granule, plan).
+/// Saves the caller who holds them (a planned volume) a second apply and summary, a third
+/// of the cost on a million streams. Throws as above, except that the plan is not checked.
+[[nodiscard]] Impact assess_impact(const DiskImage& image, const PartitionTable& table, const VolumeMap& before,
+                                   const Plan& plan, const PlanSummary& summary,
+                                   const ImpactOptions& options = {}, const Progress& progress = {});
+
 }  // namespace guestfrag

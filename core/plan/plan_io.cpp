@@ -374,7 +374,7 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     return plan;
 }
 
-std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
+void write_plan_json(std::ostream& out, const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
     const OrderedJson image = {{"path", plan.identity.image_path}, {"virtual_size", plan.identity.virtual_size}};
     const OrderedJson identity = {
         {"volume_serial", hex16(plan.identity.volume_serial)},
@@ -382,8 +382,8 @@ std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Fronti
         {"total_clusters", plan.identity.total_clusters},
         {"allocation_digest", hex16(plan.identity.allocation_digest)},
     };
-    // Moves and skipped streams one per line: plans run to hundreds of thousands of moves.
-    std::ostringstream out;
+    // Moves and skipped streams one per line, each written as it is made: plans run to
+    // millions of moves, and their text (~100 bytes a move) is not held.
     out << "{\n  \"schema\": " << compact(OrderedJson(kSchema)) << ",\n  \"image\": " << nested(image, 2)
         << ",\n  \"partition\": " << plan.identity.partition << ",\n  \"identity\": " << nested(identity, 2)
         << ",\n  \"strategy\": " << compact(OrderedJson(plan.strategy));
@@ -421,7 +421,12 @@ std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Fronti
         out << ",\n  \"frontier\": " << nested(doc, 2);
     }
     out << "\n}\n";
-    return out.str();
+}
+
+std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
+    std::ostringstream out;
+    write_plan_json(out, plan, before, frontier);
+    return std::move(out).str();
 }
 
 }  // namespace guestfrag

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <ostream>
 #include <string>
 
 #include "core/plan/frontier.hpp"
@@ -22,8 +23,12 @@ inline constexpr std::chrono::milliseconds kPlanPipeTimeout{30'000};
 [[nodiscard]] Plan read_plan(const std::string& path,
                              std::chrono::milliseconds pipe_timeout = kPlanPipeTimeout);
 
-/// The `guestfrag.plan.v1` JSON text of `plan` with its summary figures, and the
-/// trade-off curve under "frontier" when one is given (read_plan ignores it).
+/// Writes the `guestfrag.plan.v1` JSON text of `plan` with its summary figures, and the
+/// trade-off curve under "frontier" when one is given (read_plan ignores it), to `out` a
+/// move at a time. Stream errors are the caller's to check.
+void write_plan_json(std::ostream& out, const Plan& plan, const VolumeMap& before, const Frontier* frontier = nullptr);
+
+/// write_plan_json's text as one string (for plans small enough to hold twice).
 [[nodiscard]] std::string plan_to_json(const Plan& plan, const VolumeMap& before, const Frontier* frontier = nullptr);
 
 }  // namespace guestfrag

@@ -208,7 +208,7 @@ TEST_CASE("plan writes: impact --json and report --json carry the core's figures
     const OpenedImage opened = open_and_analyze(image);
     const Plan p = read_plan(plan_path);
     REQUIRE(!p.moves.empty());
-    const Impact impact = plan_impact(opened, 0, p);
+    const Impact impact = plan_impact(opened, adopt_plan(opened, 0, p));
     const PlanWrites& w = impact.plan_writes;
     CHECK(j["max_io"] == kDefaultMaxIo);
     CHECK(j["provisioning"]["type"] == std::string(provisioning_name(w.provisioning.type)));
