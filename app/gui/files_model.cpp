@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/files_model.hpp"
 
+#include <algorithm>
+
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
@@ -10,36 +12,41 @@ QString size_text(std::uint64_t bytes) { return QString::fromStdString(format_si
 FilesModel::FilesModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void FilesModel::set_volume(std::shared_ptr<const VolumeMap> volume) {
-    std::vector<FileRow> rows = volume ? file_rows(*volume) : std::vector<FileRow>();
-    set_volume(std::move(volume), std::move(rows));
-}
-
-void FilesModel::set_volume(std::shared_ptr<const VolumeMap> volume, std::vector<FileRow> rows) {
     beginResetModel();
     volume_ = std::move(volume);
-    rows_ = std::move(rows);
+    paths_.clear();
+    paths_.shrink_to_fit();
     endResetModel();
 }
 
 int FilesModel::rowCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+    return parent.isValid() || !volume_ ? 0 : static_cast<int>(volume_->streams.size());
 }
 
 int FilesModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant FilesModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount()) return {};
-    const FileRow& row = rows_[static_cast<std::size_t>(index.row())];
-    if (role == kStreamIndexRole) return QVariant::fromValue<qulonglong>(static_cast<qulonglong>(index.row()));
+    const auto row = static_cast<std::size_t>(index.row());
+    const Stream& s = volume_->streams[row];
+    if (role == kStreamIndexRole) return QVariant::fromValue<qulonglong>(static_cast<qulonglong>(row));
     if (role == Qt::TextAlignmentRole)
         return index.column() >= Size ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
     if (role != Qt::DisplayRole && role != kSortRole) return {};
     switch (index.column()) {
-        case Path: return row.path;
-        case StreamLabel: return row.label;
-        case Size: return role == kSortRole ? QVariant::fromValue<qulonglong>(row.size) : QVariant(size_text(row.size));
-        case Fragments: return QVariant::fromValue<qulonglong>(row.fragments);
-        case Extents: return QVariant::fromValue<qulonglong>(row.extents);
+        case Path:
+            if (role == kSortRole && paths_.empty()) {
+                paths_.reserve(volume_->streams.size());
+                for (const Stream& each : volume_->streams)
+                    paths_.push_back(QString::fromStdString(volume_->path_of(each.mft_record)));
+            }
+            return paths_.empty() ? QString::fromStdString(volume_->path_of(s.mft_record)) : paths_[row];
+        case StreamLabel: return QString::fromStdString(s.label());
+        case Size: return role == kSortRole ? QVariant::fromValue<qulonglong>(s.size) : QVariant(size_text(s.size));
+        case Fragments: return QVariant::fromValue<qulonglong>(s.fragments());
+        case Extents:
+            return QVariant::fromValue<qulonglong>(static_cast<qulonglong>(std::ranges::count_if(
+                s.extents, [](const Extent& e) { return e.lcn != Extent::kSparse; })));
         default: return {};
     }
 }

@@ -8,15 +8,17 @@
 #include <QAbstractTableModel>
 #include <QString>
 
-#include "app/gui/volume_view.hpp"
 #include "core/model/volume_map.hpp"
 
 namespace guestfrag::gui {
 
 /// The files table: one row per stream of a VolumeMap (path via VolumeMap::path_of, stream
 /// label, size, fragments, extents). Thin: it adapts a finished map it shares and never
-/// changes it. Qt::DisplayRole gives text; kSortRole gives numbers for sorting.
-/// Rows are kept as text (file_rows()).
+/// changes it. Qt::DisplayRole gives text; kSortRole gives numbers for sorting, and paths
+/// for sorting and filtering.
+/// Lazy: a row's text is made when it is shown, from the map. Only sorting or filtering by
+/// path needs every path; the first such request makes them all once (on the GUI thread),
+/// so a table nobody sorts or filters by path costs nothing beside the map.
 class FilesModel : public QAbstractTableModel {
     Q_OBJECT
 public:
@@ -27,10 +29,8 @@ public:
 
     explicit FilesModel(QObject* parent = nullptr);
 
-    /// Shows the streams of `volume` (nullptr: none), building its rows here.
+    /// Shows the streams of `volume` (nullptr: none).
     void set_volume(std::shared_ptr<const VolumeMap> volume);
-    /// Shows `volume` with `rows` = file_rows(*volume) built elsewhere (a worker thread).
-    void set_volume(std::shared_ptr<const VolumeMap> volume, std::vector<FileRow> rows);
     [[nodiscard]] const VolumeMap* volume() const { return volume_.get(); }
 
     [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
@@ -40,7 +40,8 @@ public:
 
 private:
     std::shared_ptr<const VolumeMap> volume_;
-    std::vector<FileRow> rows_;
+    /// Every row's path, made on the first request that needs them all (empty until then).
+    mutable std::vector<QString> paths_;
 };
 
 /// "1.50 MiB": sizes as the CLI prints them.

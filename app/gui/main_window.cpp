@@ -52,16 +52,13 @@ constexpr int kPlanWritesWidth = 480;
 
 QString qstr(std::string_view s) { return QString::fromUtf8(s.data(), static_cast<qsizetype>(s.size())); }
 
-/// What the window shows of volume `index`: its cluster map cells at the default zoom and
-/// its files table rows. Safe on any thread.
-VolumeView volume_view(const OpenedImage& opened, std::size_t index) {
+/// What the window shows of volume `index`: its cluster map cells at the default zoom (the
+/// files table reads the map itself, lazily). Safe on any thread.
+MapCells volume_cells(const OpenedImage& opened, std::size_t index) {
     // Shares the map and layers with the analysis they belong to (aliasing shared_ptr).
     std::shared_ptr<const VolumeMap> map(opened.analysis, &opened.analysis->volumes.at(index).map);
     std::shared_ptr<const std::vector<Layer>> layers(opened.analysis, &opened.analysis->layers);
-    VolumeView view;
-    view.rows = file_rows(*map);
-    view.map = MapCells::compute(std::move(map), std::move(layers), 0);
-    return view;
+    return MapCells::compute(std::move(map), std::move(layers), 0);
 }
 
 }  // namespace
@@ -192,6 +189,7 @@ QWidget* MainWindow::build_central() {
 
     files_proxy_->setSourceModel(files_);
     files_proxy_->setSortRole(FilesModel::kSortRole);
+    files_proxy_->setFilterRole(FilesModel::kSortRole);  // the model's path cache, not a path per row
     files_proxy_->setFilterKeyColumn(FilesModel::Path);
     files_proxy_->setFilterCaseSensitivity(Qt::CaseInsensitive);
     files_view_->setModel(files_proxy_);
@@ -330,13 +328,13 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
     const std::string image = path.toStdString();
     struct Opened {
         OpenedImage image;
-        VolumeView first;  // the first volume's view, built off the GUI thread too
+        MapCells first;  // the first volume's map cells, built off the GUI thread too
     };
     job_->start<Opened>(
         [image, parents](const Progress& progress) {
             Opened out;
             out.image = open_and_analyze(image, OpenOptions{{}, parents}, std::nullopt, progress);
-            if (!out.image.analysis->volumes.empty()) out.first = volume_view(out.image, 0);
+            if (!out.image.analysis->volumes.empty()) out.first = volume_cells(out.image, 0);
             return out;
         },
         [this](Opened opened) {
@@ -356,7 +354,7 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
         });
 }
 
-void MainWindow::show_analysis(VolumeView first) {
+void MainWindow::show_analysis(MapCells first) {
     const QSignalBlocker block(volume_box_);
     volume_box_->clear();
     for (const VolumeAnalysis& v : opened_.analysis->volumes)
@@ -371,7 +369,7 @@ void MainWindow::show_analysis(VolumeView first) {
     choose_volume(0, std::move(first));
 }
 
-void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
+void MainWindow::choose_volume(int index, std::optional<MapCells> view) {
     if (!opened_.analysis || index < 0) return;
     const auto& volumes = opened_.analysis->volumes;
     if (static_cast<std::size_t>(index) >= volumes.size()) return;
@@ -383,9 +381,9 @@ void MainWindow::choose_volume(int index, std::optional<VolumeView> view) {
     }
     state_box_->setEnabled(false);
     // Another volume picked by hand is built here; the first one came from the worker.
-    if (!view) view = volume_view(opened_, static_cast<std::size_t>(index));
-    before_cells_ = std::move(view->map);
-    files_->set_volume(before_cells_->volume, std::move(view->rows));
+    if (!view) view = volume_cells(opened_, static_cast<std::size_t>(index));
+    before_cells_ = std::move(*view);
+    files_->set_volume(before_cells_->volume);
     files_view_->resizeColumnsToContents();
     files_view_->horizontalHeader()->setSectionResizeMode(FilesModel::Path, QHeaderView::Stretch);
     warnings_->set_warnings({});

@@ -126,9 +126,9 @@ private:
     void build_menus();
     QWidget* build_central();
     void choose_image();
-    void choose_volume(int index, std::optional<VolumeView> view);
+    void choose_volume(int index, std::optional<MapCells> view);
     void run_plan();
-    void show_analysis(VolumeView first);
+    void show_analysis(MapCells first);
     void show_plan();
     void show_map();
     void update_summary();

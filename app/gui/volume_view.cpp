@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/volume_view.hpp"
 
-#include <algorithm>
-
 namespace guestfrag::gui {
 
 MapCells MapCells::compute(std::shared_ptr<const VolumeMap> volume, std::shared_ptr<const std::vector<Layer>> layers,
@@ -17,22 +15,6 @@ MapCells MapCells::compute(std::shared_ptr<const VolumeMap> volume, std::shared_
     out.layer_cells = LayerCells(*out.volume, out.layers ? *out.layers : no_layers, clusters_per_cell);
     out.index = ExtentIndex(*out.volume);
     return out;
-}
-
-std::vector<FileRow> file_rows(const VolumeMap& volume) {
-    std::vector<FileRow> rows;
-    rows.reserve(volume.streams.size());
-    for (const Stream& s : volume.streams) {
-        FileRow row;
-        row.path = QString::fromStdString(volume.path_of(s.mft_record));
-        row.label = QString::fromStdString(s.label());
-        row.size = s.size;
-        row.fragments = s.fragments();
-        row.extents = static_cast<std::uint64_t>(
-            std::count_if(s.extents.begin(), s.extents.end(), [](const Extent& e) { return e.lcn != Extent::kSparse; }));
-        rows.push_back(std::move(row));
-    }
-    return rows;
 }
 
 }  // namespace guestfrag::gui

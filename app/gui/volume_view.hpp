@@ -5,7 +5,6 @@
 #include <memory>
 #include <vector>
 
-#include <QString>
 
 #include "app/gui/cluster_cells.hpp"
 #include "app/gui/extent_index.hpp"
@@ -28,27 +27,5 @@ struct MapCells {
 
 /// Cells the map shows by default: fine enough to see fragmentation, coarse enough to paint fast.
 inline constexpr std::int64_t kDefaultMapCells = 24'000;
-
-/// One row of the files table, as text and numbers.
-struct FileRow {
-    QString path;
-    QString label;
-    std::uint64_t size = 0;
-    std::uint64_t fragments = 0;
-    std::uint64_t extents = 0;
-};
-
-/// The rows of `volume`'s streams, in VolumeMap::streams order. O(streams · (extents +
-/// depth · log files)): 200k streams take a noticeable fraction of a second, so the window
-/// builds them on the worker thread with the analysis.
-[[nodiscard]] std::vector<FileRow> file_rows(const VolumeMap& volume);
-
-/// Everything the window shows for a volume that takes time to build, made on a worker
-/// thread and handed to the GUI thread by value (QString is implicitly shared and safe
-/// to move between threads).
-struct VolumeView {
-    MapCells map;
-    std::vector<FileRow> rows;
-};
 
 }  // namespace guestfrag::gui

@@ -210,6 +210,23 @@ private slots:
         proxy->setFilterFixedString(QStringLiteral("$MFT"));
         QVERIFY(proxy->rowCount() >= 1);
         QVERIFY(proxy->rowCount() < all);
+        // The model makes its paths from the map on demand: the filter keeps the streams
+        // whose path holds the text (any case), and a sort by path orders them by path.
+        const VolumeMap& volume = analysis_.volumes.front().map;
+        const auto path_of = [&](std::size_t stream) {
+            return QString::fromStdString(volume.path_of(volume.streams.at(stream).mft_record));
+        };
+        int holding = 0;
+        for (std::size_t i = 0; i < volume.streams.size(); ++i)
+            holding += path_of(i).contains(QStringLiteral("$mft"), Qt::CaseInsensitive) ? 1 : 0;
+        QCOMPARE(proxy->rowCount(), holding);
+        proxy->sort(FilesModel::Path, Qt::AscendingOrder);
+        for (int r = 0; r < proxy->rowCount(); ++r) {
+            const QString path = proxy->index(r, FilesModel::Path).data().toString();
+            QCOMPARE(path, path_of(static_cast<std::size_t>(proxy->mapToSource(proxy->index(r, 0)).row())));
+            if (r > 0) QVERIFY(proxy->index(r - 1, FilesModel::Path).data().toString() <= path);
+        }
+        proxy->sort(FilesModel::Fragments, Qt::DescendingOrder);
         proxy->setFilterFixedString(QString());
         QCOMPARE(proxy->rowCount(), all);
 
