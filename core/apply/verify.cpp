@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <compare>
 #include <memory>
 #include <span>
 #include <tuple>
@@ -95,34 +96,82 @@ std::string first_interval(const ClusterSet& set) {
 std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image, const VolumeMap& volume,
                                                          const Progress& progress,
                                                          const std::function<bool(const Stream&)>& skip) {
+    const std::uint64_t cs = volume.cluster_size;
+    // Streams are hashed in the order of their first cluster, through a window of up to
+    // 1 MiB read at once. On a volume of a million small files one read per extent made
+    // the proof two million system calls, most of its time; in disk order one read serves
+    // neighbouring files. A window spans the first runs of the streams that follow only
+    // while each lies within kGap of the one before, so it reads at most 17 times the
+    // bytes it serves (4 KiB runs with 64 KiB between them), and nearly nothing more on a
+    // packed volume.
+    constexpr std::uint64_t kGap = 64 << 10;
+    struct First {
+        std::uint64_t lo = 0;  // disk bytes of the stream's first run (its first MiB)
+        std::uint64_t hi = 0;
+        std::size_t stream = 0;
+        auto operator<=>(const First&) const = default;
+    };
+    std::vector<First> order;
+    order.reserve(volume.streams.size());
+    for (std::size_t i = 0; i < volume.streams.size(); ++i) {
+        const Stream& s = volume.streams[i];
+        if (skip && skip(s)) continue;
+        const auto run = std::ranges::find_if(s.extents, [](const Extent& e) { return e.lcn != Extent::kSparse; });
+        if (run == s.extents.end()) {
+            order.push_back({0, 0, i});
+            continue;
+        }
+        const std::uint64_t lo = volume.partition_offset + static_cast<std::uint64_t>(run->lcn) * cs;
+        order.push_back({lo, lo + std::min(kBlock, static_cast<std::uint64_t>(run->clusters) * cs), i});
+    }
+    std::ranges::sort(order);
+
     std::vector<std::optional<std::uint64_t>> out(volume.streams.size());
     std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
     if (!state) throw std::bad_alloc();
-    std::vector<std::byte> block(kBlock);
+    std::vector<std::byte> window(kBlock);
+    std::uint64_t window_lo = 0;  // the window holds disk bytes [window_lo, window_hi)
+    std::uint64_t window_hi = 0;
     const std::vector<std::byte> zeros(kBlock);
-    const std::uint64_t cs = volume.cluster_size;
-    for (std::size_t i = 0; i < volume.streams.size(); ++i) {
-        progress.update(i, volume.streams.size());
-        const Stream& s = volume.streams[i];
-        if (skip && skip(s)) continue;
+    // Hashes disk bytes [at, at + n), n ≤ kBlock, for the k-th stream of `order`.
+    const auto hash_disk = [&](std::uint64_t at, std::uint64_t n, std::size_t k) {
+        if (at < window_lo || at + n > window_hi) {
+            window_lo = at;
+            window_hi = at + n;
+            for (std::size_t j = k + 1; j < order.size() && order[j].lo >= window_lo &&
+                                        order[j].lo <= window_hi + kGap && order[j].hi - window_lo <= kBlock &&
+                                        order[j].hi <= image.size();
+                 ++j)
+                window_hi = std::max(window_hi, order[j].hi);
+            try {
+                image.read(window_lo, std::span<std::byte>(window.data(), window_hi - window_lo));
+            } catch (const Error&) {
+                // Past the piece may lie what the image cannot read (a corrupt block in
+                // free space): the piece alone decides.
+                window_hi = at + n;
+                image.read(at, std::span<std::byte>(window.data(), n));
+            }
+        }
+        XXH3_64bits_update(state.get(), window.data() + (at - window_lo), n);
+    };
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        progress.update(k, order.size());
+        const std::size_t i = order[k].stream;
         XXH3_64bits_reset(state.get());
-        for (const Extent& e : s.extents) {
+        for (const Extent& e : volume.streams[i].extents) {
             const std::uint64_t bytes = static_cast<std::uint64_t>(e.clusters) * cs;
             for (std::uint64_t done = 0; done < bytes;) {
                 const std::uint64_t n = std::min(kBlock, bytes - done);
-                if (e.lcn == Extent::kSparse) {
+                if (e.lcn == Extent::kSparse)
                     XXH3_64bits_update(state.get(), zeros.data(), n);
-                } else {
-                    image.read(volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + done,
-                               std::span<std::byte>(block.data(), n));
-                    XXH3_64bits_update(state.get(), block.data(), n);
-                }
+                else
+                    hash_disk(volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + done, n, k);
                 done += n;
             }
         }
         out[i] = XXH3_64bits_digest(state.get());
     }
-    progress.update(volume.streams.size(), volume.streams.size());
+    progress.update(order.size(), order.size());
     return out;
 }
 
