@@ -5,7 +5,6 @@
 #include <memory>
 #include <vector>
 
-
 #include "app/gui/cluster_cells.hpp"
 #include "app/gui/extent_index.hpp"
 
