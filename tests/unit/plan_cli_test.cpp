@@ -5,6 +5,8 @@
 
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "analyzers/analysis.hpp"
@@ -46,7 +48,9 @@ std::string read(const fs::path& path) {
 /// defrag finds no move that keeps free space as good as it was).
 const Json& plan_document() {
     static const Json doc = [] {
-        const fs::path out = test::scratch_dir() / "plan-cli-optimize.json";
+        // Every test case runs in its own process, possibly beside another one: each makes
+        // its own file, or one could read what the other is still writing.
+        const fs::path out = test::scratch_dir() / ("plan-cli-optimize-" + std::to_string(::getpid()) + ".json");
         const auto r = test::run_cli({"plan", image().string(), "--strategy", "optimize", "-o", out.string()});
         INFO(r.err);
         REQUIRE(r.status == 0);
