@@ -19,6 +19,7 @@
 #include "app/cli/image_options.hpp"
 #include "app/cli/io_stats_json.hpp"
 #include "app/cli/provisioning_options.hpp"
+#include "core/estimate/device_model_json.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
 #include "core/plan/plan_io.hpp"
@@ -49,45 +50,15 @@ Json stats_json(const WorkloadEstimate& e) {
     return r;
 }
 
-Json first_write_json(const FirstWriteCost& c) {
-    return {{"zero_bytes_per_second", c.zero_bytes_per_second}, {"allocate_seconds", c.allocate_seconds}};
-}
-
-Json models_json(const DeviceModels& m) {
-    return Json{
-        {"hdd",
-         {{"rpm", m.hdd.rpm},
-          {"settle_seconds", m.hdd.settle_seconds},
-          {"full_stroke_seconds", m.hdd.full_stroke_seconds},
-          {"stroke_bytes", m.hdd.stroke_bytes},
-          {"transfer_bytes_per_second", m.hdd.transfer_bytes_per_second},
-          {"write_transfer_bytes_per_second", m.hdd.write_transfer_bytes_per_second},
-          {"first_write", first_write_json(m.hdd.first_write)}}},
-        {"ssd",
-         {{"io_latency_seconds", m.ssd.io_latency_seconds},
-          {"transfer_bytes_per_second", m.ssd.transfer_bytes_per_second},
-          {"write_latency_seconds", m.ssd.write_latency_seconds},
-          {"write_transfer_bytes_per_second", m.ssd.write_transfer_bytes_per_second},
-          {"first_write", first_write_json(m.ssd.first_write)}}},
-        {"array",
-         {{"random_io_seconds", m.array.random_io_seconds},
-          {"sequential_io_seconds", m.array.sequential_io_seconds},
-          {"sequential_window_bytes", m.array.sequential_window_bytes},
-          {"transfer_bytes_per_second", m.array.transfer_bytes_per_second},
-          {"write_io_seconds", m.array.write_io_seconds},
-          {"write_transfer_bytes_per_second", m.array.write_transfer_bytes_per_second},
-          {"first_write", first_write_json(m.array.first_write)}}},
-    };
-}
-
 Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>& volumes,
-                   const DeviceModels& models, const std::string& preset) {
+                   const DeviceModels& models, const DeviceOptions& device) {
     Json doc;
     doc["schema"] = "guestfrag.estimate.v1";
     doc["workload"] = w.workload.text();
     doc["max_io"] = w.max_io;
-    doc["preset"] = preset;
-    doc["device_models"] = models_json(models);
+    doc["preset"] = device.preset;
+    if (!device.model_file.empty()) doc["device_model"] = device.model_file;
+    doc["device_models"] = device_models_json(models);
     doc["volumes"] = Json::array();
     for (const VolumeEstimate& v : volumes) {
         Json j;
@@ -146,7 +117,7 @@ void add_estimate_command(CLI::App& app) {
         std::optional<int> partition;
         ImageOptions image_options;
         ProvisioningOptions provisioning;
-        std::string preset = "default";
+        DeviceOptions device;
         bool json = false;
     };
     auto opts = std::make_shared<Options>();
@@ -172,7 +143,7 @@ void add_estimate_command(CLI::App& app) {
     cmd->add_option("--partition", opts->partition, "Estimate only this partition number");
     add_image_options(*cmd, opts->image_options);
     add_provisioning_options(*cmd, opts->provisioning);
-    add_preset_option(*cmd, opts->preset);
+    add_device_options(*cmd, opts->device);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.estimate.v1 JSON document");
 
     cmd->callback([opts] {
@@ -192,13 +163,13 @@ void add_estimate_command(CLI::App& app) {
             partition = plan->identity.partition;
         }
 
+        const DeviceModels models = device_models(opts->device);
         std::vector<VolumeEstimate> volumes;
         PreparedWorkload shown;  // the workload as reported (same text and max_io for every volume)
         shown.workload = workload;
         shown.max_io = max_io;
         on_behalf_of(opts->image, [&] {
             const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, partition);
-            const DeviceModels models = *device_preset(opts->preset);
             // Writes go to the top layer: its provisioning decides the first writes.
             const LayerProvisioning top =
                 layer_provisioning(opened.image->layers(), opts->provisioning).front();
@@ -229,7 +200,7 @@ void add_estimate_command(CLI::App& app) {
                                                   models, {}, top));
             }
             if (opts->json)
-                std::cout << estimate_json(shown, volumes, models, opts->preset).dump(2) << '\n';
+                std::cout << estimate_json(shown, volumes, models, opts->device).dump(2) << '\n';
             else
                 print_estimate(std::cout, opened.image->path(), shown, opts->plan, volumes);
         });

@@ -33,7 +33,7 @@ struct Options {
     ImageOptions image_options;
     CopyOptionTexts copy;
     ProvisioningOptions provisioning;
-    std::string preset = "default";
+    DeviceOptions device;
     bool deep = false;
     bool json = false;
 };
@@ -50,16 +50,16 @@ CLI::Validator chunk_check() {
 }
 
 void run(const Options& opts) {
+    ImpactOptions options;
+    options.models = device_models(opts.device);  // a usage error goes before any reading
     Plan plan;
     on_behalf_of(opts.plan, [&] { plan = read_plan(opts.plan); });
-    ImpactOptions options;
     options.dedup_chunks.clear();
     for (const std::string& c : opts.dedup_chunks) options.dedup_chunks.push_back(*parse_size(c));
     options.snapshot_granularity = size_option(opts.snapshot_granule);
     options.granule = size_option(opts.granule).value_or(plan.summary.granule_size);
     options.deep = opts.deep;
     options.read_rate = rate_option(opts.read_rate);
-    options.models = *device_preset(opts.preset);  // the validator accepted the name
 
     on_behalf_of(opts.image, [&] {
         const OpenedImage opened = open_and_analyze_image(opts.image, opts.image_options, plan.identity.partition);
@@ -106,7 +106,7 @@ void add_impact_command(CLI::App& app) {
     add_image_options(*cmd, opts->image_options);
     add_copy_options(*cmd, opts->copy);
     add_provisioning_options(*cmd, opts->provisioning);
-    add_preset_option(*cmd, opts->preset);
+    add_device_options(*cmd, opts->device);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.impact.v1 JSON document");
     cmd->callback([opts] { run(*opts); });
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/provisioning_options.hpp"
 
+#include "app/cli/failure.hpp"
 #include "app/cli/size_option.hpp"
+#include "core/error.hpp"
+#include "core/estimate/device_model_json.hpp"
 #include "core/estimate/device_model.hpp"
 #include "core/estimate/io.hpp"
 #include "pipeline/sizes.hpp"
@@ -34,8 +37,8 @@ void add_provisioning_options(CLI::App& cmd, ProvisioningOptions& options) {
             "SIZE"));
 }
 
-void add_preset_option(CLI::App& cmd, std::string& preset) {
-    cmd.add_option("--preset", preset,
+void add_device_options(CLI::App& cmd, DeviceOptions& options) {
+    cmd.add_option("--preset", options.preset,
                    "Device parameters: default, or 3par-format (the array calibrated from a published full "
                    "format of a 40 GiB disk on eager, lazy and thin)")
         ->check(CLI::Validator(
@@ -44,6 +47,19 @@ void add_preset_option(CLI::App& cmd, std::string& preset) {
             },
             "default|3par-format"))
         ->capture_default_str();
+    cmd.add_option("--device-model", options.model_file,
+                   "JSON file of device parameters replacing the preset's: any subset of what estimate --json "
+                   "prints under device_models");
+}
+
+DeviceModels device_models(const DeviceOptions& options) {
+    DeviceModels models = *device_preset(options.preset);  // the validator accepted the name
+    if (options.model_file.empty()) return models;
+    try {
+        return read_device_model_file(options.model_file, models);
+    } catch (const Error& e) {
+        throw Failure(options.model_file, e.what(), kUsage);
+    }
 }
 
 std::vector<LayerProvisioning> layer_provisioning(std::span<const Layer> layers, const ProvisioningOptions& options) {

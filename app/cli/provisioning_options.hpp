@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// --provisioning, --zero-block and --preset: the storage options of analyze, estimate, impact and
-// report, read in one place.
+// --provisioning, --zero-block, --preset and --device-model: the storage options of analyze,
+// estimate, impact and report, read in one place.
 #pragma once
 
 #include <span>
@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/estimate/device_model.hpp"
 #include "core/image/layer_provisioning.hpp"
 
 namespace guestfrag::cli {
@@ -23,9 +24,21 @@ struct ProvisioningOptions {
 /// `options` (which must outlive the parse). Malformed values are usage errors (exit 1).
 void add_provisioning_options(CLI::App& cmd, ProvisioningOptions& options);
 
-/// Adds --preset default|3par-format (device_preset's names) to `cmd`, storing into `preset`
-/// (which must outlive the parse); another name is a usage error (exit 1).
-void add_preset_option(CLI::App& cmd, std::string& preset);
+/// The texts of --preset and --device-model as given.
+struct DeviceOptions {
+    std::string preset = "default";
+    std::string model_file;  ///< empty: none
+};
+
+/// Adds --preset default|3par-format (device_preset's names) and --device-model FILE to
+/// `cmd`, storing into `options` (which must outlive the parse); another preset name is a
+/// usage error (exit 1).
+void add_device_options(CLI::App& cmd, DeviceOptions& options);
+
+/// The preset's models with the parameters the --device-model file gives. A file that cannot
+/// be read, is not JSON or has a key, type or value the models do not take is a usage error
+/// (Failure, exit 1) naming the file and the key.
+[[nodiscard]] DeviceModels device_models(const DeviceOptions& options);
 
 /// Each layer's provisioning as `options` leave it (effective_provisioning); throws
 /// Error(Unsupported) for a depth the chain does not have.

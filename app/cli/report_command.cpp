@@ -130,7 +130,7 @@ void add_report_command(CLI::App& app) {
         ImageOptions image_options;
         CopyOptionTexts copy;
         ProvisioningOptions provisioning;
-        std::string preset = "default";
+        DeviceOptions device;
         std::string workload = "scan";
         std::size_t top = 10;
         bool json = false;
@@ -151,7 +151,7 @@ void add_report_command(CLI::App& app) {
     add_image_options(*cmd, opts->image_options);
     add_copy_options(*cmd, opts->copy);
     add_provisioning_options(*cmd, opts->provisioning);
-    add_preset_option(*cmd, opts->preset);
+    add_device_options(*cmd, opts->device);
     cmd->add_option("--workload", opts->workload, "Workload of the IO estimate (see `estimate`)")
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list")->capture_default_str();
@@ -163,6 +163,7 @@ void add_report_command(CLI::App& app) {
             opts->strategy ? parse_strategy(*opts->strategy) : std::nullopt;
         const std::optional<PlacementOrder> order =
             order_option(opts->order, chosen.value_or(Strategy::Defrag));
+        const DeviceModels models = device_models(opts->device);
         on_behalf_of(opts->image, [&] {
             const Workload workload = parse_workload(opts->workload);
             const CopyOptions copy = copy_options(opts->copy);
@@ -173,7 +174,7 @@ void add_report_command(CLI::App& app) {
             // One provisioning and one set of device models for the plan's own IO and the
             // workload's, as `impact` and `estimate` take them.
             ImpactOptions impact_options;
-            impact_options.models = *device_preset(opts->preset);
+            impact_options.models = models;
             impact_options.provisioning =
                 layer_provisioning(opened.image->layers(), opts->provisioning).front();
 

@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 
+#include "core/error.hpp"
+#include "core/estimate/device_model_json.hpp"
 #include "core/plan/planner.hpp"
 
 namespace guestfrag::gui {
@@ -29,6 +31,13 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
             if (!parse_strategy(*out.strategy))
                 throw std::invalid_argument("--strategy: '" + *out.strategy + "' is not one of " +
                                             strategy_choices());
+        } else if (a == "--device-model") {
+            const std::string& path = value();
+            try {
+                out.models = read_device_model_file(path, out.models);
+            } catch (const Error& e) {
+                throw std::invalid_argument("--device-model: " + path + ": " + e.what());
+            }
         } else if (a == "--screenshot") {
             out.screenshot = value();
         } else if (a == "--tab") {
@@ -53,7 +62,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
 }
 
 std::string gui_usage() {
-    return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S]\n"
+    return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S] [--device-model FILE]\n"
            "       guestfrag-gui IMAGE --screenshot FILE.png [--strategy S] [--tab T] [--map M]\n"
            "\n"
            "Desktop viewer of guestfrag: cluster map, files, plan, IO histograms and storage\n"
@@ -64,6 +73,8 @@ std::string gui_usage() {
            "                     name its child records, or (a bare PATH) the image's own parent\n"
            "  --strategy S       " + strategy_choices() + " (default: the one\n"
            "                     `guestfrag report` recommends for the disk)\n"
+           "  --device-model FILE  device parameters for the estimate and impact: any subset of\n"
+           "                     what `guestfrag estimate --json` prints under device_models\n"
            "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"
            "                     window as a PNG and exit (0 ok, 2 bad image)\n"
            "  --tab T            tab shown: files (default), histograms or impact (also: warnings)\n"

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/estimate/device_model.hpp"
 #include "core/image/open_chain.hpp"
 
 namespace guestfrag::gui {
@@ -15,6 +16,7 @@ struct GuiOptions {
     std::optional<std::string> image;
     std::vector<ParentOverride> parents;  ///< --parent, as the CLI reads it
     std::optional<std::string> strategy;    ///< defrag, consolidate, optimize, thin-safe, shrink
+    DeviceModels models;                    ///< DeviceModels{} with what --device-model gives
     std::optional<std::string> screenshot;  ///< PNG to write, then exit
     std::string tab = "files";              ///< tab shown first: files, histograms, warnings
     std::string map = "allocation";         ///< map colouring: allocation, layers

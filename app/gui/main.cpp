@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     if (!unattended) qInstallMessageHandler(nullptr);  // back to Qt's default for people
     guestfrag::gui::MainWindow window(!unattended);
     if (options.strategy) window.set_strategy(*options.strategy);
+    window.set_device_models(options.models);
     window.set_tab(options.tab);
     window.set_map_mode(options.map);
 

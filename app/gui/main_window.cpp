@@ -278,6 +278,8 @@ QWidget* MainWindow::build_central() {
 
 void MainWindow::set_strategy(const std::string& name) { plan_panel_->set_strategy(name); }
 
+void MainWindow::set_device_models(const DeviceModels& models) { plan_panel_->set_device_models(models); }
+
 void MainWindow::set_tab(const std::string& name) {
     tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "impact" || name == "warnings" ? 2 : 0);
 }

@@ -61,6 +61,8 @@ public:
     /// open_chain takes them), then plans its first volume with the plan panel's settings.
     void open_image(const QString& path, const std::vector<ParentOverride>& parents = {});
     void set_strategy(const std::string& name);
+    /// The device models plans are estimated and assessed on (default: DeviceModels{}).
+    void set_device_models(const DeviceModels& models);
     /// "files", "histograms" or "impact" (the warnings and the plan's own IO; its older
     /// name "warnings" too).
     void set_tab(const std::string& name);

@@ -109,6 +109,7 @@ PlanPanel::PlanPanel(QWidget* parent)
 
 std::optional<PlanRequest> PlanPanel::request(QString* error) const {
     PlanRequest r;
+    r.impact.models = models_;
     r.options.strategy = parse_strategy(strategy_->currentText().toStdString()).value_or(Strategy::Defrag);
     if (takes_order(r.options.strategy)) {
         try {

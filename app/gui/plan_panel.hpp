@@ -28,6 +28,8 @@ public:
     [[nodiscard]] std::optional<PlanRequest> request(QString* error) const;
     /// Chooses the strategy, as the user would (later suggestions do not override it).
     void set_strategy(const std::string& name);
+    /// The device models the plan's estimate and impact are timed on (--device-model).
+    void set_device_models(const DeviceModels& models) { models_ = models; }
     /// Shows `strategy` as the recommended one unless the user chose one.
     void suggest_strategy(Strategy strategy);
     void set_busy(bool busy);
@@ -48,6 +50,7 @@ private:
     QComboBox* strategy_;
     QLabel* strategy_note_;
     bool strategy_chosen_ = false;
+    DeviceModels models_;
     QComboBox* order_;
     QLineEdit* max_growth_;
     QLineEdit* max_moved_;

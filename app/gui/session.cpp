@@ -13,7 +13,7 @@ PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const 
     // Prepared once: a trace order reads its trace for the plan and for every frontier point.
     const PlanOptions options = prepare_plan_options(opened, volume, request.options);
     PlanResult out{plan_volume(opened, volume, options, progress), {}, {}, {}, {}};
-    out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, &out, {}, progress);
+    out.estimate = estimate_volume(opened, volume, workload, kDefaultMaxIo, &out, request.impact.models, progress);
     try {
         out.impact = plan_impact(opened, out, request.impact, progress);
         add_copy_advice(out.impact->warnings, plan_copy_states(opened, out));

@@ -28,7 +28,8 @@ struct PlanResult : PlannedVolume {
     Frontier frontier;         ///< the same plan under budgets of moved data (plan --frontier)
 };
 
-/// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo), plan_impact
+/// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo, on the
+/// impact's device models), plan_impact
 /// (its warnings with the copy advice of plan_copy_states added) and the plan's frontier, in
 /// the order the window shows them. An impact failure does not lose the
 /// plan: it is reported in impact_error. Throws Error (Cancelled from `progress`,

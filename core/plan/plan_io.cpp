@@ -2,20 +2,13 @@
 // The guestfrag.plan.v1 document (docs/planner.md §9).
 #include "core/plan/plan_io.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <istream>
 #include <sstream>
-#include <streambuf>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/io/json_input.hpp"
 #include "core/plan/planner.hpp"
 
 namespace guestfrag {
@@ -192,107 +185,10 @@ Move read_move(const Json& object, std::size_t index) {
     return move;
 }
 
-/// The bytes of a plan file, pulled by the JSON parser. Opened without blocking, so that a
-/// FIFO nobody writes to does not hang the open; decided by what the file is: a directory
-/// is refused, a regular file read as it is, anything else (a pipe from `<(…)`, /dev/stdin,
-/// a FIFO, a character device) read while it delivers, a wait for data given up after
-/// `timeout`.
-class PlanSource : public std::streambuf {
-public:
-    PlanSource(const std::string& path, std::chrono::milliseconds timeout) : timeout_(timeout) {
-        fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd_ < 0) {
-            const int error = errno;
-            throw Error(error == ENOENT ? ErrorKind::NotFound : ErrorKind::Io,
-                        "cannot open plan: " + std::string(std::strerror(error)));
-        }
-        struct stat st {};
-        if (::fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
-            const int error = errno;
-            const bool directory = S_ISDIR(st.st_mode);
-            ::close(fd_);
-            if (directory) throw Error(ErrorKind::Unsupported, "the plan is a directory, not a plan file");
-            throw Error(ErrorKind::Io, "cannot read plan: " + std::string(std::strerror(error)));
-        }
-        stream_ = !S_ISREG(st.st_mode);
-    }
-    ~PlanSource() override { ::close(fd_); }
-    PlanSource(const PlanSource&) = delete;
-    PlanSource& operator=(const PlanSource&) = delete;
-
-    /// Whether the file is a pipe, FIFO or device that gave no byte at all.
-    [[nodiscard]] bool empty_pipe() const { return stream_ && total_ == 0; }
-
-protected:
-    int_type underflow() override {
-        for (;;) {
-            const ssize_t n = ::read(fd_, buffer_, sizeof buffer_);
-            if (n > 0) {
-                total_ += static_cast<std::uint64_t>(n);
-                const std::size_t kept = squeeze(static_cast<std::size_t>(n));
-                if (kept == 0) continue;
-                setg(buffer_, buffer_, buffer_ + kept);
-                return traits_type::to_int_type(buffer_[0]);
-            }
-            if (n == 0) return traits_type::eof();
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN) fail("cannot read plan");
-            // A writer that is there but silent: wait, up to the time box.
-            pollfd p{fd_, POLLIN, 0};
-            const int ready = ::poll(&p, 1, static_cast<int>(timeout_.count()));
-            if (ready == 0) {
-                const auto ms = timeout_.count();
-                const std::string wait =
-                    ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
-                throw Error(ErrorKind::Io,
-                            "no plan data arrived for " + wait + " from the pipe or FIFO it is read from");
-            }
-            if (ready < 0 && errno != EINTR) fail("cannot read plan");
-        }
-    }
-
-private:
-    /// Drops the first `n` bytes' white space between tokens after the first of a run, in
-    /// place; returns what is left. The JSON parser keeps every byte since its last token
-    /// (nlohmann's lexer: token_string), so megabytes of padding would cost as much memory.
-    /// Strings are left as they are: their quotes and escapes are followed across reads.
-    std::size_t squeeze(std::size_t n) {
-        std::size_t out = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const char c = buffer_[i];
-            if (in_string_) {
-                in_string_ = escaped_ || c != '"';
-                escaped_ = !escaped_ && c == '\\';
-            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-                if (space_) continue;
-                space_ = true;
-            } else {
-                space_ = false;
-                in_string_ = c == '"';
-            }
-            buffer_[out++] = c;
-        }
-        return out;
-    }
-
-    [[noreturn]] void fail(const std::string& what) const {
-        throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
-    }
-
-    int fd_ = -1;
-    bool stream_ = false;
-    std::uint64_t total_ = 0;
-    bool in_string_ = false;  ///< inside a JSON string
-    bool escaped_ = false;    ///< after a backslash inside one
-    bool space_ = false;      ///< after white space between tokens
-    std::chrono::milliseconds timeout_;
-    char buffer_[64 * 1024];
-};
-
 }  // namespace
 
 Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) {
-    PlanSource source(path, pipe_timeout);
+    JsonInput source(path, "plan", pipe_timeout);
     std::istream in(&source);
     Json doc;
     // Moves and skipped streams are taken out of the document as the parser completes each,

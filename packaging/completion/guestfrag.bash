@@ -24,7 +24,7 @@ _guestfrag() {
         --workload) COMPREPLY=($(compgen -W "scan trace:@prefetch trace: write:" -- "$cur")); return ;;
         --output-format) COMPREPLY=($(compgen -W "raw qcow2 vmdk vhdx" -- "$cur")); return ;;
         --apply-to | --compact-to) _filedir -d; return ;;
-        --plan | --list | --db | --parent | -o | --output | --check | --apply | --compact) _filedir; return ;;
+        --plan | --list | --db | --parent | -o | --output | --check | --apply | --compact | --device-model) _filedir; return ;;
     esac
     if [[ $cur == -* ]]; then
         local opts

@@ -62,6 +62,14 @@ private slots:
         const auto r = run_offscreen({"--strategy", "fastest", "x.img"});
         QCOMPARE(r.status, 1);
         QVERIFY(r.err.rfind("guestfrag-gui: error: --strategy", 0) == 0);
+        const fs::path model = scratch("model.json");
+        std::ofstream(model) << R"({"ssd": {"io_latency": 0.001}})";
+        const auto bad = run_offscreen({"--device-model", model.string(), "x.img"});
+        QCOMPARE(bad.status, 1);
+        QVERIFY2(bad.err.rfind("guestfrag-gui: error: --device-model: " + model.string() +
+                                   ": ssd.io_latency: no such device model parameter",
+                               0) == 0,
+                 bad.err.c_str());
     }
 
     void badImageExits2WithOneLine() {

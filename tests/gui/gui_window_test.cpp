@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The main window driven headless (offscreen platform): open a generated image, wait for
 // the worker threads, and check what the window shows against the core's own results.
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -57,6 +58,24 @@ private slots:
         image_path_ = test::gui_test_image();
         image_ = open_image(image_path_.string());
         analysis_ = analyze_image(*image_);
+    }
+
+    void deviceModelsTimeTheEstimate() {
+        // guestfrag-gui --device-model: the plan's estimate runs on the models given. A scan
+        // only reads; on the SSD model each read costs the latency plus its bytes at the rate.
+        MainWindow window(false);
+        DeviceModels models;
+        models.ssd.io_latency_seconds = 1e-3;
+        models.ssd.transfer_bytes_per_second = 1e8;
+        window.set_device_models(models);
+        window.set_strategy("defrag");
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        const IoStats& before = window.plan()->estimate.before.stats;
+        QVERIFY(before.ios > 0);
+        QCOMPARE(before.writes, std::uint64_t{0});
+        const double expected = static_cast<double>(before.ios) * 1e-3 + static_cast<double>(before.bytes) / 1e8;
+        QVERIFY(std::abs(before.device_seconds.ssd - expected) <= 1e-9 * expected);
     }
 
     void showsWhatTheCoreComputes() {

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `analyze` and `estimate` with provisioning: the per-layer report, eager/lazy/thin side by
 // side in the guestfrag.estimate.v1 document, and the options' bad-input rules.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -117,6 +122,74 @@ TEST_CASE("provisioning options refuse bad values", "[cli][estimate][provisionin
     CHECK(deep.status == 2);
     CHECK(deep.err.find("--provisioning names layer 3") != std::string::npos);
     CHECK(std::count(deep.err.begin(), deep.err.end(), '\n') == 1);
+}
+
+TEST_CASE("estimate, impact and report take device parameters from a file (--device-model)", "[cli][estimate][device-model]") {
+    const auto image = test::small_cli_image();
+    const auto model = test::scratch_dir() / "device-model-ssd.json";
+    {
+        std::ofstream(model) << R"({"ssd": {"io_latency_seconds": 0.001, "transfer_bytes_per_second": 1e8},
+                                   "array": {"random_io_seconds": 0.002}})";
+    }
+    const auto plain = test::run_cli({"estimate", image.string(), "--json", "--preset", "3par-format"});
+    const auto r = test::run_cli(
+        {"estimate", image.string(), "--json", "--preset", "3par-format", "--device-model", model.string()});
+    INFO(r.err);
+    REQUIRE(plain.status == 0);
+    REQUIRE(r.status == 0);
+    const Json doc = Json::parse(r.out);
+    const Json before = Json::parse(plain.out);
+    CHECK(doc["preset"] == "3par-format");
+    CHECK(doc["device_model"] == model.string());
+    CHECK(doc["device_models"]["ssd"]["io_latency_seconds"] == 0.001);
+    CHECK(doc["device_models"]["array"]["random_io_seconds"] == 0.002);
+    // What the file leaves out stays the preset's.
+    CHECK(doc["device_models"]["array"]["write_transfer_bytes_per_second"] ==
+          before["device_models"]["array"]["write_transfer_bytes_per_second"]);
+    CHECK(doc["device_models"]["hdd"] == before["device_models"]["hdd"]);
+    // The SSD model (docs/estimate.md): a scan only reads, each read costs the latency plus its
+    // bytes at the transfer rate.
+    const Json& b = doc["volumes"][0]["before"];
+    CHECK(b["writes"] == 0);
+    CHECK(b["device_seconds"]["ssd"].get<double>() ==
+          Approx(b["ios"].get<double>() * 0.001 + b["bytes"].get<double>() / 1e8));
+    CHECK(b["device_seconds"]["hdd"] == before["volumes"][0]["before"]["device_seconds"]["hdd"]);
+    CHECK(b["device_seconds"]["array"].get<double>() >
+          before["volumes"][0]["before"]["device_seconds"]["array"].get<double>());
+
+    // Bad files are usage errors naming the file and the key, on every command that takes one.
+    const auto bad = test::scratch_dir() / "device-model-bad.json";
+    {
+        std::ofstream(bad) << R"({"ssd": {"io_latency": 0.001}})";
+    }
+    // A FIFO nobody writes to ends at once, not in a hang.
+    const auto fifo = test::scratch_dir() / ("device-model-fifo-" + std::to_string(::getpid()));
+    std::filesystem::remove(fifo);
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const auto not_json = test::scratch_dir() / "device-model-not-json.json";
+    {
+        std::ofstream(not_json) << "ssd: fast";
+    }
+    for (const auto& [args, reason] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"estimate", image.string(), "--device-model", bad.string()}, "ssd.io_latency: no such device model"},
+             {{"report", image.string(), "--device-model", bad.string()}, "ssd.io_latency: no such device model"},
+             {{"impact", image.string(), "--plan", "/nonexistent/plan.json", "--device-model", bad.string()},
+              "ssd.io_latency: no such device model"},
+             {{"estimate", image.string(), "--device-model", not_json.string()}, "the device model is not valid JSON"},
+             {{"estimate", image.string(), "--device-model", "/nonexistent/model.json"},
+              "cannot open device model: No such file or directory"},
+             {{"estimate", image.string(), "--device-model", test::scratch_dir().string()},
+              "the device model is a directory"},
+             {{"estimate", image.string(), "--device-model", fifo.string()},
+              "the device model is a pipe or FIFO that nothing wrote to"}}) {
+        const auto res = test::run_cli(args);
+        INFO(args[0] << ": " << res.err);
+        CHECK(res.status == 1);
+        CHECK(res.err.find(reason) != std::string::npos);
+        CHECK(res.err.starts_with("guestfrag: error: " + args.back() + ": "));
+        CHECK(std::count(res.err.begin(), res.err.end(), '\n') == 1);
+    }
+    std::filesystem::remove(fifo);
 }
 
 TEST_CASE("estimate fio: a job on the disk, and bad options exit 1 naming the option", "[cli][estimate][fio]") {
