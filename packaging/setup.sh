@@ -117,6 +117,16 @@ case "$mode" in
                     { printf '\000\377\376'
                       printf '[OptimalLayoutFile]\r\nVersion=1\r\nC:\\Windows\\System32\\ntdll.dll\r\n' |
                           iconv -f UTF-8 -t UTF-16LE; } >"$corpus/layout.ini" ;;
+                # A whole device model as estimate --json prints it under device_models.
+                device_model)
+                    printf '%s\n' '{"hdd": {"rpm": 7200, "settle_seconds": 0.0005, "full_stroke_seconds": 0.015,' \
+                        '"stroke_bytes": 1e12, "transfer_bytes_per_second": 150e6,' \
+                        '"write_transfer_bytes_per_second": 150e6,' \
+                        '"first_write": {"zero_bytes_per_second": 150e6, "allocate_seconds": 0.0129}},' \
+                        '"ssd": {"io_latency_seconds": 8e-5, "transfer_bytes_per_second": 5e8,' \
+                        '"write_latency_seconds": 4e-5, "write_transfer_bytes_per_second": 4.5e8},' \
+                        '"array": {"random_io_seconds": 0.0003, "sequential_window_bytes": 1048576,' \
+                        '"first_write": {"allocate_seconds": 0.002856}}}' >"$corpus/seed" ;;
                 # A real plan of a small volume (the release build's guestfrag, as for ntfs).
                 plan)
                     export ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0

@@ -91,8 +91,9 @@ bool is_group(const DeviceModels& m, const std::string& path) {
 }
 
 void read_object(const nlohmann::json& doc, const std::string& prefix, DeviceModels& models) {
-    for (const auto& [key, value] : doc.items()) {
-        const std::string path = prefix.empty() ? key : prefix + "." + key;
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+        const nlohmann::json& value = it.value();  // not a structured binding: lambdas below take it
+        const std::string path = prefix.empty() ? it.key() : prefix + "." + it.key();
         bool leaf = false;
         each_parameter(models, [&](const std::string& p, auto& target, Range range) {
             if (p != path) return;
