@@ -92,17 +92,19 @@ void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& sta
                      [](const ImpactWarning& a, const ImpactWarning& b) { return a.severity > b.severity; });
 }
 
-VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
-                               std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
-                               const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
-    const VolumeMap& before = opened.analysis->volumes.at(volume).map;
+namespace {
+
+/// estimate_volume on `before`, a volume of `image` or, for a whole-disk job, an empty map.
+VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, const Workload& workload,
+                           std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
+                           const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
     VolumeEstimate out;
     out.partition = before.partition;
-    const Layer& top = opened.image->layers().front();
+    const Layer& top = image.layers().front();
     out.provisioning = provisioning.value_or(top.provisioning);
     progress.update(0, 1);
     const WrittenMap written = WrittenMap::from_layer(top, out.provisioning.zero_block);
-    out.workload = prepare_workload(workload, max_io, *opened.image, before);
+    out.workload = prepare_workload(workload, max_io, image, before);
     out.before = estimate_workload(before, out.workload, models, &written);
     if (planned) {
         progress.update(0, 1);
@@ -111,6 +113,26 @@ VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, co
         out.after = estimate_workload(*planned->after, out.workload, models, &after_plan);
     }
     progress.update(0, 1);
+    return out;
+}
+
+}  // namespace
+
+VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
+                               std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
+                               const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
+    return estimate_on(*opened.image, opened.analysis->volumes.at(volume).map, workload, max_io, planned, models,
+                       progress, provisioning);
+}
+
+VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,
+                             const DeviceModels& models, const std::optional<LayerProvisioning>& provisioning) {
+    if (workload.kind != Workload::Kind::Fio || workload.fio.target != FioJob::Target::Disk)
+        throw Error(ErrorKind::Unsupported, "only a fio job with target=disk runs on a disk without an NTFS volume");
+    // The job's IOs come from the disk's size alone; the map is there for the signature.
+    const VolumeMap none;
+    VolumeEstimate out = estimate_on(image, none, workload, max_io, nullptr, models, {}, provisioning);
+    out.no_volume = true;
     return out;
 }
 

@@ -105,6 +105,7 @@ struct VolumeEstimate {
     std::optional<WorkloadEstimate> after;
     /// The top layer's provisioning the first writes were counted with (writes go there).
     LayerProvisioning provisioning;
+    bool no_volume = false;  ///< estimate_disk's: the whole disk, no file system read
 };
 
 /// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
@@ -122,5 +123,12 @@ struct VolumeEstimate {
                                              std::uint64_t max_io, const PlannedVolume* planned,
                                              const DeviceModels& models = {}, const Progress& progress = {},
                                              const std::optional<LayerProvisioning>& provisioning = {});
+
+/// A fio job with target=disk on the whole of `image`, which need hold no volume guestfrag
+/// reads (a new thin disk, no partition table, another file system): estimate_volume's
+/// figures with partition 0 and no plan. Throws Error(Unsupported) for another workload.
+[[nodiscard]] VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,
+                                           const DeviceModels& models = {},
+                                           const std::optional<LayerProvisioning>& provisioning = {});
 
 }  // namespace guestfrag

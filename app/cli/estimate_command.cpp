@@ -63,6 +63,7 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
     for (const VolumeEstimate& v : volumes) {
         Json j;
         j["partition"] = v.partition;
+        if (v.no_volume) j["no_volume"] = true;
         j["provisioning"] = provisioning_json(v.provisioning);
         if (v.before.trace) {
             // The trace's files are the same before and after a plan (plans only move data).
@@ -168,12 +169,31 @@ void add_estimate_command(CLI::App& app) {
         PreparedWorkload shown;  // the workload as reported (same text and max_io for every volume)
         shown.workload = workload;
         shown.max_io = max_io;
+        // A fio job on the disk needs no file system: a disk without an NTFS volume (a new thin
+        // disk, no partition table, another file system) is estimated whole.
+        const bool disk_job =
+            workload.kind == Workload::Kind::Fio && workload.fio.target == FioJob::Target::Disk && !plan && !partition;
         on_behalf_of(opts->image, [&] {
-            const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options, partition);
+            OpenedImage opened;
+            try {
+                opened = open_and_analyze_image(opts->image, opts->image_options, partition);
+            } catch (const Error& e) {
+                if (!disk_job || e.kind() != ErrorKind::Unsupported) throw;
+                opened.image = open_image(opts->image, open_options(opts->image_options));
+                for (const std::string& w : layer_warnings(*opened.image))
+                    std::cerr << "guestfrag: warning: " << w << '\n';
+            }
             // Writes go to the top layer: its provisioning decides the first writes.
             const LayerProvisioning top =
                 layer_provisioning(opened.image->layers(), opts->provisioning).front();
-            if (workload.kind == Workload::Kind::Fio)
+            if (!opened.analysis) {
+                try {
+                    (void)check_fio_target(workload.fio, opened.image->size());
+                } catch (const Error& e) {
+                    throw Failure(opts->image, e.what(), kUsage);
+                }
+                volumes.push_back(estimate_disk(*opened.image, workload, max_io, models, top));
+            } else if (workload.kind == Workload::Kind::Fio)
                 // A job that does not fit its target is a bad option (exit 1), like a malformed one.
                 for (const VolumeAnalysis& v : opened.analysis->volumes) try {
                         (void)check_fio_target(workload.fio,
@@ -192,7 +212,8 @@ void add_estimate_command(CLI::App& app) {
                         throw Failure(opts->image, e.what(), kUsage);
                     }
                 }
-            for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
+            const std::size_t count = opened.analysis ? opened.analysis->volumes.size() : 0;
+            for (std::size_t volume = 0; volume < count; ++volume) {
                 std::optional<PlannedVolume> planned;
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
                 // Trace errors name their source in the message; the subject stays the image.

@@ -146,7 +146,10 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
         << '\n';
     if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';
     for (const VolumeEstimate& v : volumes) {
-        out << "\nVolume on partition " << v.partition << '\n';
+        if (v.no_volume)
+            out << "\nThe whole disk (no NTFS volume read)\n";
+        else
+            out << "\nVolume on partition " << v.partition << '\n';
         print_totals(out, v);
         out << "  " << pad("Provisioning", 24) << provisioning_text(v.provisioning) << '\n';
         out << "  " << pad("Writes", 24) << v.before.stats.writes << " IOs, " << format_size(v.before.stats.written_bytes)

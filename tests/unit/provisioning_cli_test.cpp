@@ -216,3 +216,52 @@ TEST_CASE("estimate fio: a job on the disk, and bad options exit 1 naming the op
         CHECK(r.err.substr(0, r.err.find('\n')).find(key) != std::string::npos);
     }
 }
+
+TEST_CASE("estimate: a fio job on the disk runs on a new disk with no file system", "[cli][estimate][fio]") {
+    test::require_tools({"qemu-img", "sfdisk"});
+    const auto dir = test::scratch_dir();
+    const auto qcow2 = dir / "fio-fresh.qcow2";
+    const auto vmdk = dir / "fio-fresh.vmdk";
+    const auto raw = dir / "fio-linux-partition.raw";
+    std::filesystem::remove(qcow2);
+    std::filesystem::remove(vmdk);
+    std::filesystem::remove(raw);
+    REQUIRE(test::run({"qemu-img", "create", "-q", "-f", "qcow2", qcow2.string(), "1G"}).status == 0);
+    REQUIRE(test::run({"qemu-img", "create", "-q", "-f", "vmdk", vmdk.string(), "100G"}).status == 0);
+    REQUIRE(test::run({"qemu-img", "create", "-q", "-f", "raw", raw.string(), "16M"}).status == 0);
+    // A partition table whose one partition holds no NTFS (a Linux partition, never formatted).
+    REQUIRE(test::run({"sh", "-c", "printf 'label: dos\\n,,83\\n' | sfdisk -q " + raw.string()}).status == 0);
+
+    // 32 sequential writes of 4 KiB from 1 MiB: 128 KiB, two 64 KiB qcow2 clusters (and VMDK
+    // grains) never written before, so two first writes on thin storage and none on eager.
+    for (const auto& image : {qcow2, vmdk, raw}) {
+        const auto r = test::run_cli({"estimate", image.string(), "--json", "--workload",
+                                      "fio:rw=write,bs=4k,size=128k,offset=1m", "--zero-block", "64K"});
+        INFO(image << ": " << r.err);
+        REQUIRE(r.status == 0);
+        const Json doc = Json::parse(r.out);
+        REQUIRE(doc["volumes"].size() == 1);
+        const Json& v = doc["volumes"][0];
+        CHECK(v["partition"] == 0);
+        CHECK(v["no_volume"] == true);
+        CHECK(v["before"]["ios"] == 32);
+        CHECK(v["before"]["writes"] == 32);
+        CHECK(v["before"]["bytes"] == 128 * 1024);
+        CHECK(v["before"]["provisioned"][0]["first_writes"] == 0);
+        if (image != raw) CHECK(v["before"]["first_writes"] == 2);
+    }
+    const auto text = test::run_cli({"estimate", vmdk.string(), "--workload", "fio:rw=randread,bs=4k,number_ios=100"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("The whole disk (no NTFS volume read)") != std::string::npos);
+
+    // What needs a file system still does: one line, exit 2; a job that does not fit, exit 1.
+    const auto scan = test::run_cli({"estimate", qcow2.string(), "--workload", "scan"});
+    CHECK(scan.status == 2);
+    CHECK(scan.err.find("no partition table and no NTFS file system found") != std::string::npos);
+    const auto file = test::run_cli({"estimate", qcow2.string(), "--workload", "fio:rw=write,bs=4k,size=1m,target=file"});
+    CHECK(file.status == 2);
+    const auto big = test::run_cli({"estimate", qcow2.string(), "--workload", "fio:rw=write,bs=4k,size=2g"});
+    CHECK(big.status == 1);
+    CHECK(big.err.find("fio option 'size'") != std::string::npos);
+    for (const auto& image : {qcow2, vmdk, raw}) std::filesystem::remove(image);
+}
