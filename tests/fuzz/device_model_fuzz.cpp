@@ -4,9 +4,6 @@
 // guestfrag::Error is the expected way to refuse bad input; anything else (crash, sanitizer
 // report, runaway allocation or loop) is a bug. A model it accepts must print and read back
 // to the same parameters.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,21 +11,14 @@
 
 #include "core/error.hpp"
 #include "core/estimate/device_model_json.hpp"
+#include "memory_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const int fd = ::memfd_create("model", MFD_CLOEXEC);
-    if (fd < 0) return 0;
-    for (std::size_t done = 0; done < size;) {
-        const ssize_t n = ::write(fd, data + done, size - done);
-        if (n <= 0) {
-            ::close(fd);
-            return 0;
-        }
-        done += static_cast<std::size_t>(n);
-    }
+    const guestfrag::fuzz::MemoryFile file(data, size);
+    if (file.path().empty()) return 0;
     try {
         const guestfrag::DeviceModels models =
-            guestfrag::read_device_model_file("/proc/self/fd/" + std::to_string(fd), guestfrag::DeviceModels{});
+            guestfrag::read_device_model_file(file.path(), guestfrag::DeviceModels{});
         const auto printed = guestfrag::device_models_json(models);
         const guestfrag::DeviceModels back =
             guestfrag::read_device_models(nlohmann::json::parse(printed.dump()), guestfrag::DeviceModels{});
@@ -36,6 +26,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const guestfrag::Error&) {
         // the expected refusal of bad input
     }
-    ::close(fd);
     return 0;
 }

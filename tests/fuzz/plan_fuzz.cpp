@@ -7,9 +7,6 @@
 //
 // Built by CMake with -DGUESTFRAG_BUILD_FUZZERS=ON (clang); `packaging/setup.sh fuzz`
 // builds it with clang-14 and runs it on a seed made by `guestfrag plan -o`.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/plan_io.hpp"
+#include "memory_file.hpp"
 
 namespace {
 
@@ -41,23 +39,14 @@ guestfrag::VolumeMap volume() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const int fd = ::memfd_create("plan", MFD_CLOEXEC);
-    if (fd < 0) return 0;
-    for (std::size_t done = 0; done < size;) {
-        const ssize_t n = ::write(fd, data + done, size - done);
-        if (n <= 0) {
-            ::close(fd);
-            return 0;
-        }
-        done += static_cast<std::size_t>(n);
-    }
+    const guestfrag::fuzz::MemoryFile file(data, size);
+    if (file.path().empty()) return 0;
     try {
-        const guestfrag::Plan plan = guestfrag::read_plan("/proc/self/fd/" + std::to_string(fd));
+        const guestfrag::Plan plan = guestfrag::read_plan(file.path());
         static const guestfrag::VolumeMap map = volume();
         (void)guestfrag::apply_plan(map, plan);
     } catch (const guestfrag::Error&) {
         // the expected refusal of bad input
     }
-    ::close(fd);
     return 0;
 }
