@@ -151,6 +151,7 @@ void add_estimate_command(CLI::App& app) {
         // The validators above accepted these texts.
         const Workload workload = parse_workload(opts->workload);
         const std::uint64_t max_io = *parse_size(opts->max_io);
+        const DeviceModels models = device_models(opts->device);  // a usage error goes before any reading
 
         std::optional<Plan> plan;
         std::optional<int> partition = opts->partition;
@@ -164,7 +165,6 @@ void add_estimate_command(CLI::App& app) {
             partition = plan->identity.partition;
         }
 
-        const DeviceModels models = device_models(opts->device);
         std::vector<VolumeEstimate> volumes;
         PreparedWorkload shown;  // the workload as reported (same text and max_io for every volume)
         shown.workload = workload;

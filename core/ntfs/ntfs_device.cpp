@@ -33,9 +33,9 @@ namespace {
 /// changed bytes at a time, on sync, close and eviction; larger ones (cluster copies) go to
 /// the disk and keep the cached pages in step, so every read sees every earlier write.
 /// Pages are aligned on the disk, not the volume, and only the changed span of a page is
-/// written back: the written-back bytes never reach a host block (file system block, qcow2
-/// cluster) that the writes themselves did not, so the output's allocation is what it was
-/// without the cache.
+/// written back: the written-back bytes never reach a host block of 4 KiB or more (file
+/// system block, qcow2 cluster, VMDK grain) that the writes themselves did not, so the
+/// output's allocation is what it was without the cache.
 class PageCache {
 public:
     static constexpr std::uint64_t kPage = 4096;
