@@ -174,15 +174,8 @@ void add_estimate_command(CLI::App& app) {
         const bool disk_job =
             workload.kind == Workload::Kind::Fio && workload.fio.target == FioJob::Target::Disk && !plan && !partition;
         on_behalf_of(opts->image, [&] {
-            OpenedImage opened;
-            try {
-                opened = open_and_analyze_image(opts->image, opts->image_options, partition);
-            } catch (const Error& e) {
-                if (!disk_job || e.kind() != ErrorKind::Unsupported) throw;
-                opened.image = open_image(opts->image, open_options(opts->image_options));
-                for (const std::string& w : layer_warnings(*opened.image))
-                    std::cerr << "guestfrag: warning: " << w << '\n';
-            }
+            const OpenedImage opened = disk_job ? open_and_analyze_if_any(opts->image, opts->image_options)
+                                                : open_and_analyze_image(opts->image, opts->image_options, partition);
             // Writes go to the top layer: its provisioning decides the first writes.
             const LayerProvisioning top =
                 layer_provisioning(opened.image->layers(), opts->provisioning).front();

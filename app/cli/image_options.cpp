@@ -51,25 +51,44 @@ OpenOptions open_options(const ImageOptions& options) {
     return out;
 }
 
-OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
-                                   std::optional<int> partition, const CopyOptions& copy) {
+namespace {
+
+/// open_and_analyze_image; when `volume_optional`, a disk the analysis refuses as
+/// Unsupported (no NTFS volume it reads) is returned open, without an analysis.
+OpenedImage open_then_analyze(const std::string& image, const ImageOptions& options, std::optional<int> partition,
+                              const CopyOptions& copy, bool volume_optional) {
     std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
     const std::vector<std::string> warnings = layer_warnings(*disk);
     OpenedImage opened;
     try {
         ProgressMeter meter("reading MFT");
-        opened = analyze_opened(std::move(disk), partition, meter.progress(), copy);
+        opened = analyze_opened(disk, partition, meter.progress(), copy);
     } catch (const Error& e) {
-        // What the warnings say is the likely cause (libntfs-3g reports a read past a
-        // truncated file's data as a bare I/O error): it goes into the one line of the
-        // failure rather than on a line of its own.
-        if (warnings.empty() || e.kind() == ErrorKind::Cancelled || e.kind() == ErrorKind::Internal) throw;
-        std::string reason = e.what();
-        for (const std::string& warning : warnings) reason += "; " + warning;
-        throw Error(e.kind(), reason);
+        if (volume_optional && e.kind() == ErrorKind::Unsupported) {
+            opened.image = std::move(disk);
+        } else {
+            // What the warnings say is the likely cause (libntfs-3g reports a read past a
+            // truncated file's data as a bare I/O error): it goes into the one line of the
+            // failure rather than on a line of its own.
+            if (warnings.empty() || e.kind() == ErrorKind::Cancelled || e.kind() == ErrorKind::Internal) throw;
+            std::string reason = e.what();
+            for (const std::string& warning : warnings) reason += "; " + warning;
+            throw Error(e.kind(), reason);
+        }
     }
     for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
     return opened;
+}
+
+}  // namespace
+
+OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
+                                   std::optional<int> partition, const CopyOptions& copy) {
+    return open_then_analyze(image, options, partition, copy, false);
+}
+
+OpenedImage open_and_analyze_if_any(const std::string& image, const ImageOptions& options) {
+    return open_then_analyze(image, options, std::nullopt, {}, true);
 }
 
 }  // namespace guestfrag::cli

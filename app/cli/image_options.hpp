@@ -33,4 +33,10 @@ void add_image_options(CLI::App& cmd, ImageOptions& options);
 [[nodiscard]] OpenedImage open_and_analyze_image(const std::string& image, const ImageOptions& options,
                                                  std::optional<int> partition, const CopyOptions& copy = {});
 
+/// open_and_analyze_image of every volume, except that a disk with no NTFS volume the
+/// analysis reads (it refuses the disk as Unsupported: a new thin disk, no partition table,
+/// other file systems) is returned open with a null `analysis`, for the work that needs
+/// only the disk.
+[[nodiscard]] OpenedImage open_and_analyze_if_any(const std::string& image, const ImageOptions& options);
+
 }  // namespace guestfrag::cli

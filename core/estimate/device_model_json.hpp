@@ -25,8 +25,8 @@ namespace guestfrag {
 inline constexpr std::chrono::milliseconds kDeviceModelPipeTimeout{30'000};
 
 /// read_device_models of the JSON file at `path` (a regular file, or a pipe such as `<(…)`
-/// read as JsonInput does). Throws Error(Unsupported) with the reason, without the path,
-/// also when the file cannot be read or is not JSON.
+/// read as JsonInput does). Throws Error with the reason, without the path: as JsonInput
+/// does when the file cannot be read, Error(Unsupported) when it is not JSON or not a model.
 [[nodiscard]] DeviceModels read_device_model_file(const std::string& path, DeviceModels base);
 
 }  // namespace guestfrag

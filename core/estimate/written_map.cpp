@@ -25,11 +25,6 @@ WrittenMap WrittenMap::from_layer(const Layer& layer, std::uint64_t block_bytes)
     return map;
 }
 
-bool WrittenMap::added(std::uint64_t block) const {
-    const auto word = added_.find(block / 64);
-    return word != added_.end() && (word->second >> (block % 64) & 1) != 0;
-}
-
 template <typename F>
 void WrittenMap::each_gap(std::uint64_t first, std::uint64_t last, F&& f) const {
     std::uint64_t next = first;  // the first block not yet visited
@@ -49,6 +44,8 @@ void WrittenMap::each_word(std::uint64_t lo, std::uint64_t hi, F&& f) {
         f(w, (~std::uint64_t{0} >> (63 - to)) & (~std::uint64_t{0} << from));
     }
 }
+
+bool WrittenMap::added(std::uint64_t block) const { return count_added(block, block) != 0; }
 
 std::uint64_t WrittenMap::count_added(std::uint64_t lo, std::uint64_t hi) const {
     if (added_.empty()) return 0;

@@ -219,7 +219,7 @@ struct DeviceOperations {
     }
 
     static s64 pread(ntfs_device* dev, void* buf, s64 count, s64 pos) {
-        Device::Window& w = window(dev);
+        const Device::Window& w = window(dev);
         const s64 n = clamp(w, count, pos);
         if (n <= 0) return n;
         try {
@@ -233,7 +233,7 @@ struct DeviceOperations {
     }
 
     static s64 pwrite(ntfs_device* dev, const void* buf, s64 count, s64 pos) {
-        Device::Window& w = window(dev);
+        const Device::Window& w = window(dev);
         if (NDevReadOnly(dev) || w.file == nullptr) {
             errno = EROFS;
             return -1;
