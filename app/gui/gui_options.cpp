@@ -3,8 +3,6 @@
 
 #include <stdexcept>
 
-#include "core/error.hpp"
-#include "core/estimate/device_model_json.hpp"
 #include "core/plan/planner.hpp"
 
 namespace guestfrag::gui {
@@ -32,19 +30,17 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
                 throw std::invalid_argument("--strategy: '" + *out.strategy + "' is not one of " +
                                             strategy_choices());
         } else if (a == "--device-model") {
-            const std::string& path = value();
-            try {
-                out.models = read_device_model_file(path, out.models);
-            } catch (const Error& e) {
-                throw std::invalid_argument("--device-model: " + path + ": " + e.what());
-            }
+            // Read once the window holds the preset it refines (a pipe can be read only once).
+            if (out.device_model) throw std::invalid_argument("only one --device-model may be given");
+            out.device_model = value();
         } else if (a == "--screenshot") {
             out.screenshot = value();
         } else if (a == "--tab") {
             out.tab = value();
-            if (out.tab != "files" && out.tab != "histograms" && out.tab != "impact" && out.tab != "warnings")
+            if (out.tab != "files" && out.tab != "histograms" && out.tab != "impact" && out.tab != "warnings" &&
+                out.tab != "trade-off")
                 throw std::invalid_argument("--tab: '" + out.tab +
-                                            "' is not one of files, histograms, impact");
+                                            "' is not one of files, histograms, impact, trade-off");
         } else if (a == "--map") {
             out.map = value();
             if (out.map != "allocation" && out.map != "layers")
@@ -73,11 +69,13 @@ std::string gui_usage() {
            "                     name its child records, or (a bare PATH) the image's own parent\n"
            "  --strategy S       " + strategy_choices() + " (default: the one\n"
            "                     `guestfrag report` recommends for the disk)\n"
-           "  --device-model FILE  device parameters for the estimate and impact: any subset of\n"
+           "  --device-model FILE  device parameters for the estimate and impact, for this run in\n"
+           "                     place of the file of Settings > Storage model: any subset of\n"
            "                     what `guestfrag estimate --json` prints under device_models\n"
            "  --screenshot FILE  open IMAGE, wait for analysis, plan and estimate, save the\n"
            "                     window as a PNG and exit (0 ok, 2 bad image)\n"
-           "  --tab T            tab shown: files (default), histograms or impact (also: warnings)\n"
+           "  --tab T            tab shown: files (default), histograms, impact (also: warnings)\n"
+           "                     or trade-off\n"
            "  --map M            cluster map colouring: allocation (default) or layers\n"
            "  --version          print the version and exit\n"
            "  -h, --help         print this help and exit\n";

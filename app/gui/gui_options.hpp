@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/estimate/device_model.hpp"
 #include "core/image/open_chain.hpp"
 
 namespace guestfrag::gui {
@@ -14,12 +13,12 @@ namespace guestfrag::gui {
 /// --version and usage errors work without a display.
 struct GuiOptions {
     std::optional<std::string> image;
-    std::vector<ParentOverride> parents;  ///< --parent, as the CLI reads it
-    std::optional<std::string> strategy;    ///< defrag, consolidate, optimize, thin-safe, shrink
-    DeviceModels models;                    ///< DeviceModels{} with what --device-model gives
-    std::optional<std::string> screenshot;  ///< PNG to write, then exit
-    std::string tab = "files";              ///< tab shown first: files, histograms, warnings
-    std::string map = "allocation";         ///< map colouring: allocation, layers
+    std::vector<ParentOverride> parents;      ///< --parent, as the CLI reads it
+    std::optional<std::string> strategy;      ///< defrag, consolidate, optimize, thin-safe, shrink
+    std::optional<std::string> device_model;  ///< --device-model, read by MainWindow::set_device_model
+    std::optional<std::string> screenshot;    ///< PNG to write, then exit
+    std::string tab = "files";                ///< tab shown first: files, histograms, impact, trade-off
+    std::string map = "allocation";           ///< map colouring: allocation, layers
     bool help = false;
     bool version = false;
 };

@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
     if (!unattended) qInstallMessageHandler(nullptr);  // back to Qt's default for people
     guestfrag::gui::MainWindow window(!unattended);
     if (options.strategy) window.set_strategy(*options.strategy);
-    window.set_device_models(options.models);
+    if (QString reason; options.device_model && !window.set_device_model(*options.device_model, &reason))
+        return fail("", "--device-model: " + reason.toStdString() + " (see --help)", kUsage);
     window.set_tab(options.tab);
     window.set_map_mode(options.map);
 

@@ -34,6 +34,7 @@
 #include "app/gui/background_job.hpp"
 #include "app/gui/cluster_map_widget.hpp"
 #include "app/gui/files_model.hpp"
+#include "app/gui/frontier_chart.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/new_disk_progress_dialog.hpp"
 #include "app/gui/plan_panel.hpp"
@@ -88,6 +89,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       warnings_note_(new QLabel),
       warnings_view_(new QTableView),
       plan_writes_(new PlanWritesPanel),
+      frontier_(new FrontierChart),
       tabs_(new QTabWidget),
       status_(new QLabel),
       progress_(new QProgressBar),
@@ -105,6 +107,7 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
     statusBar()->addPermanentWidget(progress_);
     statusBar()->addPermanentWidget(cancel_);
     status_->setText(tr("Open a disk image (File ▸ Open, or drop it here)."));
+    if (interactive_) load_storage();
 
     progress_timer_->setInterval(100);
     connect(progress_timer_, &QTimer::timeout, this, &MainWindow::update_progress);
@@ -140,6 +143,10 @@ void MainWindow::build_menus() {
            "only read), and verify it"));
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    QMenu* settings = menuBar()->addMenu(tr("&Settings"));
+    storage_action_ = settings->addAction(tr("&Storage model…"), this, &MainWindow::choose_storage);
+    storage_action_->setToolTip(
+        tr("The provisioning, zeroing block and device parameters the estimate and impact assume"));
 }
 
 QWidget* MainWindow::build_central() {
@@ -230,6 +237,7 @@ QWidget* MainWindow::build_central() {
     tabs_->addTab(files_page, tr("Files"));
     tabs_->addTab(histograms_, tr("IO histograms"));
     tabs_->addTab(warnings_page, tr("Impact"));
+    tabs_->addTab(frontier_, tr("Trade-off"));
 
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
@@ -278,10 +286,11 @@ QWidget* MainWindow::build_central() {
 
 void MainWindow::set_strategy(const std::string& name) { plan_panel_->set_strategy(name); }
 
-void MainWindow::set_device_models(const DeviceModels& models) { plan_panel_->set_device_models(models); }
-
 void MainWindow::set_tab(const std::string& name) {
-    tabs_->setCurrentIndex(name == "histograms" ? 1 : name == "impact" || name == "warnings" ? 2 : 0);
+    tabs_->setCurrentIndex(name == "histograms"                     ? 1
+                           : name == "impact" || name == "warnings" ? 2
+                           : name == "trade-off"                    ? 3
+                                                                    : 0);
 }
 
 void MainWindow::set_map_mode(const std::string& name) {
@@ -319,6 +328,7 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
     plan_writes_->show_result(nullptr);
     histograms_->show_result(nullptr);
     plan_panel_->show_result(nullptr, nullptr);
+    frontier_->show_result(nullptr);
     map_->show_volume(nullptr, nullptr, false);
     summary_->clear();
     {
@@ -393,6 +403,7 @@ void MainWindow::choose_volume(int index, std::optional<MapCells> view) {
     plan_writes_->show_result(nullptr);
     histograms_->show_result(nullptr);
     plan_panel_->show_result(nullptr, nullptr);
+    frontier_->show_result(nullptr);
     map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
     update_summary();
     update_actions_enabled();
@@ -452,7 +463,7 @@ void MainWindow::update_summary() {
 void MainWindow::run_plan() {
     if (!opened_.analysis || opened_.analysis->volumes.empty()) return;
     QString problem;
-    const std::optional<PlanRequest> request = plan_panel_->request(&problem);
+    std::optional<PlanRequest> request = plan_panel_->request(&problem);
     if (!request) {
         if (interactive_)
             QMessageBox::warning(this, tr("Plan"), problem);
@@ -460,6 +471,9 @@ void MainWindow::run_plan() {
             emit failed(image_path_, problem, 1);
         return;
     }
+    request->impact.models = models_;
+    request->provisioning = storage_.provisioning;
+    request->zero_block = storage_.zero_block;
     const std::size_t volume = volume_index();
     job_started(tr("Planning partition %1…").arg(opened_.analysis->volumes[volume].map.partition));
     plan_panel_->set_busy(true);
@@ -493,6 +507,7 @@ void MainWindow::show_plan() {
     const VolumeAnalysis& v = opened_.analysis->volumes.at(plan_->volume);
     plan_panel_->show_result(&*plan_, &v);
     histograms_->show_result(&*plan_);
+    frontier_->show_result(&*plan_);
     plan_writes_->show_result(&*plan_);
     // Every column of its table in view; the handle can still widen it.
     plan_writes_->setMinimumWidth(plan_writes_->table_width());

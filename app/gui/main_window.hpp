@@ -9,6 +9,7 @@
 #include <QSize>
 
 #include "app/gui/session.hpp"
+#include "app/gui/storage_settings.hpp"
 #include "app/gui/volume_view.hpp"
 #include "core/image/open_chain.hpp"
 
@@ -34,6 +35,7 @@ class ClusterMapWidget;
 class CompactProgressDialog;
 struct CompactRequest;
 class FilesModel;
+class FrontierChart;
 class HistogramPanel;
 class MapLegend;
 class NewDiskProgressDialog;
@@ -45,12 +47,13 @@ class WarningsModel;
 inline constexpr QSize kWindowSize{1280, 860};
 
 /// The main window: opens an image, analyses it and plans its volumes on a worker thread,
-/// and shows the results in the cluster map, files table, plan panel, histograms and
-/// warnings, carries a plan out on a copy (File ▸ Apply plan to a copy) and compacts the
-/// image into a new one (File ▸ Compact to a new image). In
+/// and shows the results in the cluster map, files table, plan panel, histograms,
+/// warnings and trade-off chart, carries a plan out on a copy (File ▸ Apply plan to a copy)
+/// and compacts the image into a new one (File ▸ Compact to a new image). Plans are
+/// estimated and assessed on the storage of Settings ▸ Storage model. In
 /// non-interactive mode (--screenshot, tests) it opens no dialog of its own accord (only the
-/// ones an action asks for) and does not touch the recent-files settings; failures are
-/// reported through failed().
+/// ones an action asks for) and neither reads nor writes its settings (recent files, storage
+/// model); failures are reported through failed().
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -61,10 +64,13 @@ public:
     /// open_chain takes them), then plans its first volume with the plan panel's settings.
     void open_image(const QString& path, const std::vector<ParentOverride>& parents = {});
     void set_strategy(const std::string& name);
-    /// The device models plans are estimated and assessed on (default: DeviceModels{}).
-    void set_device_models(const DeviceModels& models);
-    /// "files", "histograms" or "impact" (the warnings and the plan's own IO; its older
-    /// name "warnings" too).
+    /// --device-model FILE: `path` in place of the storage model's device model file for this
+    /// run (not remembered), then plans the shown volume again. Returns false, changing
+    /// nothing, with the one-line reason (starting with the file) in `error` when the file is
+    /// not a device model.
+    bool set_device_model(const std::string& path, QString* error = nullptr);
+    /// "files", "histograms", "impact" (the warnings and the plan's own IO; its older
+    /// name "warnings" too) or "trade-off".
     void set_tab(const std::string& name);
     /// "allocation" or "layers".
     void set_map_mode(const std::string& name);
@@ -107,6 +113,13 @@ public:
     [[nodiscard]] PlanWritesPanel* plan_writes() const { return plan_writes_; }
     [[nodiscard]] QLabel* summary() const { return summary_; }
     [[nodiscard]] PlanPanel* plan_panel() const { return plan_panel_; }
+    /// The Trade-off tab.
+    [[nodiscard]] FrontierChart* frontier() const { return frontier_; }
+    /// Settings ▸ Storage model: the dialog of the storage plans are estimated and assessed on.
+    [[nodiscard]] QAction* storage_action() const { return storage_action_; }
+    /// That storage: an interactive window starts with the one it remembered (without a
+    /// device model file that can no longer be read), any other with the defaults.
+    [[nodiscard]] const StorageSettings& storage() const { return storage_; }
 
 signals:
     void analysisFinished();
@@ -144,6 +157,11 @@ private:
     void export_plan();
     void export_report();
     void export_charts();
+    void load_storage();
+    void choose_storage();
+    /// Plans are estimated and assessed on `storage`, whose device models are `models`, from
+    /// now on; the shown volume is planned again.
+    void use_storage(StorageSettings storage, const DeviceModels& models);
     void choose_apply();
     void choose_compact();
     /// Offers File ▸ Apply and File ▸ Compact (and the plan panel's apply) as what is shown
@@ -164,6 +182,8 @@ private:
     std::optional<PlanResult> plan_;
     std::optional<MapCells> before_cells_;  ///< the chosen volume's cells, as analysed
     std::optional<MapCells> after_cells_;   ///< its cells after plan_
+    StorageSettings storage_;
+    DeviceModels models_;  ///< storage_models(storage_)
 
     BackgroundJob* job_;
     BackgroundJob* apply_job_;    ///< apart from job_: planning never replaces a running apply
@@ -172,6 +192,7 @@ private:
     CompactProgressDialog* compact_dialog_ = nullptr;
     QAction* apply_action_ = nullptr;
     QAction* compact_action_ = nullptr;
+    QAction* storage_action_ = nullptr;
     QTimer* progress_timer_;
     ClusterMapWidget* map_;
     MapLegend* legend_;
@@ -191,6 +212,7 @@ private:
     QLabel* warnings_note_;
     QTableView* warnings_view_;
     PlanWritesPanel* plan_writes_;
+    FrontierChart* frontier_;
     QTabWidget* tabs_;
     QLabel* status_;
     QProgressBar* progress_;

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/plan_panel.hpp"
 
-#include <QChartView>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QLineSeries>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QScatterSeries>
 #include <QVBoxLayout>
 
 #include "app/gui/files_model.hpp"
@@ -47,8 +44,7 @@ PlanPanel::PlanPanel(QWidget* parent)
       workload_(new QLineEdit(QStringLiteral("scan"))),
       plan_button_(new QPushButton(tr("Plan"))),
       apply_button_(new QPushButton(tr("Apply to a copy…"))),
-      summary_(new QLabel),
-      frontier_(new QChartView) {
+      summary_(new QLabel) {
     for (const Strategy strategy : kStrategies) {
         const std::string_view name = strategy_name(strategy);
         strategy_->addItem(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size())));
@@ -90,10 +86,6 @@ PlanPanel::PlanPanel(QWidget* parent)
     apply_button_->setEnabled(false);
     layout->addLayout(buttons);
     layout->addWidget(summary_, 1);
-    frontier_->chart()->setTitle(tr("Free-space fragmentation (%) by data moved (MiB)"));
-    frontier_->setMinimumHeight(100);  // the window keeps its default size (labelsFitTheDefaultWindow)
-    frontier_->setRenderHint(QPainter::Antialiasing);
-    layout->addWidget(frontier_, 1);
 
     connect(plan_button_, &QPushButton::clicked, this, &PlanPanel::planRequested);
     connect(apply_button_, &QPushButton::clicked, this, &PlanPanel::applyRequested);
@@ -109,7 +101,6 @@ PlanPanel::PlanPanel(QWidget* parent)
 
 std::optional<PlanRequest> PlanPanel::request(QString* error) const {
     PlanRequest r;
-    r.impact.models = models_;
     r.options.strategy = parse_strategy(strategy_->currentText().toStdString()).value_or(Strategy::Defrag);
     if (takes_order(r.options.strategy)) {
         try {
@@ -164,31 +155,10 @@ void PlanPanel::set_busy(bool busy) { plan_button_->setEnabled(!busy); }
 void PlanPanel::set_apply_enabled(bool enabled) { apply_button_->setEnabled(enabled); }
 
 void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* before) {
-    QChart* chart = frontier_->chart();
-    chart->removeAllSeries();
-    // removeAxis() hands the axis back to the caller: delete it, or every plan leaks two.
-    for (QAbstractAxis* axis : chart->axes()) {
-        chart->removeAxis(axis);
-        delete axis;
-    }
     if (!result || !before) {
         summary_->clear();
         return;
     }
-    // The trade-off: what the plan's first moves reach at each budget, the knee marked.
-    auto* curve = new QLineSeries;
-    curve->setName(tr("plan"));
-    auto* knee = new QScatterSeries;
-    knee->setName(tr("knee"));
-    const auto& points = result->frontier.points;
-    for (std::size_t k = 0; k < points.size(); ++k) {
-        const QPointF at(static_cast<double>(points[k].moved_bytes) / (1 << 20), points[k].free_space_fragmentation_percent);
-        curve->append(at);
-        if (result->frontier.knee == k) knee->append(at);
-    }
-    chart->addSeries(curve);
-    chart->addSeries(knee);
-    chart->createDefaultAxes();
     const PlanSummary& s = result->plan.summary;
     QString html = tr("<b>%1</b>: %2 moves, %3 moved").arg(QString::fromStdString(result->plan.strategy)).arg(s.moves).arg(size_text(s.moved_bytes));
     html += QStringLiteral("<table>");
@@ -206,7 +176,5 @@ void PlanPanel::show_result(const PlanResult* result, const VolumeAnalysis* befo
         html += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(note).toHtmlEscaped());
     summary_->setText(html);
 }
-
-const QChart* PlanPanel::frontier_chart() const { return frontier_->chart(); }
 
 }  // namespace guestfrag::gui

@@ -8,8 +8,6 @@
 
 #include "app/gui/session.hpp"
 
-class QChart;
-class QChartView;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -18,7 +16,7 @@ class QPushButton;
 namespace guestfrag::gui {
 
 /// The plan's settings (strategy, placement order, budgets, dedup chunk sizes, workload) and a summary of
-/// the last plan. Reads its fields into a PlanRequest; the window runs it.
+/// the last plan. Reads its fields into a PlanRequest; the window adds the storage and runs it.
 class PlanPanel : public QWidget {
     Q_OBJECT
 public:
@@ -28,8 +26,6 @@ public:
     [[nodiscard]] std::optional<PlanRequest> request(QString* error) const;
     /// Chooses the strategy, as the user would (later suggestions do not override it).
     void set_strategy(const std::string& name);
-    /// The device models the plan's estimate and impact are timed on (--device-model).
-    void set_device_models(const DeviceModels& models) { models_ = models; }
     /// Shows `strategy` as the recommended one unless the user chose one.
     void suggest_strategy(Strategy strategy);
     void set_busy(bool busy);
@@ -38,9 +34,6 @@ public:
     [[nodiscard]] QPushButton* apply_button() const { return apply_button_; }
     /// Shows the summary of `result` (nullptr: clears it).
     void show_result(const PlanResult* result, const VolumeAnalysis* before);
-    /// The trade-off chart: free-space fragmentation (%) against data moved (MiB) for the
-    /// budgets of plan --frontier, series "plan" and "knee".
-    [[nodiscard]] const QChart* frontier_chart() const;
 
 signals:
     void planRequested();
@@ -50,7 +43,6 @@ private:
     QComboBox* strategy_;
     QLabel* strategy_note_;
     bool strategy_chosen_ = false;
-    DeviceModels models_;
     QComboBox* order_;
     QLineEdit* max_growth_;
     QLineEdit* max_moved_;
@@ -59,7 +51,6 @@ private:
     QPushButton* plan_button_;
     QPushButton* apply_button_;
     QLabel* summary_;
-    QChartView* frontier_;
 };
 
 }  // namespace guestfrag::gui

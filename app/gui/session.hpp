@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -12,11 +13,15 @@
 
 namespace guestfrag::gui {
 
-/// What the plan panel asks for.
+/// What the plan panel asks for, on the storage the window's settings describe.
 struct PlanRequest {
     PlanOptions options;
-    ImpactOptions impact;
+    ImpactOptions impact;  ///< its device models time the estimate too
     std::string workload = "scan";
+    /// The top layer's provisioning type and every layer's zeroing block instead of the
+    /// detected ones (unset: as detected), as --provisioning and --zero-block set them.
+    std::optional<Provisioning> provisioning;
+    std::optional<std::uint64_t> zero_block;
 };
 
 /// A plan for one volume, the volume after it, the workload's estimate on both states and
@@ -31,8 +36,9 @@ struct PlanResult : PlannedVolume {
 /// The pipeline's plan_volume, estimate_volume (IOs of at most kDefaultMaxIo, on the
 /// impact's device models), plan_impact
 /// (its warnings with the copy advice of plan_copy_states added) and the plan's frontier, in
-/// the order the window shows them. An impact failure does not lose the
-/// plan: it is reported in impact_error. Throws Error (Cancelled from `progress`,
+/// the order the window shows them. The estimate and the impact count first writes with the
+/// top layer's provisioning as the request leaves it (effective_provisioning). An impact
+/// failure does not lose the plan: it is reported in impact_error. Throws Error (Cancelled from `progress`,
 /// Unsupported for a bad workload, ...) for the rest.
 [[nodiscard]] PlanResult plan_and_assess(const OpenedImage& opened, std::size_t volume, const PlanRequest& request,
                                          const Progress& progress);

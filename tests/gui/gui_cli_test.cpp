@@ -70,6 +70,11 @@ private slots:
                                    ": ssd.io_latency: no such device model parameter",
                                0) == 0,
                  bad.err.c_str());
+        const auto twice =
+            run_offscreen({"--device-model", model.string(), "--device-model", model.string(), "x.img"});
+        QCOMPARE(twice.status, 1);
+        QVERIFY2(twice.err.rfind("guestfrag-gui: error: only one --device-model may be given", 0) == 0,
+                 twice.err.c_str());
     }
 
     void badImageExits2WithOneLine() {

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The main window driven headless (offscreen platform): open a generated image, wait for
 // the worker threads, and check what the window shows against the core's own results.
-#include <cmath>
 #include <fstream>
 #include <set>
 
 #include <QApplication>
 #include <QChart>
 #include <QElapsedTimer>
+#include <QGraphicsScene>
+#include <QGraphicsTextItem>
 #include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QMimeData>
 #include <QScatterSeries>
@@ -16,12 +19,14 @@
 #include <QTimer>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QValueAxis>
 #include <QtTest>
 
 #include "analyzers/analysis.hpp"
 #include "analyzers/copy_cost.hpp"
 #include "app/gui/cluster_map_widget.hpp"
 #include "app/gui/files_model.hpp"
+#include "app/gui/frontier_chart.hpp"
 #include "app/gui/histogram_chart.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/main_window.hpp"
@@ -44,6 +49,38 @@ namespace {
 
 constexpr int kTimeoutMs = 120'000;
 
+// The least plot that reads: four tick intervals of 30 px, each taller than two label lines,
+// and the curve's eleven budgets 50 px apart.
+constexpr QSizeF kReadablePlot{500, 120};
+
+/// What keeps `chart` from being read at its size: a plot smaller than kReadablePlot, and
+/// any text it means to show (title, legend entries, axis titles, one label per tick) that
+/// Qt Charts drew cut short ("...") or hid (a tick label that would overlap its neighbour).
+QStringList unreadable(const QChart& chart) {
+    QStringList problems;
+    const QRectF plot = chart.plotArea();
+    if (plot.width() < kReadablePlot.width() || plot.height() < kReadablePlot.height())
+        problems << QStringLiteral("plot %1 x %2 px").arg(plot.width()).arg(plot.height());
+    QStringList drawn;
+    for (const QGraphicsItem* item : chart.scene()->items())
+        if (const auto* text = qgraphicsitem_cast<const QGraphicsTextItem*>(item); text && text->isVisible())
+            drawn << text->toPlainText();
+    QStringList meant{chart.title()};
+    for (const QLegendMarker* marker : chart.legend()->markers()) meant << marker->label();
+    int ticks = 0;
+    for (const QAbstractAxis* axis : chart.axes()) {
+        meant << axis->titleText();
+        ticks += qobject_cast<const QValueAxis*>(axis)->tickCount();
+    }
+    for (const QString& text : meant)
+        if (!drawn.contains(text)) problems << QStringLiteral("'%1' not drawn in full").arg(text);
+    for (const QString& text : drawn)
+        if (text.endsWith(QStringLiteral("..."))) problems << QStringLiteral("'%1' cut short").arg(text);
+    if (drawn.size() != meant.size() + ticks)
+        problems << QStringLiteral("%1 texts drawn, %2 meant").arg(drawn.size()).arg(meant.size() + ticks);
+    return problems;
+}
+
 }  // namespace
 
 class GuiWindowTest : public QObject {
@@ -58,24 +95,6 @@ private slots:
         image_path_ = test::gui_test_image();
         image_ = open_image(image_path_.string());
         analysis_ = analyze_image(*image_);
-    }
-
-    void deviceModelsTimeTheEstimate() {
-        // guestfrag-gui --device-model: the plan's estimate runs on the models given. A scan
-        // only reads; on the SSD model each read costs the latency plus its bytes at the rate.
-        MainWindow window(false);
-        DeviceModels models;
-        models.ssd.io_latency_seconds = 1e-3;
-        models.ssd.transfer_bytes_per_second = 1e8;
-        window.set_device_models(models);
-        window.set_strategy("defrag");
-        window.open_image(QString::fromStdString(image_path_.string()));
-        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
-        const IoStats& before = window.plan()->estimate.before.stats;
-        QVERIFY(before.ios > 0);
-        QCOMPARE(before.writes, std::uint64_t{0});
-        const double expected = static_cast<double>(before.ios) * 1e-3 + static_cast<double>(before.bytes) / 1e8;
-        QVERIFY(std::abs(before.device_seconds.ssd - expected) <= 1e-9 * expected);
     }
 
     void showsWhatTheCoreComputes() {
@@ -117,9 +136,9 @@ private slots:
         QCOMPARE(bar_total(io, "before"), static_cast<double>(core_before.ios));
         QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
 
-        // Plan panel: the trade-off curve is the core's frontier of this plan, point by point.
+        // Trade-off tab: the curve is the core's frontier of this plan, point by point.
         const Frontier frontier = plan_frontier(before, plan.plan);
-        const QChart& trade_off = *window.plan_panel()->frontier_chart();
+        const QChart& trade_off = *window.frontier()->chart();
         const auto series = trade_off.series();
         QCOMPARE(series.size(), 2);
         const auto* curve = qobject_cast<const QLineSeries*>(series.at(0));
@@ -170,7 +189,7 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         QCOMPARE(window.size(), gui::kWindowSize);
         // On every tab: the Impact tab's "Carrying out the plan" figures wrap in a narrow column.
-        for (const char* tab : {"files", "histograms", "impact"}) {
+        for (const char* tab : {"files", "histograms", "trade-off", "impact"}) {
             window.set_tab(tab);
             QApplication::processEvents();
             int checked = 0;
@@ -188,6 +207,37 @@ private slots:
         // The Impact tab shows the plan's own IO: its caption and figures were among those checked.
         QVERIFY(window.plan_writes()->isVisible());
         QVERIFY(!window.plan_writes()->details().isEmpty());
+    }
+
+    void frontierChartReads() {
+        // The Trade-off tab at the default window size: the chart has the window's width and
+        // the tab's height.
+        MainWindow window(false);
+        window.set_strategy("defrag");
+        window.show();
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QCOMPARE(window.size(), gui::kWindowSize);
+        window.set_tab("trade-off");
+        QApplication::processEvents();
+        const FrontierChart& shown = *window.frontier();
+        QVERIFY(shown.isVisible());
+        QVERIFY(!window.plan()->frontier.points.empty());
+        QStringList problems = unreadable(*shown.chart());
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("; "))));
+
+        // The splitter cannot squeeze it further than its least height, where it still reads.
+        FrontierChart squeezed;
+        squeezed.show_result(window.plan());
+        squeezed.resize(gui::kWindowSize.width() - 40, squeezed.minimumHeight());
+        squeezed.show();
+        QApplication::processEvents();
+        problems = unreadable(*squeezed.chart());
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("; "))));
+        qInfo("plot %.0f x %.0f px in a view of %d x %d; %.0f x %.0f px in one of %d x %d",
+              shown.chart()->plotArea().width(), shown.chart()->plotArea().height(), shown.width(),
+              shown.height(), squeezed.chart()->plotArea().width(), squeezed.chart()->plotArea().height(),
+              squeezed.width(), squeezed.height());
     }
 
     void exportsPlanAndReport() {
