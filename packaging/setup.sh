@@ -127,6 +127,21 @@ case "$mode" in
                         '"write_latency_seconds": 4e-5, "write_transfer_bytes_per_second": 4.5e8},' \
                         '"array": {"random_io_seconds": 0.0003, "sequential_window_bytes": 1048576,' \
                         '"first_write": {"allocate_seconds": 0.002856}}}' >"$corpus/seed" ;;
+                # fio's JSON output of a fresh write, reads and rewrites, cut to what
+                # calibrate reads: enough jobs to fit every parameter.
+                fio_calibrate)
+                    printf '%s\n' '{"fio version": "fio-3.33", "global options": {"filename": "d", "size": "64k"},' \
+                        '"jobs": [{"jobname": "fresh", "error": 0, "job options": {"rw": "randwrite", "bs": "4k"},' \
+                        '"read": {"total_ios": 0}, "write": {"total_ios": 16, "lat_ns": {"mean": 90000.5}}},' \
+                        '{"jobname": "read", "error": 0, "job options": {"rw": "read", "bs": "16k"},' \
+                        '"read": {"total_ios": 4, "lat_ns": {"mean": 150000}}, "write": {"total_ios": 0}},' \
+                        '{"jobname": "random", "error": 0, "job options": {"rw": "randread", "bs": "16k"},' \
+                        '"read": {"total_ios": 4, "lat_ns": {"mean": 190000}}, "write": {"total_ios": 0}},' \
+                        '{"jobname": "rewrite", "error": 0, "job options": {"rw": "write", "bs": "16k", "iodepth": "1"},' \
+                        '"read": {"total_ios": 0}, "write": {"total_ios": 4, "lat_ns": {"mean": 110000}}},' \
+                        '{"jobname": "mixed", "error": 0, "job options": {"rw": "randrw", "bs": "4k"},' \
+                        '"read": {"total_ios": 9, "lat_ns": {"mean": 80000}}, "write": {"total_ios": 7, "lat_ns": {"mean": 70000}}}]}' \
+                        >"$corpus/seed" ;;
                 # A real plan of a small volume (the release build's guestfrag, as for ntfs).
                 plan)
                     export ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0

@@ -19,5 +19,6 @@ void add_merge_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_apply_command(CLI::App& app);
 void add_compact_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 }  // namespace guestfrag::cli

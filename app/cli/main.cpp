@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
     add_schedule_command(app);
     add_apply_command(app);
     add_compact_command(app);
+    add_calibrate_command(app);
     add_mkimage_command(app);
     try {
         app.parse(argc, argv);

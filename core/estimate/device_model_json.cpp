@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <istream>
 #include <string>
 #include <type_traits>
 
@@ -127,17 +126,7 @@ DeviceModels read_device_models(const nlohmann::json& doc, DeviceModels base) {
 }
 
 DeviceModels read_device_model_file(const std::string& path, DeviceModels base) {
-    JsonInput source(path, "device model", kDeviceModelPipeTimeout);
-    std::istream in(&source);
-    nlohmann::json doc;
-    try {
-        doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        if (source.empty_pipe())
-            throw Error(ErrorKind::Unsupported, "the device model is a pipe or FIFO that nothing wrote to");
-        throw Error(ErrorKind::Unsupported, std::string("the device model is not valid JSON: ") + e.what());
-    }
-    return read_device_models(doc, base);
+    return read_device_models(read_json_file(path, "device model", kDeviceModelPipeTimeout), base);
 }
 
 }  // namespace guestfrag

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <istream>
 
 #include "core/error.hpp"
 
@@ -86,6 +87,17 @@ std::size_t JsonInput::squeeze(std::size_t n) {
 
 void JsonInput::fail(const std::string& action) const {
     throw Error(ErrorKind::Io, action + ": " + std::strerror(errno));
+}
+
+nlohmann::json read_json_file(const std::string& path, const std::string& what, std::chrono::milliseconds timeout) {
+    JsonInput source(path, what, timeout);
+    std::istream in(&source);
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        if (source.empty_pipe()) throw Error(ErrorKind::Unsupported, "the " + what + " is a pipe or FIFO that nothing wrote to");
+        throw Error(ErrorKind::Unsupported, "the " + what + " is not valid JSON: " + e.what());
+    }
 }
 
 }  // namespace guestfrag

@@ -8,6 +8,8 @@
 #include <streambuf>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace guestfrag {
 
 /// A file read for a JSON parser. Opened without blocking, so that a FIFO nobody writes to
@@ -45,5 +47,11 @@ private:
     std::chrono::milliseconds timeout_;
     char buffer_[64 * 1024];
 };
+
+/// The JSON document in the file at `path`, read through JsonInput. Throws as JsonInput
+/// does, and Error(Unsupported) "the WHAT is not valid JSON: …" or "the WHAT is a pipe or
+/// FIFO that nothing wrote to".
+[[nodiscard]] nlohmann::json read_json_file(const std::string& path, const std::string& what,
+                                            std::chrono::milliseconds timeout);
 
 }  // namespace guestfrag
