@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/batch/image_job.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -46,10 +47,23 @@ Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
     plan_options.strategy = options.strategy.value_or(recommended_strategy(a.layers, a.virtual_size));
     if (takes_order(plan_options.strategy)) plan_options.order = options.order;
     const PlannedVolume planned = plan_volume(opened, volume, plan_options, Progress{{}, stop});
-    r.warnings = plan_impact(opened, planned).warnings;
+    ImpactOptions impact_options;
+    impact_options.models = options.models;
+    Impact impact = plan_impact(opened, planned, impact_options);
+    r.warnings = std::move(impact.warnings);
     add_copy_advice(r.warnings, plan_copy_states(opened, planned));
-    r.plan = VolumeResult::PlanResult{planned.plan.strategy, planned.plan.summary,
-                                      plan_to_json(planned.plan, a.volumes[volume].map)};
+    // The plan's IO on the storage as it is provisioned (eager, lazy or thin).
+    const PlanWrites& writes = impact.plan_writes;
+    const auto& provisioned = writes.stats.provisioned;
+    const auto own = std::find_if(provisioned.begin(), provisioned.end(), [&](const ProvisionedSeconds& p) {
+        return p.type == writes.provisioning.type;
+    });
+    r.plan = VolumeResult::PlanResult{planned.plan.strategy,
+                                      planned.plan.summary,
+                                      plan_to_json(planned.plan, a.volumes[volume].map),
+                                      writes.stats.ios,
+                                      own->first_writes,
+                                      own->device_seconds};
     return planned.plan;
 }
 

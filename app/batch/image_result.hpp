@@ -41,11 +41,16 @@ struct VolumeResult {
     FreeSpaceFragmentation free_space;
     std::uint64_t reclaimable_bytes = 0;  ///< top layer, in its growth unit (docs/metrics.md §6)
     HostLayout host;                      ///< top layer's file over this volume (docs/metrics.md §6)
-    /// With `batch --plan`: the plan's strategy, summary and guestfrag.plan.v1 text.
+    /// With `batch --plan`: the plan's strategy, summary and guestfrag.plan.v1 text, and its
+    /// own IO (docs/impact.md §10) on the top layer's provisioning: IOs, first writes and the
+    /// device time on each model.
     struct PlanResult {
         std::string strategy;
         PlanSummary summary;
         std::string json;
+        std::uint64_t ios = 0;
+        std::uint64_t first_writes = 0;
+        DeviceSeconds seconds;
     };
     std::optional<PlanResult> plan;
     std::vector<ImpactWarning> warnings;  ///< with `batch --plan`

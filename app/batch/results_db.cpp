@@ -96,7 +96,12 @@ CREATE TABLE plans (
   clone_delta_growth_bytes INTEGER NOT NULL,
   reclaimable_bytes_before INTEGER NOT NULL,
   reclaimable_bytes_after  INTEGER NOT NULL,
-  plan_json                TEXT NOT NULL
+  plan_json                TEXT NOT NULL,
+  plan_ios                 INTEGER,
+  plan_first_writes        INTEGER,
+  plan_seconds_hdd         REAL,
+  plan_seconds_ssd         REAL,
+  plan_seconds_array       REAL
 );
 CREATE TABLE warnings (
   volume_id INTEGER NOT NULL REFERENCES volumes(volume_id),
@@ -220,12 +225,20 @@ void upgrade_to_5(Database& db) {
 /// Schema 6 adds the compactions table; older images simply have no compaction rows.
 void upgrade_to_6(Database& db) { db.exec(kCompactTable); }
 
+/// Schema 7: the plan's own IO on the device models (docs/impact.md §10); NULL in older rows
+/// ("not measured").
+void upgrade_to_7(Database& db) {
+    for (const char* column : {"plan_ios INTEGER", "plan_first_writes INTEGER", "plan_seconds_hdd REAL",
+                               "plan_seconds_ssd REAL", "plan_seconds_array REAL"})
+        db.exec(std::string("ALTER TABLE plans ADD COLUMN ") + column);
+}
+
 struct UpgradeStep {
     int to;
     void (*run)(Database&);
 };
 constexpr UpgradeStep kUpgrades[] = {
-    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}};
+    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
@@ -369,7 +382,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
                      "INSERT INTO volumes (image_id, partition, start, length, cluster_size, total_clusters, "
                      "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement metrics(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement warning(db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
         volume.bind(1, image_id).bind(2, v.partition).bind(3, v.start).bind(4, v.length);
@@ -389,7 +402,8 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
             plan.bind(5, s.fragments_before).bind(6, s.fragments_after).bind(7, s.granule_size);
             plan.bind(8, s.thin_growth_bytes).bind(9, s.clone_delta_growth_bytes);
             plan.bind(10, s.reclaimable_bytes_before).bind(11, s.reclaimable_bytes_after);
-            plan.bind(12, v.plan->json).run();
+            plan.bind(12, v.plan->json).bind(13, v.plan->ios).bind(14, v.plan->first_writes);
+            plan.bind(15, v.plan->seconds.hdd).bind(16, v.plan->seconds.ssd).bind(17, v.plan->seconds.array).run();
         }
         for (const ImpactWarning& w : v.warnings)
             warning.bind(1, volume_id).bind(2, w.code).bind(3, severity_name(w.severity)).bind(4, w.bytes)
@@ -512,7 +526,8 @@ void ResultsDb::merge_from(const std::string& other) {
         db_.exec("INSERT INTO main.plans SELECT volume_id + " + volumes +
                  ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, "
                  "thin_growth_bytes, clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, "
-                 "plan_json FROM source.plans");
+                 "plan_json, plan_ios, plan_first_writes, plan_seconds_hdd, plan_seconds_ssd, plan_seconds_array "
+                 "FROM source.plans");
         db_.exec("INSERT INTO main.warnings SELECT volume_id + " + volumes +
                  ", code, severity, bytes, message FROM source.warnings ORDER BY rowid");
         db_.exec("INSERT INTO main.applies SELECT image_id + " + images +

@@ -19,6 +19,7 @@
 #include "app/cli/compact_run.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
+#include "app/cli/provisioning_options.hpp"
 #include "app/cli/size_option.hpp"
 #include "app/cli/stop_on_signal.hpp"
 #include "app/cli/strategy_option.hpp"
@@ -49,6 +50,7 @@ struct Options {
     std::optional<std::string> apply_to;
     std::optional<std::string> compact_to;
     NewDiskOptions disk;
+    DeviceOptions device;
 };
 
 Json apply_event_json(const batch::ApplyRecord& a) {
@@ -127,7 +129,11 @@ Json event_json(const BatchEvent& e) {
                          {"fragments_before", s.fragments_before},
                          {"fragments_after", s.fragments_after},
                          {"thin_growth_bytes", s.thin_growth_bytes},
-                         {"clone_delta_growth_bytes", s.clone_delta_growth_bytes}};
+                         {"clone_delta_growth_bytes", s.clone_delta_growth_bytes},
+                         {"ios", v.plan->ios},
+                         {"first_writes", v.plan->first_writes},
+                         {"device_seconds",
+                          {{"hdd", v.plan->seconds.hdd}, {"ssd", v.plan->seconds.ssd}, {"array", v.plan->seconds.array}}}};
             Json warnings = Json::array();
             for (const ImpactWarning& w : v.warnings) warnings.push_back(w.code);
             j["warnings"] = std::move(warnings);
@@ -179,6 +185,8 @@ std::string describe(const Options& o, std::size_t images) {
     if (o.per_datastore) out << " --per-datastore " << o.per_datastore;
     if (o.plan) out << " --plan" << (o.strategy ? " --strategy " + *o.strategy : "");
     if (!o.order.empty()) out << " --order " << o.order;
+    if (o.device.preset != DeviceOptions{}.preset) out << " --preset " << o.device.preset;
+    if (!o.device.model_file.empty()) out << " --device-model " << o.device.model_file;
     if (o.force) out << " --force";
     if (!o.shard.empty()) out << " --shard " << o.shard;
     if (o.apply_to) out << " --apply-to " << *o.apply_to << " --output-format " << o.disk.output_format;
@@ -240,7 +248,10 @@ void run(const Options& opts) {
     // An order the chosen strategy cannot take is refused here; with the recommended
     // strategy it applies to the images planned with defrag (thick disks).
     options.job.order = order_option(opts.order, options.job.strategy.value_or(Strategy::Defrag));
-    options.job.plan = options.job.plan || options.job.order.has_value();
+    // The device models time the plan's own IO: naming them asks for plans.
+    const bool device_given = opts.device.preset != DeviceOptions{}.preset || !opts.device.model_file.empty();
+    options.job.plan = options.job.plan || options.job.order.has_value() || device_given;
+    options.job.models = device_models(opts.device);
 
     on_behalf_of(opts.db, [&] {
         batch::ResultsDb db(opts.db, true);
@@ -299,6 +310,7 @@ void add_batch_command(CLI::App& app) {
         ->check(strategy_check());
     cmd->add_option("--order", opts->order, std::string(kOrderHelp) + " (implies --plan)")
         ->check(order_check());
+    add_device_options(*cmd, opts->device);
     cmd->add_flag("--force", opts->force, "Re-analyse images that are unchanged since an earlier run");
     cmd->add_option("--shard", opts->shard, "Only the images of shard K of N (K/N, by path hash)")
         ->check(CLI::Validator(

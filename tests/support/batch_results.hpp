@@ -28,6 +28,14 @@ inline std::int64_t db_integer(const std::filesystem::path& db, const std::strin
     return s.integer(0);
 }
 
+/// Takes schema 7's columns off `db`'s plans (the plan's own IO), as a database of an older
+/// schema has them.
+inline void drop_plan_io_columns(batch::Database& db) {
+    for (const char* column :
+         {"plan_ios", "plan_first_writes", "plan_seconds_hdd", "plan_seconds_ssd", "plan_seconds_array"})
+        db.exec(std::string("ALTER TABLE plans DROP COLUMN ") + column);
+}
+
 /// Per path, the JSON line batch printed for it.
 inline std::map<std::string, nlohmann::json> batch_json_lines(const std::string& out) {
     std::map<std::string, nlohmann::json> lines;

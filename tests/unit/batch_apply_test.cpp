@@ -220,13 +220,15 @@ TEST_CASE("a schema-3 results database is upgraded in place, keeps its rows and 
     const fs::path db = work / "old.sqlite";
     REQUIRE(test::run_cli({"batch", image.string(), "--db", db.string(), "--plan"}).status == 0);
     {
-        // What schema 3 wrote: everything but the apply and compaction tables and the copy columns.
+        // What schema 3 wrote: everything but the apply and compaction tables, the copy columns
+        // and the plan IO.
         batch::Database d(db.string(), false);
         d.exec("DROP TABLE apply_skips");
         d.exec("DROP TABLE applies");
         d.exec("DROP TABLE compactions");
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
+        test::drop_plan_io_columns(d);
         d.exec("PRAGMA user_version = 3");
     }
     const std::int64_t plans = test::db_integer(db, "SELECT count(*) FROM plans");

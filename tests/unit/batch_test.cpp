@@ -22,6 +22,7 @@
 #include "app/batch/image_list.hpp"
 #include "app/batch/sqlite.hpp"
 #include "core/error.hpp"
+#include "support/batch_results.hpp"
 #include "support/fixtures.hpp"
 
 using namespace guestfrag;
@@ -235,7 +236,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     REQUIRE(stored == 4);
     {
         // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables,
-        // no copy columns, no compactions.
+        // no copy columns, no compactions, no plan IO.
         batch::Database d(db.string(), false);
         for (const char* column :
              {"host_extents", "host_seeks", "host_backward_seeks", "host_fragmentation_percent"})
@@ -248,6 +249,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
         d.exec("DROP TABLE compactions");
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
+        test::drop_plan_io_columns(d);
         d.exec("PRAGMA user_version = 1");
     }
     const std::string image = (dir / "vm41.img").string();
@@ -283,11 +285,13 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
     REQUIRE(images == 5);
     const std::int64_t seeks = count(db, "SELECT sum(host_seeks) FROM metrics");
     {
-        // What schema 4 wrote: everything but the images' copy columns and the compactions.
+        // What schema 4 wrote: everything but the images' copy columns, the compactions and
+        // the plan IO.
         batch::Database d(db.string(), false);
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("DROP TABLE compactions");
+        test::drop_plan_io_columns(d);
         d.exec("PRAGMA user_version = 4");
     }
     const std::string image = (dir / "vm42.img").string();
@@ -307,6 +311,82 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
     REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
     CHECK(count(db, "SELECT count(*) FROM images") == images + 1);
     check_copy_columns(db, image, Json::parse(test::run_cli({"analyze", image, "--json"}).out));
+}
+
+TEST_CASE("batch --device-model records the plan's own IO as impact times it, and schema 6 gains the columns",
+          "[batch][schema][device-model]") {
+    MkImageOptions o;
+    o.disk_size = 40ull << 20;
+    o.files = 150;
+    o.seed = 42;
+    const Scratch work{test::scratch_dir() / ("batch-device." + std::to_string(::getpid()))};
+    fs::create_directories(work.dir);
+    const fs::path image = work.dir / "vm.img";
+    fs::copy_file(test::generated_image("batch-42", o), image);
+    const fs::path model = work.dir / "model.json";
+    std::ofstream(model) << R"({"ssd": {"io_latency_seconds": 0.001}, "array": {"write_io_seconds": 0.002}})";
+    const fs::path db = work.dir / "b.sqlite";
+
+    // The device model alone asks for plans: it times nothing else.
+    const auto r = test::run_cli({"batch", image.string(), "--db", db.string(), "--device-model", model.string(),
+                                  "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    REQUIRE(count(db, "SELECT count(*) FROM plans") == 1);
+
+    // The oracle: impact of the recorded plan with the same model, on the disk as provisioned.
+    const fs::path plan = work.dir / "plan.json";
+    double seconds[3] = {};
+    double reads = 0;
+    {
+        batch::Database d(db.string(), false);
+        batch::Statement row(d, "SELECT plan_json, plan_ios, plan_first_writes, plan_seconds_hdd, plan_seconds_ssd, "
+                                "plan_seconds_array FROM plans");
+        REQUIRE(row.step());
+        std::ofstream(plan) << row.text(0);
+        const auto impact = test::run_cli({"impact", image.string(), "--plan", plan.string(), "--device-model",
+                                           model.string(), "--json"});
+        INFO(impact.err);
+        REQUIRE(impact.status == 0);
+        const Json writes = Json::parse(impact.out)["figures"]["plan_writes"];
+        CHECK(row.integer(1) == writes["ios"].get<std::int64_t>());
+        reads = writes["reads"].get<double>();
+        CHECK(reads > 0);
+        const std::string type = writes["provisioning"]["type"];
+        for (const Json& p : writes["provisioned"]) {
+            if (p["type"] != type) continue;
+            CHECK(row.integer(2) == p["first_writes"].get<std::int64_t>());
+            int k = 3;
+            for (const char* name : {"hdd", "ssd", "array"}) {
+                seconds[k - 3] = row.real(k);
+                CHECK(row.real(k++) == Approx(p["models"][name]["device_seconds"].get<double>()).epsilon(1e-12));
+            }
+        }
+    }
+    // The model's 1 ms per SSD read is in it: each of the plan's reads costs at least that.
+    CHECK(seconds[1] >= 0.001 * reads);
+    CHECK(test::batch_json_lines(r.out).at(image.string())["volumes"][0]["plan"]["device_seconds"]["ssd"] ==
+          Approx(seconds[1]).epsilon(1e-12));
+
+    {
+        // What schema 6 wrote: plans without their own IO.
+        batch::Database d(db.string(), false);
+        test::drop_plan_io_columns(d);
+        d.exec("PRAGMA user_version = 6");
+    }
+    { const batch::ResultsDb upgraded(db.string(), false); }
+    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(count(db, "SELECT count(*) FROM plans WHERE plan_ios IS NULL AND plan_seconds_ssd IS NULL") == 1);
+    const fs::path merged = work.dir / "merged.sqlite";
+    REQUIRE(test::run_cli({"merge", merged.string(), db.string()}).status == 0);
+    CHECK(count(merged, "SELECT count(*) FROM plans WHERE plan_ios IS NULL") == 1);
+    // A new run records them beside the old row; a model file that is not one is a usage error.
+    REQUIRE(test::run_cli({"batch", image.string(), "--db", db.string(), "--force", "--preset", "3par-format"})
+                .status == 0);
+    CHECK(count(db, "SELECT count(*) FROM plans WHERE plan_ios > 0") == 1);
+    const auto bad = test::run_cli({"batch", image.string(), "--db", db.string(), "--device-model", plan.string()});
+    CHECK(bad.status == 1);
+    CHECK_THAT(bad.err, Catch::StartsWith("guestfrag: error: " + plan.string() + ": "));
 }
 
 TEST_CASE("batch --read-rate keeps all workers together under the rate", "[batch][rate]") {
