@@ -32,14 +32,16 @@ std::string latency_text(double seconds) {
 
 std::string percent_text(double share) { return (share >= 0 ? "+" : "") + fixed(share * 100, 1) + " %"; }
 
-double residual(const CalibrationSample& s) { return (s.fitted_seconds - s.measured_seconds) / s.measured_seconds; }
+double residual(const CalibrationSample& s) {
+    return (s.fitted_seconds - s.measured_seconds) / s.measured_seconds;
+}
 
 void print_text(const FioCalibration& cal, const Calibration& fit, std::size_t used) {
-    std::cout << "fio jobs: " << cal.jobs().size() << ", used " << used << "; the zeroing block: "
-              << format_size(cal.block_bytes()) << "\n\n";
-    std::cout << pad("job", 22) << pad("file", 16) << pad("dir", 6) << pad("IOs", 9, true) << pad("bs", 11, true)
-              << pad("random", 8, true) << pad("first w/IO", 11, true) << pad("measured", 12, true)
-              << pad("fitted", 12, true) << pad("residual", 10, true) << '\n';
+    std::cout << "fio jobs: " << cal.jobs().size() << ", used " << used
+              << "; the zeroing block: " << format_size(cal.block_bytes()) << "\n\n";
+    std::cout << pad("job", 22) << pad("file", 16) << pad("dir", 6) << pad("IOs", 9, true)
+              << pad("bs", 11, true) << pad("random", 8, true) << pad("first w/IO", 11, true)
+              << pad("measured", 12, true) << pad("fitted", 12, true) << pad("residual", 10, true) << '\n';
     for (const CalibrationJob& job : cal.jobs()) {
         if (job.unusable) continue;
         for (const CalibrationSample& s : job.samples) {
@@ -47,7 +49,8 @@ void print_text(const FioCalibration& cal, const Calibration& fit, std::size_t u
                       << pad(std::to_string(s.ios), 9, true) << pad(format_size(s.bs), 11, true)
                       << pad(s.write ? "" : fixed(s.random_share * 100, 0) + " %", 8, true)
                       << pad(s.write ? fixed(s.first_writes_per_io, 2) : "", 11, true)
-                      << pad(latency_text(s.measured_seconds), 12, true) << pad(latency_text(s.fitted_seconds), 12, true)
+                      << pad(latency_text(s.measured_seconds), 12, true)
+                      << pad(latency_text(s.fitted_seconds), 12, true)
                       << pad(percent_text(residual(s)), 10, true) << '\n';
         }
     }
@@ -76,7 +79,8 @@ void print_text(const FioCalibration& cal, const Calibration& fit, std::size_t u
 nlohmann::ordered_json report_json(const FioCalibration& cal, const Calibration& fit) {
     nlohmann::ordered_json jobs = nlohmann::ordered_json::array();
     for (const CalibrationJob& job : cal.jobs()) {
-        nlohmann::ordered_json j{{"source", job.source}, {"job", job.name}, {"file", job.file}, {"rw", job.rw}};
+        nlohmann::ordered_json j{
+            {"source", job.source}, {"job", job.name}, {"file", job.file}, {"rw", job.rw}};
         if (job.unusable) {
             j["unusable"] = *job.unusable;
         } else {
@@ -120,8 +124,9 @@ void run(const Options& opts) {
         const auto first = std::find_if(cal.jobs().begin(), cal.jobs().end(),
                                         [](const CalibrationJob& job) { return job.unusable.has_value(); });
         if (first != cal.jobs().end())
-            reason += " (" + std::to_string(cal.jobs().size() - used) + " of " + std::to_string(cal.jobs().size()) +
-                      " jobs not used; " + first->name + ": " + *first->unusable + ")";
+            reason += " (" + std::to_string(cal.jobs().size() - used) + " of " +
+                      std::to_string(cal.jobs().size()) + " jobs not used; " + first->name + ": " +
+                      *first->unusable + ")";
         throw Failure("calibrate", reason, kBadInput);
     }
     if (!opts.output.empty()) {
@@ -143,12 +148,15 @@ void run(const Options& opts) {
 void add_calibrate_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
-        "calibrate", "Fit the array device model to fio's measurements of your storage (fio --output-format=json)");
+        "calibrate",
+        "Fit the array device model to fio's measurements of your storage (fio --output-format=json)");
     cmd->add_option("FIO_JSON", opts->inputs, "fio JSON outputs, in the order their jobs ran")->required();
-    cmd->add_option("-o,--output", opts->output,
-                    "Write the fitted model to this file (for --device-model of estimate, impact, report, the GUI)");
-    cmd->add_option("--block", opts->block,
-                    "Zeroing block of the storage fio ran on: its first writes are counted per block (default 4KiB)")
+    cmd->add_option(
+        "-o,--output", opts->output,
+        "Write the fitted model to this file (for --device-model of estimate, impact, report, the GUI)");
+    cmd->add_option(
+           "--block", opts->block,
+           "Zeroing block of the storage fio ran on: its first writes are counted per block (default 4KiB)")
         ->check(size_check());
     cmd->add_flag("--json", opts->json, "Print the fit as JSON (guestfrag.calibrate.v1)");
     cmd->callback([opts] { run(*opts); });

@@ -31,21 +31,36 @@ constexpr double kMaxSeconds = 3600;
 /// fio's rw values the models can replay.
 std::optional<FioJob::Rw> replayable_rw(const std::string& rw) {
     using Rw = FioJob::Rw;
-    for (const auto& [name, value] : {std::pair{"read", Rw::Read}, {"write", Rw::Write}, {"randread", Rw::RandRead},
-                                      {"randwrite", Rw::RandWrite}, {"rw", Rw::ReadWrite},
-                                      {"readwrite", Rw::ReadWrite}, {"randrw", Rw::RandRw}})
+    for (const auto& [name, value] : {std::pair{"read", Rw::Read},
+                                      {"write", Rw::Write},
+                                      {"randread", Rw::RandRead},
+                                      {"randwrite", Rw::RandWrite},
+                                      {"rw", Rw::ReadWrite},
+                                      {"readwrite", Rw::ReadWrite},
+                                      {"randrw", Rw::RandRw}})
         if (rw == name) return value;
     return std::nullopt;
+}
+
+/// The whole number `object[key]` holds, 0 when absent. Checked first: nlohmann converts a
+/// float such as 1e29 to an integer type without a range check.
+std::uint64_t whole_number(const Json& object, const char* key) {
+    if (!object.contains(key)) return 0;
+    const Json& v = object.at(key);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+        throw Unusable(std::string(key) + " is not a whole number: " + v.dump());
+    return v.get<std::uint64_t>();
 }
 
 /// The measured side of one direction of a job: {IOs, mean latency in seconds}.
 std::pair<std::uint64_t, double> measured(const Json& result, const char* direction) {
     if (!result.contains(direction)) return {0, 0};
     const Json& d = result.at(direction);
-    const std::uint64_t ios = d.value("total_ios", std::uint64_t{0});
+    const std::uint64_t ios = whole_number(d, "total_ios");
     if (ios == 0) return {0, 0};
     if (!d.contains("lat_ns") || !d.at("lat_ns").contains("mean"))
-        throw Unusable(std::string(direction) + ": no lat_ns.mean (fio before 3.0 reports latency in another form)");
+        throw Unusable(std::string(direction) +
+                       ": no lat_ns.mean (fio before 3.0 reports latency in another form)");
     const double mean = d.at("lat_ns").at("mean").get<double>() * 1e-9;
     if (!(mean > 0) || !std::isfinite(mean))
         throw Unusable(std::string(direction) + ": no latency measured (lat_ns.mean is 0)");
@@ -75,7 +90,8 @@ using Samples = std::vector<CalibrationSample*>;
 
 /// Whether `samples` hold IOs of at least two sizes.
 bool two_sizes(const Samples& samples) {
-    return std::any_of(samples.begin(), samples.end(), [&](const CalibrationSample* s) { return s->bs != samples.front()->bs; });
+    return std::any_of(samples.begin(), samples.end(),
+                       [&](const CalibrationSample* s) { return s->bs != samples.front()->bs; });
 }
 
 struct Parameter {
@@ -134,7 +150,8 @@ struct Problem {
     }
 
     [[noreturn]] static void refuse(const Parameter& p) {
-        throw Error(ErrorKind::Unsupported, std::string("too few usable jobs for ") + p.key + ": it needs " + p.needs);
+        throw Error(ErrorKind::Unsupported,
+                    std::string("too few usable jobs for ") + p.key + ": it needs " + p.needs);
     }
 
     /// θ ≥ 0 minimising Σ ((features · θ − m) / fitted)², reweighted five times.
@@ -211,7 +228,8 @@ struct Problem {
         double sum = 0;
         for (std::size_t i = 0; i < samples.size(); ++i) {
             samples[i]->fitted_seconds = predicted(i, theta);
-            const double e = (samples[i]->fitted_seconds - samples[i]->measured_seconds) / samples[i]->measured_seconds;
+            const double e =
+                (samples[i]->fitted_seconds - samples[i]->measured_seconds) / samples[i]->measured_seconds;
             sum += e * e;
         }
         return samples.empty() ? 0 : std::sqrt(sum / static_cast<double>(samples.size()));
@@ -243,7 +261,8 @@ public:
     [[nodiscard]] std::optional<std::uint64_t> size(const char* key) const {
         const auto t = text(key);
         if (!t) return std::nullopt;
-        if (t->find('%') != std::string::npos) throw Unusable(std::string(key) + "=" + *t + ": a share of a size the output does not give");
+        if (t->find('%') != std::string::npos)
+            throw Unusable(std::string(key) + "=" + *t + ": a share of a size the output does not give");
         return parse_option_size("fio", key, *t);
     }
     [[nodiscard]] std::uint64_t number(const char* key, std::uint64_t fallback) const {
@@ -297,7 +316,8 @@ void FioCalibration::add(const Json& doc, const std::string& source) {
         // blocks unknown: the first writes of later jobs on it cannot be counted.
         const auto rw = replayable_rw(job.rw);
         const bool reads_only = rw && (*rw == FioJob::Rw::Read || *rw == FioJob::Rw::RandRead);
-        if (job.unusable && !replayed && !reads_only && !unknown_.contains(job.file)) unknown_[job.file] = job.name;
+        if (job.unusable && !replayed && !reads_only && !unknown_.contains(job.file))
+            unknown_[job.file] = job.name;
         jobs_.push_back(std::move(job));
     }
 }
@@ -311,7 +331,9 @@ void FioCalibration::take(CalibrationJob& job, const Options& options, const Jso
         throw Unusable("follows '" + it->second + "' on " + job.file +
                        ", whose writes could not be replayed: which blocks were written is unknown");
     const auto rw = replayable_rw(job.rw);
-    if (!rw) throw Unusable("rw=" + job.rw + ": the models replay read, write, randread, randwrite, rw and randrw");
+    if (!rw)
+        throw Unusable("rw=" + job.rw +
+                       ": the models replay read, write, randread, randwrite, rw and randrw");
 
     FioJob fio;
     fio.rw = *rw;
@@ -321,23 +343,27 @@ void FioCalibration::take(CalibrationJob& job, const Options& options, const Jso
     if (reads && writes && read_bs != write_bs)
         throw Unusable("bs=" + options.text("bs").value_or("") + ": reads and writes of different sizes");
     fio.bs = reads ? read_bs : write_bs;
-    if (fio.bs == 0 || fio.bs % kSectorBytes != 0) throw Unusable("bs " + std::to_string(fio.bs) + " is not a multiple of 512");
+    if (fio.bs == 0 || fio.bs % kSectorBytes != 0)
+        throw Unusable("bs " + std::to_string(fio.bs) + " is not a multiple of 512");
     fio.size = options.size("size");
     if (!fio.size) throw Unusable("no size option: the region the job covered is unknown");
     fio.offset = options.size("offset").value_or(0);
-    if (const auto write_mix = options.text("rwmixwrite"))
-        fio.rwmixread = 100 - static_cast<unsigned>(std::min<std::uint64_t>(100, options.number("rwmixwrite", 0)));
-    fio.rwmixread = static_cast<unsigned>(std::min<std::uint64_t>(100, options.number("rwmixread", fio.rwmixread)));
+    if (options.text("rwmixwrite"))
+        fio.rwmixread =
+            100 - static_cast<unsigned>(std::min<std::uint64_t>(100, options.number("rwmixwrite", 0)));
+    fio.rwmixread =
+        static_cast<unsigned>(std::min<std::uint64_t>(100, options.number("rwmixread", fio.rwmixread)));
     fio.randseed = options.number("randseed", fio.randseed);
     const auto [read_ios, read_seconds] = measured(result, "read");
     const auto [write_ios, write_seconds] = measured(result, "write");
     if (read_ios + write_ios == 0) throw Unusable("no IO completed");
-    if (read_ios > FioJob::kMaxIos || write_ios > FioJob::kMaxIos || read_ios + write_ios > FioJob::kMaxIos)
-        throw Unusable(std::to_string(read_ios + write_ios) + " IOs: more than " + std::to_string(FioJob::kMaxIos));
-    // Replaying costs time in proportion to the IOs the output claims, whatever its size.
-    if (read_ios + write_ios > kMaxReplayedIos - replayed_ios_)
-        throw Unusable(std::to_string(read_ios + write_ios) + " IOs: more than the " + std::to_string(kMaxReplayedIos) +
-                       " all jobs together may replay");
+    // Replaying costs time and written-map memory in proportion to the IOs the output
+    // claims, whatever its size: all jobs together get what one `fio:` workload may issue.
+    if (read_ios > kMaxReplayedIos || write_ios > kMaxReplayedIos ||
+        read_ios + write_ios > kMaxReplayedIos - replayed_ios_)
+        throw Unusable(std::to_string(read_ios) + " reads and " + std::to_string(write_ios) +
+                       " writes: more than the " + std::to_string(kMaxReplayedIos) +
+                       " IOs all jobs together may replay");
     // As many IOs as fio completed (a time_based job wraps around its region as fio does).
     fio.number_ios = read_ios + write_ios;
     (void)check_fio_target(fio, fio.offset + *fio.size);
@@ -362,9 +388,13 @@ void FioCalibration::take(CalibrationJob& job, const Options& options, const Jso
     });
     replayed = true;
     replayed_ios_ += *fio.number_ios;
+    // A short mixed job may draw no IO of a direction fio did some of: nothing to count it by.
+    if ((read_ios > 0 && replayed_reads == 0) || (write_ios > 0 && replayed_writes == 0))
+        throw Unusable("too few IOs to replay its mix of reads and writes");
 
     // What makes the measurement one the models cannot stand for, though its IOs happened.
-    if (const auto error = result.value("error", 0); error != 0) throw Unusable("fio reported error " + std::to_string(error));
+    if (const auto error = whole_number(result, "error"); error != 0)
+        throw Unusable("fio reported error " + std::to_string(error));
     if (const auto depth = options.number("iodepth", 1); depth > 1)
         throw Unusable("iodepth " + std::to_string(depth) + ": the models serve one IO at a time");
     if (const auto jobs = options.number("numjobs", 1); jobs > 1)
@@ -404,22 +434,24 @@ void FioCalibration::add_file(const std::string& path) {
 
 Calibration FioCalibration::fit() {
     const auto any = [](const Samples&) { return true; };
-    Problem reads({Parameter{"array.random_io_seconds", "reads mostly at random",
-                             [](const Samples& s) {
-                                 return std::any_of(s.begin(), s.end(), [](auto* x) { return x->random_share >= 0.5; });
-                             }},
-                   Parameter{"array.sequential_io_seconds", "reads mostly in sequence",
-                             [](const Samples& s) {
-                                 return std::any_of(s.begin(), s.end(), [](auto* x) { return x->random_share < 0.5; });
-                             }},
-                   Parameter{"array.transfer_bytes_per_second", "reads of two block sizes", two_sizes}});
-    Problem writes({Parameter{"array.write_io_seconds", "writes", any},
-                    Parameter{"array.write_transfer_bytes_per_second", "writes of two block sizes", two_sizes},
-                    Parameter{"array.first_write",
-                              "writes to blocks no earlier job wrote and writes to blocks written before",
-                              [](const Samples& s) {
-                                  return std::any_of(s.begin(), s.end(), [](auto* x) { return x->first_writes_per_io > 0; });
-                              }}});
+    Problem reads(
+        {Parameter{"array.random_io_seconds", "reads mostly at random",
+                   [](const Samples& s) {
+                       return std::any_of(s.begin(), s.end(), [](auto* x) { return x->random_share >= 0.5; });
+                   }},
+         Parameter{"array.sequential_io_seconds", "reads mostly in sequence",
+                   [](const Samples& s) {
+                       return std::any_of(s.begin(), s.end(), [](auto* x) { return x->random_share < 0.5; });
+                   }},
+         Parameter{"array.transfer_bytes_per_second", "reads of two block sizes", two_sizes}});
+    Problem writes(
+        {Parameter{"array.write_io_seconds", "writes", any},
+         Parameter{"array.write_transfer_bytes_per_second", "writes of two block sizes", two_sizes},
+         Parameter{
+             "array.first_write", "writes to blocks no earlier job wrote and writes to blocks written before",
+             [](const Samples& s) {
+                 return std::any_of(s.begin(), s.end(), [](auto* x) { return x->first_writes_per_io > 0; });
+             }}});
     for (CalibrationJob& job : jobs_) {
         if (job.unusable) continue;
         for (CalibrationSample& s : job.samples) {
@@ -450,7 +482,8 @@ Calibration FioCalibration::fit() {
     const auto block = static_cast<double>(block_);
     const double zeroing = block / c.array.write_transfer_bytes_per_second;
     c.array.first_write.zero_bytes_per_second =
-        per_block >= zeroing ? c.array.write_transfer_bytes_per_second : (per_block > 0 ? std::min(kMaxRate, block / per_block) : kMaxRate);
+        per_block >= zeroing ? c.array.write_transfer_bytes_per_second
+                             : (per_block > 0 ? std::min(kMaxRate, block / per_block) : kMaxRate);
     c.array.first_write.allocate_seconds = std::max(0.0, per_block - zeroing);
     c.first_write_seconds = c.array.first_write.block_seconds(Provisioning::Thin, block_);
     return c;

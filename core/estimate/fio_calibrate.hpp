@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/estimate/device_model.hpp"
+#include "core/estimate/fio_workload.hpp"
 #include "core/estimate/written_map.hpp"
 
 namespace guestfrag {
@@ -20,12 +21,12 @@ namespace guestfrag {
 /// array model times it by, counted on the job's IOs as `estimate` generates them.
 struct CalibrationSample {
     bool write = false;
-    std::uint64_t ios = 0;          ///< fio's total_ios
-    std::uint64_t bs = 0;           ///< bytes per IO
-    double measured_seconds = 0;    ///< fio's mean latency (lat_ns: submission to completion)
-    double random_share = 0;        ///< reads: share of IOs the array serves as random
-    double first_writes_per_io = 0; ///< writes: blocks written for the first time, per IO
-    double fitted_seconds = 0;      ///< the fitted model's mean latency for these IOs
+    std::uint64_t ios = 0;           ///< fio's total_ios
+    std::uint64_t bs = 0;            ///< bytes per IO
+    double measured_seconds = 0;     ///< fio's mean latency (lat_ns: submission to completion)
+    double random_share = 0;         ///< reads: share of IOs the array serves as random
+    double first_writes_per_io = 0;  ///< writes: blocks written for the first time, per IO
+    double fitted_seconds = 0;       ///< the fitted model's mean latency for these IOs
 };
 
 /// One job of a fio JSON document.
@@ -45,7 +46,7 @@ struct Calibration {
     /// Seconds one first write of a block of block_bytes cost on the measured storage
     /// (thin): array.first_write.block_seconds(Thin, block_bytes).
     double first_write_seconds = 0;
-    double read_rms_residual = 0;   ///< root mean square of (fitted − measured) / measured
+    double read_rms_residual = 0;  ///< root mean square of (fitted − measured) / measured
     double write_rms_residual = 0;
 };
 
@@ -57,8 +58,9 @@ struct Calibration {
 /// fio ran on).
 class FioCalibration {
 public:
-    /// Most IOs all jobs together are replayed for (about ten seconds of replay).
-    static constexpr std::uint64_t kMaxReplayedIos = 100'000'000;
+    /// Most IOs all jobs together are replayed for: what one `fio:` workload may issue, so
+    /// that calibrate's time and memory stay those of one estimate.
+    static constexpr std::uint64_t kMaxReplayedIos = FioJob::kMaxIos;
 
     explicit FioCalibration(std::uint64_t block_bytes) : block_(block_bytes) {}
 

@@ -25,8 +25,8 @@ using Json = nlohmann::json;
 namespace {
 
 constexpr int kRounds = 2;
-constexpr int kJobs = 18;   ///< docs/calibrate.fio's
-constexpr int kFresh = 6;   ///< of which the first write the target's regions
+constexpr int kJobs = 18;  ///< docs/calibrate.fio's
+constexpr int kFresh = 6;  ///< of which the first write the target's regions
 constexpr const char* kCheck = "check";
 /// The job the calibration does not see: mixed reads and writes of 16 KiB, at random, on
 /// the written area (fresh-seq-64k's region), as fio and as estimate's `fio:` write it.
@@ -57,7 +57,8 @@ std::string interleaved_jobs(int rounds) {
     for (int r = 0; r < rounds; ++r)
         for (std::size_t j = 0; j < jobs.size(); ++j) {
             // Later rounds' fresh jobs write written blocks: calibrate counts them as rewrites.
-            out += std::regex_replace(jobs[j], std::regex(R"(^\[([a-z0-9-]+)\])"), "[$1-" + std::to_string(r) + "]");
+            out += std::regex_replace(jobs[j], std::regex(R"(^\[([a-z0-9-]+)\])"),
+                                      "[$1-" + std::to_string(r) + "]");
             if (r > 0 || j + 1 >= kFresh)
                 out += "\n[" + std::string(kCheck) + "-" + std::to_string(checks++) + "]\n" + kCheckJob;
         }
@@ -75,7 +76,8 @@ double measured_seconds(const Json& job) {
 
 }  // namespace
 
-TEST_CASE("calibrate: a model fitted to fio's jobs predicts another fio job within 20 %", "[estimate][calibrate][fio]") {
+TEST_CASE("calibrate: a model fitted to fio's jobs predicts another fio job within 20 %",
+          "[estimate][calibrate][fio]") {
     require_tools({"fio"});
     const fs::path dir = scratch_dir();
     const std::string tag = std::to_string(::getpid());
@@ -106,7 +108,8 @@ TEST_CASE("calibrate: a model fitted to fio's jobs predicts another fio job with
     CHECK_THAT(r.out, Catch::Contains("fio jobs: " + std::to_string(kJobs * kRounds) + ", used " +
                                       std::to_string(kJobs * kRounds)));
 
-    r = run_cli({"estimate", target.string(), "--workload", kCheckWorkload, "--device-model", model.string(), "--json"});
+    r = run_cli({"estimate", target.string(), "--workload", kCheckWorkload, "--device-model", model.string(),
+                 "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const Json before = Json::parse(r.out).at("volumes").at(0).at("before");
@@ -117,8 +120,10 @@ TEST_CASE("calibrate: a model fitted to fio's jobs predicts another fio job with
         measured += measured_seconds(check);
     }
     REQUIRE(checks.size() == kJobs * kRounds - kFresh + 1);
-    const double estimated = before.at("device_seconds").at("array").get<double>() * static_cast<double>(checks.size());
-    INFO("fio measured " << measured << " s in " << checks.size() << " check jobs, estimated " << estimated << " s");
+    const double estimated =
+        before.at("device_seconds").at("array").get<double>() * static_cast<double>(checks.size());
+    INFO("fio measured " << measured << " s in " << checks.size() << " check jobs, estimated " << estimated
+                         << " s");
     CHECK(estimated >= 0.8 * measured);
     CHECK(estimated <= 1.2 * measured);
     for (const fs::path& p : {target, jobs, output, calibration, model}) fs::remove(p);

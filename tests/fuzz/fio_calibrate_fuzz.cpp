@@ -21,10 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         guestfrag::FioCalibration cal(4096);
         cal.add_file(file.path());
         const guestfrag::Calibration fit = cal.fit();
-        for (const double v : {fit.array.random_io_seconds, fit.array.sequential_io_seconds,
-                               fit.array.transfer_bytes_per_second, fit.array.write_io_seconds,
-                               fit.array.write_transfer_bytes_per_second, fit.array.first_write.allocate_seconds,
-                               fit.array.first_write.zero_bytes_per_second})
+        for (const double v :
+             {fit.array.random_io_seconds, fit.array.sequential_io_seconds,
+              fit.array.transfer_bytes_per_second, fit.array.write_io_seconds,
+              fit.array.write_transfer_bytes_per_second, fit.array.first_write.allocate_seconds,
+              fit.array.first_write.zero_bytes_per_second})
             if (!std::isfinite(v) || v < 0) std::abort();
     } catch (const guestfrag::Error& e) {
         if (e.kind() == guestfrag::ErrorKind::Internal) std::abort();

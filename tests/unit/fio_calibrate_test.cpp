@@ -45,7 +45,8 @@ std::vector<JobSpec> documented_jobs() {
     for (const std::uint64_t bs : {4 * kKiB, 64 * kKiB, kMiB})
         for (const std::string order : {"rand", "seq"}) {
             const std::uint64_t size = bs == kMiB ? 16 * kMiB : 2 * kMiB;
-            regions.push_back({order, JobSpec{order + "-" + std::to_string(bs / kKiB) + "k", "", bs, offset, size}});
+            regions.push_back(
+                {order, JobSpec{order + "-" + std::to_string(bs / kKiB) + "k", "", bs, offset, size}});
             offset += size;
         }
     for (const std::string phase : {"fresh", "read", "rewrite"})
@@ -59,8 +60,8 @@ std::vector<JobSpec> documented_jobs() {
 }
 
 FioJob fio_job(const JobSpec& spec) {
-    return parse_fio_job("rw=" + spec.rw + ",bs=" + std::to_string(spec.bs) + ",offset=" +
-                         std::to_string(spec.offset) + ",size=" + std::to_string(spec.size));
+    return parse_fio_job("rw=" + spec.rw + ",bs=" + std::to_string(spec.bs) +
+                         ",offset=" + std::to_string(spec.offset) + ",size=" + std::to_string(spec.size));
 }
 
 /// fio's JSON for `jobs` run one after another on one fresh file of storage behaving
@@ -68,7 +69,8 @@ FioJob fio_job(const JobSpec& spec) {
 /// latency is the model's, over the job's IOs as estimate makes them.
 Json noise_free_output(const std::vector<JobSpec>& jobs, const ArrayModel& array, std::uint64_t block) {
     Json doc{{"fio version", "fio-3.33"},
-             {"global options", {{"filename", "cal.dat"}, {"ioengine", "psync"}, {"iodepth", "1"}, {"direct", "1"}}},
+             {"global options",
+              {{"filename", "cal.dat"}, {"ioengine", "psync"}, {"iodepth", "1"}, {"direct", "1"}}},
              {"jobs", Json::array()}};
     WrittenMap written(block);
     for (const JobSpec& spec : jobs) {
@@ -93,7 +95,8 @@ Json noise_free_output(const std::vector<JobSpec>& jobs, const ArrayModel& array
                    {"size", std::to_string(spec.size / kKiB) + "k"}}}};
         for (const int write : {0, 1}) {
             const double mean_ns = ios[write] ? seconds[write] / static_cast<double>(ios[write]) * 1e9 : 0;
-            job[write ? "write" : "read"] = {{"total_ios", ios[write]}, {"lat_ns", {{"mean", mean_ns}, {"N", ios[write]}}}};
+            job[write ? "write" : "read"] = {{"total_ios", ios[write]},
+                                             {"lat_ns", {{"mean", mean_ns}, {"N", ios[write]}}}};
         }
         doc["jobs"].push_back(job);
     }
@@ -115,7 +118,9 @@ ArrayModel reference_array() {
 }
 
 void check_recovered(const Calibration& fit, const ArrayModel& want) {
-    const auto close = [](double got, double expected) { return std::abs(got - expected) <= 1e-6 * expected; };
+    const auto close = [](double got, double expected) {
+        return std::abs(got - expected) <= 1e-6 * expected;
+    };
     CHECK(close(fit.array.random_io_seconds, want.random_io_seconds));
     CHECK(close(fit.array.sequential_io_seconds, want.sequential_io_seconds));
     CHECK(close(fit.array.transfer_bytes_per_second, want.transfer_bytes_per_second));
@@ -129,7 +134,8 @@ void check_recovered(const Calibration& fit, const ArrayModel& want) {
 
 /// A job entry as fio writes it, with `options` over the defaults and one direction's
 /// IOs and mean latency.
-Json job_json(const std::string& name, const Json& options, const char* direction, std::uint64_t ios, double mean_ns) {
+Json job_json(const std::string& name, const Json& options, const char* direction, std::uint64_t ios,
+              double mean_ns) {
     Json job{{"jobname", name}, {"error", 0}, {"job options", options}};
     job[direction] = {{"total_ios", ios}, {"lat_ns", {{"mean", mean_ns}}}};
     return job;
@@ -160,7 +166,8 @@ std::string fit_refusal(FioCalibration& cal) {
 
 }  // namespace
 
-TEST_CASE("calibrate: noise-free latencies give back the array model that made them", "[estimate][calibrate]") {
+TEST_CASE("calibrate: noise-free latencies give back the array model that made them",
+          "[estimate][calibrate]") {
     const ArrayModel want = reference_array();
     FioCalibration cal(4 * kKiB);
     cal.add(noise_free_output(documented_jobs(), want, 4 * kKiB), "run.json");
@@ -171,10 +178,12 @@ TEST_CASE("calibrate: noise-free latencies give back the array model that made t
     // One first write: the 4 KiB of zeros at 400 MB/s (10.24 µs) plus 30 µs allocating.
     CHECK(fit.first_write_seconds == Approx(4096 / 400e6 + 30e-6).epsilon(1e-6));
     for (const CalibrationJob& job : cal.jobs())
-        for (const CalibrationSample& s : job.samples) CHECK(s.fitted_seconds == Approx(s.measured_seconds).epsilon(1e-9));
+        for (const CalibrationSample& s : job.samples)
+            CHECK(s.fitted_seconds == Approx(s.measured_seconds).epsilon(1e-9));
 
     // The model file reads back as a device model with the fitted values.
-    const DeviceModels back = read_device_models(Json::parse(calibrated_model_json(fit.array).dump()), DeviceModels{});
+    const DeviceModels back =
+        read_device_models(Json::parse(calibrated_model_json(fit.array).dump()), DeviceModels{});
     CHECK(back.array.random_io_seconds == fit.array.random_io_seconds);
     CHECK(back.array.sequential_window_bytes == ArrayModel{}.sequential_window_bytes);
     CHECK(back.hdd.rpm == HddModel{}.rpm);
@@ -187,10 +196,12 @@ TEST_CASE("calibrate: what each job's IOs are, counted by hand", "[estimate][cal
     FioCalibration cal(64 * kKiB);
     const Json global{{"filename", "f"}};
     Json doc{{"global options", global}, {"jobs", Json::array()}};
-    doc["jobs"].push_back(job_json("seq", {{"rw", "write"}, {"bs", "4k"}, {"size", "1m"}}, "write", 256, 50e3));
-    doc["jobs"].push_back(job_json("read", {{"rw", "read"}, {"bs", "64k"}, {"size", "1m"}}, "read", 16, 90e3));
     doc["jobs"].push_back(
-        job_json("rand", {{"rw", "randwrite"}, {"bs", "4k"}, {"offset", "1m"}, {"size", "1m"}}, "write", 256, 70e3));
+        job_json("seq", {{"rw", "write"}, {"bs", "4k"}, {"size", "1m"}}, "write", 256, 50e3));
+    doc["jobs"].push_back(
+        job_json("read", {{"rw", "read"}, {"bs", "64k"}, {"size", "1m"}}, "read", 16, 90e3));
+    doc["jobs"].push_back(job_json(
+        "rand", {{"rw", "randwrite"}, {"bs", "4k"}, {"offset", "1m"}, {"size", "1m"}}, "write", 256, 70e3));
     cal.add(doc, "x.json");
     REQUIRE(cal.jobs().size() == 3);
     CHECK(cal.jobs()[0].samples.at(0).first_writes_per_io == 16.0 / 256);
@@ -200,7 +211,8 @@ TEST_CASE("calibrate: what each job's IOs are, counted by hand", "[estimate][cal
     CHECK(cal.jobs()[2].file == "f");
 }
 
-TEST_CASE("calibrate: jobs it cannot use are named with the reason, the rest are used", "[estimate][calibrate][bad]") {
+TEST_CASE("calibrate: jobs it cannot use are named with the reason, the rest are used",
+          "[estimate][calibrate][bad]") {
     const ArrayModel want = reference_array();
     Json doc = noise_free_output(documented_jobs(), want, 4 * kKiB);
     const Json read_4k{{"rw", "randread"}, {"bs", "4k"}, {"size", "1m"}};
@@ -233,6 +245,12 @@ TEST_CASE("calibrate: jobs it cannot use are named with the reason, the rest are
     after["job options"]["filename"] = "shared";
     jobs.push_back(after);
     jobs.push_back(bad("holes", read_4k));  // nothing wrote its file before
+    Json huge = bad("huge", read_4k);
+    huge["read"]["total_ios"] = 20'000'000;  // a few bytes claiming a long replay
+    jobs.push_back(huge);
+    Json floating = bad("floating", read_4k);
+    floating["read"]["total_ios"] = 1e29;  // no integer type holds it: refused, not converted
+    jobs.push_back(floating);
     jobs.push_back("not an object");
 
     FioCalibration cal(4 * kKiB);
@@ -249,11 +267,15 @@ TEST_CASE("calibrate: jobs it cannot use are named with the reason, the rest are
     CHECK(unusable(cal, "sizes") == "bs=4k,64k: reads and writes of different sizes");
     CHECK(unusable(cal, "old") == "read: no lat_ns.mean (fio before 3.0 reports latency in another form)");
     CHECK_THAT(unusable(cal, "lost"), Catch::StartsWith("fio option 'bs'"));
-    CHECK(unusable(cal, "after") ==
-          "follows 'lost' on shared, whose writes could not be replayed: which blocks were written is unknown");
+    CHECK(
+        unusable(cal, "after") ==
+        "follows 'lost' on shared, whose writes could not be replayed: which blocks were written is unknown");
     CHECK(unusable(cal, "holes") ==
           "reads 1048576 bytes no earlier job wrote: a file system answers holes without reading the device");
-    CHECK(unusable(cal, "job 33") == "not a JSON object");
+    CHECK(unusable(cal, "huge") ==
+          "20000000 reads and 0 writes: more than the 10000000 IOs all jobs together may replay");
+    CHECK(unusable(cal, "floating") == "total_ios is not a whole number: 1e+29");
+    CHECK(unusable(cal, "job 35") == "not a JSON object");
     check_recovered(cal.fit(), want);
 }
 
@@ -274,19 +296,22 @@ TEST_CASE("calibrate: too few usable jobs name the parameter they leave open", "
     CHECK(without([](const JobSpec& s) { return s.rw.ends_with("read") && s.bs != 4 * kKiB; }) ==
           "too few usable jobs for array.transfer_bytes_per_second: it needs reads of two block sizes");
     CHECK(without([](const JobSpec& s) { return s.name.starts_with("rewrite"); }) ==
-          "too few usable jobs for array.first_write: it needs writes to blocks no earlier job wrote and writes "
+          "too few usable jobs for array.first_write: it needs writes to blocks no earlier job wrote and "
+          "writes "
           "to blocks written before");
     // Reads need the writes before them (a hole is not read from the device): writes at
     // queue depth 4 are replayed but not used.
     Json deep = noise_free_output(all, reference_array(), 4 * kKiB);
     for (Json& job : deep["jobs"])
-        if (job["job options"]["rw"].get<std::string>().ends_with("write")) job["job options"]["iodepth"] = "4";
+        if (job["job options"]["rw"].get<std::string>().ends_with("write"))
+            job["job options"]["iodepth"] = "4";
     FioCalibration reads_only(4 * kKiB);
     reads_only.add(deep, "run.json");
     CHECK(fit_refusal(reads_only) == "too few usable jobs for array.write_io_seconds: it needs writes");
 }
 
-TEST_CASE("calibrate: the CLI refuses what is not fio output and a fit it cannot make", "[estimate][calibrate][bad][cli]") {
+TEST_CASE("calibrate: the CLI refuses what is not fio output and a fit it cannot make",
+          "[estimate][calibrate][bad][cli]") {
     const auto dir = scratch_dir();
     const auto write = [&](const std::string& name, const std::string& text) {
         std::ofstream(dir / name) << text;
@@ -295,7 +320,8 @@ TEST_CASE("calibrate: the CLI refuses what is not fio output and a fit it cannot
     const std::string not_json = write("calibrate-not-json.json", "fio: no such option\n");
     CommandResult r = run_cli({"calibrate", not_json});
     CHECK(r.status == 2);
-    CHECK_THAT(r.err, Catch::StartsWith("guestfrag: error: " + not_json + ": the fio output is not valid JSON"));
+    CHECK_THAT(r.err,
+               Catch::StartsWith("guestfrag: error: " + not_json + ": the fio output is not valid JSON"));
 
     r = run_cli({"calibrate", write("calibrate-other.json", "{\"hdd\": {}}")});
     CHECK(r.status == 2);
@@ -306,14 +332,16 @@ TEST_CASE("calibrate: the CLI refuses what is not fio output and a fit it cannot
     r = run_cli({"calibrate", write("calibrate-few.json", reads_only.dump())});
     CHECK(r.status == 2);
     CHECK(r.err ==
-          "guestfrag: error: calibrate: too few usable jobs for array.random_io_seconds: it needs reads mostly at "
+          "guestfrag: error: calibrate: too few usable jobs for array.random_io_seconds: it needs reads "
+          "mostly at "
           "random (1 of 1 jobs not used; r: iodepth 4: the models serve one IO at a time)\n");
 
     r = run_cli({"calibrate", not_json, "--block", "1000"});
     CHECK(r.status == 1);
 }
 
-TEST_CASE("calibrate: the CLI writes a model file estimate reads, and prints each job's fit", "[estimate][calibrate][cli]") {
+TEST_CASE("calibrate: the CLI writes a model file estimate reads, and prints each job's fit",
+          "[estimate][calibrate][cli]") {
     const auto dir = scratch_dir();
     const auto input = dir / "calibrate-noise-free.json";
     std::ofstream(input) << noise_free_output(documented_jobs(), reference_array(), 4096).dump();
@@ -333,5 +361,6 @@ TEST_CASE("calibrate: the CLI writes a model file estimate reads, and prints eac
     CHECK(report["format"] == "guestfrag.calibrate.v1");
     CHECK(report["jobs"].size() == 18);
     CHECK(report["jobs"][0]["samples"][0]["first_writes_per_io"] == 1.0);
-    CHECK(report["device_models"]["array"]["sequential_io_seconds"].get<double>() == Approx(45e-6).epsilon(1e-6));
+    CHECK(report["device_models"]["array"]["sequential_io_seconds"].get<double>() ==
+          Approx(45e-6).epsilon(1e-6));
 }
