@@ -28,20 +28,6 @@ struct Unusable : std::runtime_error {
 constexpr double kMaxRate = 1e13;
 constexpr double kMaxSeconds = 3600;
 
-/// fio's rw values the models can replay.
-std::optional<FioJob::Rw> replayable_rw(const std::string& rw) {
-    using Rw = FioJob::Rw;
-    for (const auto& [name, value] : {std::pair{"read", Rw::Read},
-                                      {"write", Rw::Write},
-                                      {"randread", Rw::RandRead},
-                                      {"randwrite", Rw::RandWrite},
-                                      {"rw", Rw::ReadWrite},
-                                      {"readwrite", Rw::ReadWrite},
-                                      {"randrw", Rw::RandRw}})
-        if (rw == name) return value;
-    return std::nullopt;
-}
-
 /// The whole number `object[key]` holds, 0 when absent. Checked first: nlohmann converts a
 /// float such as 1e29 to an integer type without a range check.
 std::uint64_t whole_number(const Json& object, const char* key) {
@@ -314,7 +300,7 @@ void FioCalibration::add(const Json& doc, const std::string& source) {
         }
         // A job that may have written what it could not replay leaves its file's written
         // blocks unknown: the first writes of later jobs on it cannot be counted.
-        const auto rw = replayable_rw(job.rw);
+        const auto rw = fio_rw(job.rw);
         const bool reads_only = rw && (*rw == FioJob::Rw::Read || *rw == FioJob::Rw::RandRead);
         if (job.unusable && !replayed && !reads_only && !unknown_.contains(job.file))
             unknown_[job.file] = job.name;
@@ -330,7 +316,7 @@ void FioCalibration::take(CalibrationJob& job, const Options& options, const Jso
     if (const auto it = unknown_.find(job.file); it != unknown_.end())
         throw Unusable("follows '" + it->second + "' on " + job.file +
                        ", whose writes could not be replayed: which blocks were written is unknown");
-    const auto rw = replayable_rw(job.rw);
+    const auto rw = fio_rw(job.rw);
     if (!rw)
         throw Unusable("rw=" + job.rw +
                        ": the models replay read, write, randread, randwrite, rw and randrw");

@@ -26,11 +26,7 @@ std::uint64_t parse_fio_size(std::string_view key, std::string_view text) {
 }
 
 FioJob::Rw parse_rw(std::string_view text) {
-    using Rw = FioJob::Rw;
-    for (const auto& [name, rw] : {std::pair{"read", Rw::Read}, {"write", Rw::Write}, {"randread", Rw::RandRead},
-                                  {"randwrite", Rw::RandWrite}, {"readwrite", Rw::ReadWrite}, {"rw", Rw::ReadWrite},
-                                  {"randrw", Rw::RandRw}})
-        if (text == name) return rw;
+    if (const auto rw = fio_rw(text)) return *rw;
     bad_option("rw", "'" + std::string(text) + "' is not read, write, randread, randwrite, readwrite or randrw");
 }
 
@@ -58,6 +54,15 @@ private:
 };
 
 }  // namespace
+
+std::optional<FioJob::Rw> fio_rw(std::string_view name) {
+    using Rw = FioJob::Rw;
+    for (const auto& [text, rw] : {std::pair{"read", Rw::Read}, {"write", Rw::Write}, {"randread", Rw::RandRead},
+                                  {"randwrite", Rw::RandWrite}, {"readwrite", Rw::ReadWrite}, {"rw", Rw::ReadWrite},
+                                  {"randrw", Rw::RandRw}})
+        if (name == text) return rw;
+    return std::nullopt;
+}
 
 FioJob parse_fio_job(std::string_view options) {
     FioJob job;

@@ -36,6 +36,10 @@ struct FioJob {
     [[nodiscard]] bool random() const noexcept { return rw == Rw::RandRead || rw == Rw::RandWrite || rw == Rw::RandRw; }
 };
 
+/// The direction and order fio's `rw` value `name` names (read, write, randread, randwrite,
+/// readwrite or its alias rw, randrw); nullopt for any other (trims, "read:8k", ...).
+[[nodiscard]] std::optional<FioJob::Rw> fio_rw(std::string_view name);
+
 /// Parses the options after "fio:" (comma-separated key=value: rw, bs, size, offset,
 /// rwmixread, number_ios, randseed, target=disk|file; sizes as fio writes them, 4k, 10g,
 /// binary multiples). Throws Error(Unsupported, "fio option 'KEY': ...") naming the
