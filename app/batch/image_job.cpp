@@ -7,6 +7,7 @@
 #include <new>
 
 #include "app/batch/fingerprint.hpp"
+#include "app/batch/image_list.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/throttled_image.hpp"
@@ -149,6 +150,7 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
     const auto start = std::chrono::steady_clock::now();
     ImageResult result;
     result.path = path;
+    result.datastore = mount_point_of(path);
     // Shared with the analysis, and kept here so that bytes_read counts a failed image too.
     std::shared_ptr<const ThrottledImage> throttled;
     try {
@@ -161,8 +163,12 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
         result.layers = static_cast<int>(analysis.layers.size());
         if (!analysis.layers.empty()) result.allocated_bytes = analysis.layers.front().allocated_bytes();
         // The default copy options ask for both sizes.
-        result.copy_commands_4m = offload_at(analysis.copy.chain, 4 * kCopyMiB)->commands;
-        result.copy_commands_16m = offload_at(analysis.copy.chain, 16 * kCopyMiB)->commands;
+        const auto* at4 = offload_at(analysis.copy.chain, 4 * kCopyMiB);
+        const auto* at16 = offload_at(analysis.copy.chain, 16 * kCopyMiB);
+        result.copy_commands_4m = at4->commands;
+        result.copy_commands_16m = at16->commands;
+        result.copy_relaid_commands_4m = at4->relaid_commands;
+        result.copy_relaid_commands_16m = at16->relaid_commands;
         std::vector<Plan> plans;
         for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
             result.volumes.push_back(volume_result(analysis.volumes[volume]));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -108,6 +109,33 @@ std::vector<std::string> expand_images(const std::vector<std::string>& arguments
         }
     }
     return out;
+}
+
+std::string mount_point_of(const std::string& path) {
+    std::error_code ec;
+    const std::string at = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+    // As df does: the longest mount point of this process's mount table that contains the
+    // path. (Walking up while st_dev stays the same would pass bind mounts by.)
+    std::ifstream table("/proc/self/mountinfo");
+    std::string best = "/";
+    for (std::string line; std::getline(table, line);) {
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mount;
+        if (!(fields >> id >> parent >> device >> root >> mount)) continue;
+        // Octal escapes of the kernel's: \040 space, \011 tab, \012 newline, \134 backslash.
+        std::string point;
+        for (std::size_t i = 0; i < mount.size(); ++i) {
+            if (mount[i] == '\\' && i + 3 < mount.size() && std::isdigit(static_cast<unsigned char>(mount[i + 1]))) {
+                point += static_cast<char>(std::stoi(mount.substr(i + 1, 3), nullptr, 8));
+                i += 3;
+            } else {
+                point += mount[i];
+            }
+        }
+        const bool contains = point == "/" || at == point || at.starts_with(point + "/");
+        if (contains && point.size() > best.size()) best = point;
+    }
+    return best;
 }
 
 }  // namespace guestfrag::batch

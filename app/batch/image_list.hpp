@@ -39,6 +39,11 @@ struct Shard {
 /// they exist): the outputs of `batch --apply-to` and `--compact-to` are not images of the batch.
 [[nodiscard]] bool is_inside(const std::string& path, const std::string& directory);
 
+/// The mount point of the file system that holds `path` (the image's datastore), as df
+/// names it: the longest mount point of /proc/self/mountinfo that contains the path with its
+/// symbolic links resolved; "/" when the table cannot be read.
+[[nodiscard]] std::string mount_point_of(const std::string& path);
+
 /// Whether a file name looks like a guest disk image a directory scan should take: the
 /// disk-image extensions (.vmdk .vhd .vhdx .avhd .avhdx .qcow2 .qcow .img .raw .dd),
 /// except the extent files a VMDK descriptor names (-flat, -sNNN, -fNNN, -delta,

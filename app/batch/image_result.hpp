@@ -124,6 +124,12 @@ struct ImageResult {
     /// `analyze`'s image.copy.chain.
     std::uint64_t copy_commands_4m = 0;
     std::uint64_t copy_commands_16m = 0;
+    /// The same for the data re-laid contiguously (a clone or convert of it).
+    std::uint64_t copy_relaid_commands_4m = 0;
+    std::uint64_t copy_relaid_commands_16m = 0;
+    /// The mount point of the file system that holds the image (image_list.hpp's
+    /// mount_point_of), the unit the fleet view groups by.
+    std::string datastore;
     std::vector<VolumeResult> volumes;  ///< also when only the apply failed
     std::optional<ApplyRecord> apply;   ///< with `batch --apply-to`, once the image was analysed
     std::optional<CompactRecord> compact;  ///< with `batch --compact-to`, once the image was analysed

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <ctime>
 
 #include "core/error.hpp"
@@ -49,7 +50,10 @@ CREATE TABLE images (
   seconds         REAL NOT NULL,
   analyzed_at     TEXT NOT NULL,
   copy_commands_4m  INTEGER,
-  copy_commands_16m INTEGER
+  copy_commands_16m INTEGER,
+  datastore         TEXT,
+  copy_relaid_commands_4m  INTEGER,
+  copy_relaid_commands_16m INTEGER
 );
 CREATE INDEX images_by_path ON images(path, status);
 CREATE TABLE volumes (
@@ -187,103 +191,109 @@ std::string hex(std::uint64_t value) {
     return text;
 }
 
-std::int64_t scalar(Database& db, const std::string& sql) {
-    Statement s(db, sql);
-    return s.step() ? s.integer(0) : 0;
-}
-
 // Upgrade steps: step N turns a database of schema N - 1 into one of schema N. They run in
 // order, inside one transaction, from the database's version on.
 
 /// Schema 2 only adds columns; rows of schema 1 keep NULL there ("not measured").
-void upgrade_to_2(Database& db) {
+void upgrade_to_2(Connection& db) {
     for (const char* column : {"host_extents INTEGER", "host_seeks INTEGER", "host_backward_seeks INTEGER",
                                "host_fragmentation_percent REAL"})
-        db.exec(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
+        db.exec_ddl(std::string("ALTER TABLE metrics ADD COLUMN ") + column);
 }
 
 /// Schema 3: runs know their process (NULL for older runs: never taken for dead), and
 /// claims keep concurrent runs off each other's images.
-void upgrade_to_3(Database& db) {
+void upgrade_to_3(Connection& db) {
     for (const char* column : {"host TEXT", "boot_id TEXT", "pid INTEGER", "pid_start INTEGER"})
-        db.exec(std::string("ALTER TABLE runs ADD COLUMN ") + column);
-    db.exec(
+        db.exec_ddl(std::string("ALTER TABLE runs ADD COLUMN ") + column);
+    db.exec_ddl(
         "CREATE TABLE claims (path TEXT PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(run_id), "
         "claimed_at TEXT NOT NULL)");
 }
 
 /// Schema 4 adds the apply tables; older images simply have no apply rows.
-void upgrade_to_4(Database& db) { db.exec(kApplyTables); }
+void upgrade_to_4(Connection& db) { db.exec_ddl(kApplyTables); }
 
 /// Schema 5: the copy figures of each image (docs/copy.md); NULL in older rows ("not
 /// measured").
-void upgrade_to_5(Database& db) {
+void upgrade_to_5(Connection& db) {
     for (const char* column : {"copy_commands_4m INTEGER", "copy_commands_16m INTEGER"})
-        db.exec(std::string("ALTER TABLE images ADD COLUMN ") + column);
+        db.exec_ddl(std::string("ALTER TABLE images ADD COLUMN ") + column);
 }
 
 /// Schema 6 adds the compactions table; older images simply have no compaction rows.
-void upgrade_to_6(Database& db) { db.exec(kCompactTable); }
+void upgrade_to_6(Connection& db) { db.exec_ddl(kCompactTable); }
 
 /// Schema 7: the plan's own IO on the device models (docs/impact.md §10); NULL in older rows
 /// ("not measured").
-void upgrade_to_7(Database& db) {
+void upgrade_to_7(Connection& db) {
     for (const char* column : {"plan_ios INTEGER", "plan_first_writes INTEGER", "plan_seconds_hdd REAL",
                                "plan_seconds_ssd REAL", "plan_seconds_array REAL"})
-        db.exec(std::string("ALTER TABLE plans ADD COLUMN ") + column);
+        db.exec_ddl(std::string("ALTER TABLE plans ADD COLUMN ") + column);
+}
+
+/// Schema 8: what the fleet view ranks by: the file system an image lives on and the copy
+/// commands of its data re-laid (docs/copy.md §2); NULL in older rows ("not measured").
+void upgrade_to_8(Connection& db) {
+    for (const char* column :
+         {"datastore TEXT", "copy_relaid_commands_4m INTEGER", "copy_relaid_commands_16m INTEGER"})
+        db.exec_ddl(std::string("ALTER TABLE images ADD COLUMN ") + column);
 }
 
 struct UpgradeStep {
     int to;
-    void (*run)(Database&);
+    void (*run)(Connection&);
 };
 constexpr UpgradeStep kUpgrades[] = {
-    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7}};
+    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7}, {8, upgrade_to_8}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
 
-ResultsDb::ResultsDb(const std::string& path, bool create) : db_(path, create) {
-    const std::int64_t version = scalar(db_, "PRAGMA user_version");
-    if (version > kSchemaVersion)
-        throw Error(ErrorKind::Unsupported, "results database of a newer guestfrag (schema " +
-                                                std::to_string(version) + ")");
-    if (version == 0) {
-        if (scalar(db_, "SELECT count(*) FROM sqlite_master") != 0)
-            throw Error(ErrorKind::Unsupported, "not a guestfrag results database");
-        if (!create) throw Error(ErrorKind::NotFound, "empty results database");
-        create_schema();
-    } else if (version < kSchemaVersion) {
-        upgrade_from(version);
+ResultsDb::ResultsDb(const std::string& target, bool create) : db_(open_database(target, create)) {
+    {
+        // Checked and created or upgraded in one transaction that excludes every other
+        // opener's: shards of one batch starting at once on an empty PostgreSQL database
+        // create its tables once.
+        Transaction t(*db_);
+        db_->lock_schema();
+        const std::int64_t version = db_->schema_version();
+        if (version > kSchemaVersion)
+            throw Error(ErrorKind::Unsupported, "results database of a newer guestfrag (schema " +
+                                                    std::to_string(version) + ")");
+        if (version == 0) {
+            if (db_->tables() != 0) throw Error(ErrorKind::Unsupported, "not a guestfrag results database");
+            if (!create) throw Error(ErrorKind::NotFound, "empty results database");
+            create_schema();
+        } else if (version < kSchemaVersion) {
+            upgrade_from(version);
+        }
+        t.commit();
     }
     // WAL: `history` and other readers never block a running batch, and a crash mid-write
-    // leaves the last committed image intact.
-    db_.exec("PRAGMA journal_mode = WAL");
+    // leaves the last committed image intact. (PostgreSQL readers never block writers.)
+    if (!db_->postgres()) db_->exec("PRAGMA journal_mode = WAL");
 }
 
 void ResultsDb::create_schema() {
-    Transaction t(db_);
-    db_.exec(kSchema);
-    db_.exec(kApplyTables);
-    db_.exec(kCompactTable);
-    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
-    t.commit();
+    db_->exec_ddl(kSchema);
+    db_->exec_ddl(kApplyTables);
+    db_->exec_ddl(kCompactTable);
+    db_->set_schema_version(kSchemaVersion);
 }
 
 void ResultsDb::upgrade_from(std::int64_t version) {
     // One step per schema, each taking the database from the version before it: a database
-    // of any older schema runs the steps it is missing, in order, in one transaction.
-    Transaction t(db_);
+    // of any older schema runs the steps it is missing, in order (in the opener's transaction).
     for (const UpgradeStep& step : kUpgrades)
-        if (version < step.to) step.run(db_);
-    db_.exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
-    t.commit();
+        if (version < step.to) step.run(*db_);
+    db_->set_schema_version(kSchemaVersion);
 }
 
 std::vector<std::int64_t> ResultsDb::end_dead_runs() {
     std::vector<std::int64_t> dead;
     {
-        Statement s(db_,
+        Statement s(*db_,
                     "SELECT run_id, host, boot_id, pid, pid_start FROM runs "
                     "WHERE status = 'running' AND pid IS NOT NULL");
         while (s.step()) {
@@ -297,9 +307,9 @@ std::vector<std::int64_t> ResultsDb::end_dead_runs() {
 
 std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::string& shard) {
     const ProcessOwner self = this_process();
-    Statement(db_,
+    return Statement(*db_,
               "INSERT INTO runs (started, arguments, shard, host, boot_id, pid, pid_start) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?)")
+              "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING run_id")
         .bind(1, utc_now())
         .bind(2, arguments)
         .bind(3, shard)
@@ -307,47 +317,59 @@ std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::strin
         .bind(5, self.boot_id)
         .bind(6, self.pid)
         .bind(7, self.start_ticks)
-        .run();
-    return db_.last_insert_id();
+        .insert();
 }
 
 void ResultsDb::end_run(std::int64_t run, bool interrupted) {
-    Transaction t(db_);
-    Statement(db_, "UPDATE runs SET finished = ?, status = ? WHERE run_id = ?")
+    Transaction t(*db_);
+    Statement(*db_, "UPDATE runs SET finished = ?, status = ? WHERE run_id = ?")
         .bind(1, utc_now())
         .bind(2, interrupted ? "interrupted" : "finished")
         .bind(3, run)
         .run();
-    Statement(db_, "DELETE FROM claims WHERE run_id = ?").bind(1, run).run();
+    Statement(*db_, "DELETE FROM claims WHERE run_id = ?").bind(1, run).run();
     t.commit();
 }
 
 Claim ResultsDb::claim(std::int64_t run, const std::string& path, const std::optional<Fingerprint>& fingerprint,
                        bool force) {
-    // One IMMEDIATE transaction: two batches deciding on the same image are serialised, so
+    // One transaction that holds the claim row: two batches deciding on the same image are
+    // serialised (SQLite: the write lock; PostgreSQL: the row's unique key and lock), so
     // exactly one of them takes it.
-    Transaction t(db_);
-    Statement holder(db_,
-                     "SELECT c.run_id, r.host, r.boot_id, r.pid, r.pid_start FROM claims c "
-                     "JOIN runs r ON r.run_id = c.run_id WHERE c.path = ? AND c.run_id != ? AND r.status = 'running'");
-    holder.bind(1, path).bind(2, run);
-    // A claim of a run whose process is gone is taken over (the run itself is marked
-    // interrupted by the next batch that starts).
-    if (holder.step() &&
-        (holder.is_null(3) || may_be_alive({holder.text(1), holder.text(2), holder.integer(3), holder.integer(4)})))
-        return {Claim::Kind::Busy, holder.integer(0)};
+    Transaction t(*db_);
+    Statement take(*db_,
+                   "INSERT INTO claims (path, run_id, claimed_at) VALUES (?, ?, ?) "
+                   "ON CONFLICT (path) DO NOTHING RETURNING run_id");
+    const bool taken = take.bind(1, path).bind(2, run).bind(3, utc_now()).step();
+    take.reset();
+    if (!taken) {
+        Statement holder(*db_,
+                         "SELECT c.run_id, r.status, r.host, r.boot_id, r.pid, r.pid_start FROM claims c "
+                         "JOIN runs r ON r.run_id = c.run_id WHERE c.path = ?" +
+                             db_->lock_rows("c"));
+        // No row: another batch's transaction is deciding on this image right now.
+        if (!holder.bind(1, path).step()) return {Claim::Kind::Busy, 0};
+        // A claim of a run whose process is gone is taken over (the run itself is marked
+        // interrupted by the next batch that starts).
+        const std::int64_t holder_run = holder.integer(0);
+        if (holder_run != run && holder.text(1) == "running" &&
+            (holder.is_null(4) ||
+             may_be_alive({holder.text(2), holder.text(3), holder.integer(4), holder.integer(5)})))
+            return {Claim::Kind::Busy, holder_run};
+        Statement(*db_, "UPDATE claims SET run_id = ?, claimed_at = ? WHERE path = ?")
+            .bind(1, run)
+            .bind(2, utc_now())
+            .bind(3, path)
+            .run();
+    }
+    // Unchanged: the transaction is rolled back, so the image stays unclaimed.
     if (!force && fingerprint && has_unchanged(path, *fingerprint)) return {Claim::Kind::Unchanged, 0};
-    Statement(db_, "INSERT OR REPLACE INTO claims (path, run_id, claimed_at) VALUES (?, ?, ?)")
-        .bind(1, path)
-        .bind(2, run)
-        .bind(3, utc_now())
-        .run();
     t.commit();
     return {Claim::Kind::Taken, 0};
 }
 
 bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
-    Statement s(db_,
+    Statement s(*db_,
                 "SELECT 1 FROM images WHERE path = ? AND status = 'ok' AND size = ? AND mtime_ns = ? "
                 "AND header_hash = ? LIMIT 1");
     s.bind(1, path).bind(2, fp.size).bind(3, fp.mtime_ns).bind(4, fp.header_hash);
@@ -355,12 +377,13 @@ bool ResultsDb::has_unchanged(const std::string& path, const Fingerprint& fp) {
 }
 
 void ResultsDb::store(std::int64_t run, const ImageResult& r) {
-    Transaction t(db_);
+    Transaction t(*db_);
     Statement image(
-        db_,
+        *db_,
         "INSERT INTO images (run_id, path, size, mtime_ns, header_hash, status, error, format, "
         "virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, "
-        "copy_commands_16m) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        "copy_commands_16m, datastore, copy_relaid_commands_4m, copy_relaid_commands_16m) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING image_id");
     image.bind(1, run).bind(2, r.path).bind(3, r.fingerprint.size).bind(4, r.fingerprint.mtime_ns);
     image.bind(5, r.fingerprint.header_hash).bind(6, r.ok ? "ok" : "failed");
     if (r.ok)
@@ -371,24 +394,27 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     if (r.ok || r.apply || r.compact) {
         image.bind(8, r.format).bind(9, r.virtual_size).bind(10, r.layers).bind(11, r.allocated_bytes);
         image.bind(15, r.copy_commands_4m).bind(16, r.copy_commands_16m);
+        image.bind(18, r.copy_relaid_commands_4m).bind(19, r.copy_relaid_commands_16m);
     } else {
         image.bind_null(8).bind_null(9).bind_null(10).bind_null(11).bind_null(15).bind_null(16);
+        image.bind_null(18).bind_null(19);
     }
+    image.bind(17, r.datastore);
     image.bind(12, r.bytes_read).bind(13, r.seconds).bind(14, utc_now());
-    image.run();
-    const std::int64_t image_id = db_.last_insert_id();
+    const std::int64_t image_id = image.insert();
 
-    Statement volume(db_,
+    Statement volume(*db_,
                      "INSERT INTO volumes (image_id, partition, start, length, cluster_size, total_clusters, "
-                     "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement metrics(db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement plan(db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    Statement warning(db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
+                     "free_clusters, label, serial, mft_records_in_use) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                     "RETURNING volume_id");
+    Statement metrics(*db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement plan(*db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement warning(*db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
         volume.bind(1, image_id).bind(2, v.partition).bind(3, v.start).bind(4, v.length);
         volume.bind(5, static_cast<std::int64_t>(v.cluster_size)).bind(6, v.total_clusters).bind(7, v.free_clusters);
-        volume.bind(8, v.label).bind(9, hex(v.serial)).bind(10, v.mft_records_in_use).run();
-        const std::int64_t volume_id = db_.last_insert_id();
+        volume.bind(8, v.label).bind(9, hex(v.serial)).bind(10, v.mft_records_in_use);
+        const std::int64_t volume_id = volume.insert();
         const FileFragmentation& f = v.files;
         metrics.bind(1, volume_id).bind(2, f.files).bind(3, f.fragmented_files).bind(4, f.fragments);
         metrics.bind(5, f.excess_fragments).bind(6, f.fragmented_bytes).bind(7, f.fragmentation_percent);
@@ -416,7 +442,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
 }
 
 void ResultsDb::store_apply(std::int64_t image_id, const ApplyRecord& a) {
-    Statement row(db_, "INSERT INTO applies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement row(*db_, "INSERT INTO applies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     row.bind(1, image_id).bind(2, a.partition).bind(3, a.output).bind(4, a.output_format);
     row.bind(5, a.ok ? "ok" : "failed");
     if (a.ok) {
@@ -435,12 +461,12 @@ void ResultsDb::store_apply(std::int64_t image_id, const ApplyRecord& a) {
         for (int column = 7; column <= 18; ++column) row.bind_null(column);
     }
     row.run();
-    Statement skip(db_, "INSERT INTO apply_skips VALUES (?, ?, ?)");
+    Statement skip(*db_, "INSERT INTO apply_skips VALUES (?, ?, ?)");
     for (const auto& [reason, moves] : a.skipped_by_reason) skip.bind(1, image_id).bind(2, reason).bind(3, moves).run();
 }
 
 void ResultsDb::store_compact(std::int64_t image_id, const CompactRecord& c) {
-    Statement row(db_,
+    Statement row(*db_,
                   "INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                   "?, ?, ?, ?)");
     row.bind(1, image_id).bind(2, c.output).bind(3, c.output_format).bind(4, c.ok ? "ok" : "failed");
@@ -463,7 +489,7 @@ void ResultsDb::store_compact(std::int64_t image_id, const CompactRecord& c) {
 }
 
 std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optional<int> partition) {
-    Statement s(db_,
+    Statement s(*db_,
                 "SELECT i.analyzed_at, i.status, coalesce(i.error, ''), coalesce(v.partition, 0), "
                 "coalesce(m.fragmentation_percent, 0), coalesce(m.fragmented_files, 0), "
                 "coalesce(m.excess_fragments, 0), coalesce(m.free_space_fragmentation_percent, 0), "
@@ -471,7 +497,7 @@ std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optiona
                 "m.host_seeks, m.host_fragmentation_percent "
                 "FROM images i LEFT JOIN volumes v ON v.image_id = i.image_id "
                 "LEFT JOIN metrics m ON m.volume_id = v.volume_id "
-                "WHERE i.path = ? AND (? IS NULL OR v.partition = ? OR i.status = 'failed') "
+                "WHERE i.path = ? AND (CAST(? AS BIGINT) IS NULL OR v.partition = ? OR i.status = 'failed') "
                 "ORDER BY i.image_id, v.partition");
     s.bind(1, path).bind(2, partition).bind(3, partition);
     std::vector<HistoryRow> rows;
@@ -494,60 +520,78 @@ std::vector<HistoryRow> ResultsDb::history(const std::string& path, std::optiona
     return rows;
 }
 
+namespace {
+
+/// Copies every row of `table` from `source` to `target`, in the order of `order_by`. The
+/// table's own id (when `id` is given) is assigned by the target and recorded in `ids`
+/// (source id to target id); the columns of `references` are translated through their maps.
+void copy_rows(Connection& source, Connection& target, const std::string& table, const std::string& order_by,
+               const char* id, const std::vector<std::pair<std::string, const std::map<std::int64_t, std::int64_t>*>>& references,
+               std::map<std::int64_t, std::int64_t>* ids) {
+    Statement rows(source, "SELECT * FROM " + table + " ORDER BY " + order_by);
+    std::optional<Statement> insert;
+    int id_column = -1;
+    std::vector<const std::map<std::int64_t, std::int64_t>*> maps;
+    while (rows.step()) {
+        if (!insert) {
+            // The columns by name: a source upgraded in place has them in the same order,
+            // but naming them does not depend on it.
+            std::string columns, values;
+            for (int c = 0; c < rows.columns(); ++c) {
+                const std::string name = rows.column_name(c);
+                maps.push_back(nullptr);
+                for (const auto& [column, map] : references)
+                    if (column == name) maps.back() = map;
+                if (id && name == id) {
+                    id_column = c;
+                    continue;
+                }
+                columns += (columns.empty() ? "" : ", ") + name;
+                values += values.empty() ? "?" : ", ?";
+            }
+            insert.emplace(target, "INSERT INTO " + table + " (" + columns + ") VALUES (" + values + ")" +
+                                       (id ? std::string(" RETURNING ") + id : std::string()));
+        }
+        int parameter = 0;
+        for (int c = 0; c < rows.columns(); ++c) {
+            if (c == id_column) continue;
+            SqlValue value = rows.value(c);
+            if (maps[static_cast<std::size_t>(c)] && std::holds_alternative<std::int64_t>(value)) {
+                const auto& map = *maps[static_cast<std::size_t>(c)];
+                const auto it = map.find(std::get<std::int64_t>(value));
+                if (it == map.end()) throw Error(ErrorKind::Corrupt, table + " refers to a row that is not there");
+                value = it->second;
+            }
+            insert->bind_value(++parameter, value);
+        }
+        if (id)
+            (*ids)[rows.integer(id_column)] = insert->insert();
+        else
+            insert->run();
+    }
+}
+
+}  // namespace
+
 void ResultsDb::merge_from(const std::string& other) {
-    {
-        // Opening it checks that it is a results database of a schema we know.
-        const ResultsDb source(other, false);
-    }
-    Statement(db_, "ATTACH DATABASE ? AS source").bind(1, other).run();
-    try {
-        Transaction t(db_);
-        // Every id of the source is shifted past this database's largest, which keeps the
-        // source's references intact and the merged rows in their original order.
-        const std::string runs = std::to_string(scalar(db_, "SELECT coalesce(max(run_id), 0) FROM main.runs"));
-        const std::string images = std::to_string(scalar(db_, "SELECT coalesce(max(image_id), 0) FROM main.images"));
-        const std::string volumes =
-            std::to_string(scalar(db_, "SELECT coalesce(max(volume_id), 0) FROM main.volumes"));
-        db_.exec("INSERT INTO main.runs SELECT run_id + " + runs +
-                 ", started, finished, status, arguments, shard, host, boot_id, pid, pid_start "
-                 "FROM source.runs ORDER BY run_id");
-        db_.exec("INSERT INTO main.images SELECT image_id + " + images + ", run_id + " + runs +
-                 ", path, size, mtime_ns, header_hash, status, error, format, virtual_size, layers, "
-                 "allocated_bytes, bytes_read, seconds, analyzed_at, copy_commands_4m, copy_commands_16m "
-                 "FROM source.images ORDER BY image_id");
-        db_.exec("INSERT INTO main.volumes SELECT volume_id + " + volumes + ", image_id + " + images +
-                 ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
-                 "mft_records_in_use FROM source.volumes ORDER BY volume_id");
-        db_.exec("INSERT INTO main.metrics SELECT volume_id + " + volumes +
-                 ", files, fragmented_files, fragments, excess_fragments, fragmented_bytes, "
-                 "fragmentation_percent, mft_fragments, free_extents, largest_free_extent_clusters, "
-                 "free_space_fragmentation_percent, reclaimable_bytes, host_extents, host_seeks, "
-                 "host_backward_seeks, host_fragmentation_percent FROM source.metrics");
-        db_.exec("INSERT INTO main.plans SELECT volume_id + " + volumes +
-                 ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, "
-                 "thin_growth_bytes, clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, "
-                 "plan_json, plan_ios, plan_first_writes, plan_seconds_hdd, plan_seconds_ssd, plan_seconds_array "
-                 "FROM source.plans");
-        db_.exec("INSERT INTO main.warnings SELECT volume_id + " + volumes +
-                 ", code, severity, bytes, message FROM source.warnings ORDER BY rowid");
-        db_.exec("INSERT INTO main.applies SELECT image_id + " + images +
-                 ", partition, output, output_format, status, error, moves_planned, moves_done, moves_skipped, "
-                 "bytes_moved, disk_bytes_written, output_file_bytes, verified, streams_hashed, fragments_before, "
-                 "fragments_predicted, fragments_after, seconds FROM source.applies ORDER BY image_id");
-        db_.exec("INSERT INTO main.apply_skips SELECT image_id + " + images +
-                 ", reason, moves FROM source.apply_skips ORDER BY rowid");
-        db_.exec(
-            "INSERT INTO main.compactions SELECT image_id + " + images +
-            ", output, output_format, status, error, granule_bytes, packed, volumes, moves_planned, "
-            "moves_done, moves_skipped, bytes_moved, granules_input, granules_sparsified, granules_packed, "
-            "granules_output, host_bytes_input, host_bytes_output, data_bytes_output, output_file_bytes, "
-            "verified, streams_hashed, seconds FROM source.compactions ORDER BY image_id");
-        t.commit();
-    } catch (...) {
-        db_.exec("DETACH DATABASE source");
-        throw;
-    }
-    db_.exec("DETACH DATABASE source");
+    // Opening it checks that it is a results database of a schema we know (and upgrades it).
+    ResultsDb source(other, false);
+    Connection& from = *source.db_;
+    Transaction t(*db_);
+    std::map<std::int64_t, std::int64_t> runs, images, volumes;
+    copy_rows(from, *db_, "runs", "run_id", "run_id", {}, &runs);
+    copy_rows(from, *db_, "images", "image_id", "image_id", {{"run_id", &runs}}, &images);
+    copy_rows(from, *db_, "volumes", "volume_id", "volume_id", {{"image_id", &images}}, &volumes);
+    for (const char* table : {"metrics", "plans"})
+        copy_rows(from, *db_, table, "volume_id", nullptr, {{"volume_id", &volumes}}, nullptr);
+    // Within one volume (one image) the source's order: its index is on the id alone, so ties
+    // come in insertion order in SQLite; the rowid makes that explicit.
+    const std::string in_order = from.postgres() ? "" : ", rowid";
+    copy_rows(from, *db_, "warnings", "volume_id" + in_order, nullptr, {{"volume_id", &volumes}}, nullptr);
+    copy_rows(from, *db_, "applies", "image_id", nullptr, {{"image_id", &images}}, nullptr);
+    copy_rows(from, *db_, "apply_skips", "image_id" + in_order, nullptr, {{"image_id", &images}}, nullptr);
+    copy_rows(from, *db_, "compactions", "image_id", nullptr, {{"image_id", &images}}, nullptr);
+    t.commit();
 }
 
 }  // namespace guestfrag::batch

@@ -2,17 +2,19 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "app/batch/image_result.hpp"
-#include "app/batch/sqlite.hpp"
+#include "app/batch/sql.hpp"
 
 namespace guestfrag::batch {
 
-/// Schema version written to PRAGMA user_version; docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 7;
+/// Schema version (SQLite: PRAGMA user_version; PostgreSQL: table guestfrag_schema);
+/// docs/batch.md documents the tables.
+inline constexpr int kSchemaVersion = 8;
 
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
@@ -41,19 +43,23 @@ struct Claim {
     std::int64_t holder = 0;  ///< the run that holds it, for Busy
 };
 
-/// The batch results database (SQLite): runs, images, volumes, metrics, plans, warnings.
-/// Every image is stored in its own transaction, so an interrupted batch loses nothing it
-/// finished. Not thread-safe: one owner writes (the batch runner serialises its workers).
+/// The batch results database (an SQLite file or a PostgreSQL database): runs, images,
+/// volumes, metrics, plans, warnings. Every image is stored in its own transaction, so an
+/// interrupted batch loses nothing it finished. Not thread-safe: one owner writes (the batch
+/// runner serialises its workers).
 class ResultsDb {
 public:
-    /// Opens the database at `path`, creating it and its tables when `create`, and upgrades
+    /// Opens the database `target` (a file path or a postgresql:// URI, open_database),
+    /// creating the file when `create` and the tables when `create` and there are none, and upgrades
     /// an older schema in place (schema 2 adds the nullable host_* metrics, schema 3 the
     /// runs' owner process and the claims table, schema 4 the applies and apply_skips
-    /// tables, schema 5 the images' copy_commands_*, schema 6 the compactions table), one step
+    /// tables, schema 5 the images' copy_commands_*, schema 6 the compactions table, schema 7 the
+    /// plans' own IO, schema 8 the images' datastore and copy_relaid_commands_*), one step
     /// per version, all in one transaction. Throws
     /// Error(Unsupported) for a database of a newer schema, Error(Corrupt) for a file that
-    /// is not an SQLite database, Error(NotFound/Io) otherwise.
-    ResultsDb(const std::string& path, bool create);
+    /// is not an SQLite database, Error(NotFound/Io) otherwise. Concurrent openers of one
+    /// PostgreSQL database create or upgrade it once.
+    ResultsDb(const std::string& target, bool create);
 
     /// Starts a run owned by this process; returns its id. `arguments` is the command line,
     /// `shard` "K/N" or "".
@@ -83,16 +89,19 @@ public:
     /// runs appear with their error and partition 0.
     [[nodiscard]] std::vector<HistoryRow> history(const std::string& path, std::optional<int> partition);
 
-    /// Appends every run of the database at `other` (same schema) to this one, renumbering
-    /// its rows; one transaction. Merging shards of one batch gives the unsharded result.
+    /// Appends every run of the database `other` (upgraded to this schema first) to this one;
+    /// its rows get this database's next ids, in their original order; one transaction.
+    /// Merging shards of one batch gives the unsharded result.
     void merge_from(const std::string& other);
+
+    [[nodiscard]] Connection& connection() { return *db_; }
 
 private:
     void create_schema();
     void upgrade_from(std::int64_t version);
     void store_apply(std::int64_t image_id, const ApplyRecord& apply);
     void store_compact(std::int64_t image_id, const CompactRecord& compact);
-    Database db_;
+    std::unique_ptr<Connection> db_;
 };
 
 }  // namespace guestfrag::batch

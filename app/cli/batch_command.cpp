@@ -105,7 +105,7 @@ Json compact_event_json(const batch::CompactRecord& c) {
 
 Json event_json(const BatchEvent& e) {
     if (e.kind == BatchEvent::Kind::Skipped) return {{"path", e.path}, {"status", "skipped"}};
-    if (e.kind == BatchEvent::Kind::Busy) return {{"path", e.path}, {"status", "busy"}, {"run", e.holder}};
+    if (e.kind == BatchEvent::Kind::Busy) return {{"path", e.path}, {"status", "busy"}, {"run", e.holder != 0 ? nlohmann::ordered_json(e.holder) : nullptr}};
     const ImageResult& r = *e.result;
     if (!r.ok) {
         Json j = {{"path", r.path}, {"status", "failed"}, {"error", r.error}, {"seconds", r.seconds}};
@@ -154,7 +154,11 @@ std::string event_text(const BatchEvent& e) {
     if (e.kind == BatchEvent::Kind::Skipped) {
         out << "skipped " << e.path << " (unchanged since it was analysed)";
     } else if (e.kind == BatchEvent::Kind::Busy) {
-        out << "busy    " << e.path << " (being analysed by run " << e.holder << ", which is still running)";
+        out << "busy    " << e.path;
+        if (e.holder != 0)
+            out << " (being analysed by run " << e.holder << ", which is still running)";
+        else
+            out << " (another batch is claiming it at this moment)";
     } else if (!e.result->ok) {
         out << "failed  " << e.path << ": " << e.result->error;
     } else {
@@ -253,7 +257,8 @@ void run(const Options& opts) {
     options.job.plan = options.job.plan || options.job.order.has_value() || device_given;
     options.job.models = device_models(opts.device);
 
-    on_behalf_of(opts.db, [&] {
+    const std::string db_name = batch::database_name(opts.db);
+    on_behalf_of(db_name, [&] {
         batch::ResultsDb db(opts.db, true);
         for (const std::int64_t dead : db.end_dead_runs())
             std::cerr << "batch: run " << dead << " stopped without finishing (its process is gone): marked interrupted\n";
@@ -277,7 +282,7 @@ void run(const Options& opts) {
                   << (summary.busy ? ", " + std::to_string(summary.busy) + " left to a batch running beside it" : "")
                   << "; read "
                   << format_size(summary.bytes_read) << " in " << fixed(summary.seconds, 1) << " s; results in "
-                  << opts.db << '\n';
+                  << db_name << '\n';
         if (summary.interrupted)
             throw Failure("batch", "interrupted with " +
                                        std::to_string(summary.total - summary.analysed - summary.skipped - summary.busy) +
@@ -285,7 +290,7 @@ void run(const Options& opts) {
                           kInterrupted);
         if (summary.failed > 0)
             throw Failure("batch", std::to_string(summary.failed) + " of " + std::to_string(summary.total) +
-                                       " images failed (their rows in " + opts.db + " say why)",
+                                       " images failed (their rows in " + db_name + " say why)",
                           kBadInput);
     });
 }
@@ -295,10 +300,10 @@ void run(const Options& opts) {
 void add_batch_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
-        "batch", "Analyse (and optionally plan) many images into an SQLite database, throttled and resumable");
+        "batch", "Analyse (and optionally plan) many images into a results database, throttled and resumable");
     cmd->add_option("IMAGE", opts->images, "Disk images, or directories to search for them");
     cmd->add_option("--list", opts->list, "File with one image path per line ('#' comments)");
-    cmd->add_option("--db", opts->db, "Results database (created if missing)")->capture_default_str();
+    cmd->add_option("--db", opts->db, "Results database: an SQLite file (created if missing) or a postgresql:// URI")->capture_default_str();
     cmd->add_option("--jobs", opts->jobs, "Images analysed at once")->check(CLI::Range(1u, 256u))->capture_default_str();
     cmd->add_option("--read-rate", opts->read_rate, "Most all workers together read per second (e.g. 100MiB/s)")
         ->check(rate_check());

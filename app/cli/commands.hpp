@@ -16,6 +16,7 @@ void add_impact_command(CLI::App& app);
 void add_batch_command(CLI::App& app);
 void add_history_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
+void add_fleet_command(CLI::App& app);
 void add_schedule_command(CLI::App& app);
 void add_apply_command(CLI::App& app);
 void add_compact_command(CLI::App& app);

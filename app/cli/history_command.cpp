@@ -27,14 +27,15 @@ void add_history_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("history", "Fragmentation of an image's volumes over the batch runs recorded");
     cmd->add_option("IMAGE", opts->image, "Disk image as the batch named it (relative paths are made absolute)")
         ->required();
-    cmd->add_option("--db", opts->db, "Results database")->capture_default_str();
+    cmd->add_option("--db", opts->db, "Results database: an SQLite file or a postgresql:// URI")->capture_default_str();
     cmd->add_option("--partition", opts->partition, "Only this partition");
     cmd->add_flag("--json", opts->json, "Print the rows as a JSON array");
     cmd->callback([opts] {
         const std::string path = std::filesystem::absolute(opts->image).lexically_normal().string();
         std::vector<batch::HistoryRow> rows;
-        on_behalf_of(opts->db, [&] { rows = batch::ResultsDb(opts->db, false).history(path, opts->partition); });
-        if (rows.empty()) throw Failure(opts->image, "no results in " + opts->db + " (run `guestfrag batch` first)", kBadInput);
+        const std::string db_name = batch::database_name(opts->db);
+        on_behalf_of(db_name, [&] { rows = batch::ResultsDb(opts->db, false).history(path, opts->partition); });
+        if (rows.empty()) throw Failure(opts->image, "no results in " + db_name + " (run `guestfrag batch` first)", kBadInput);
         if (opts->json) {
             nlohmann::ordered_json out = nlohmann::ordered_json::array();
             for (const batch::HistoryRow& r : rows)

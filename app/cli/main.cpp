@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     add_batch_command(app);
     add_history_command(app);
     add_merge_command(app);
+    add_fleet_command(app);
     add_schedule_command(app);
     add_apply_command(app);
     add_compact_command(app);

@@ -18,21 +18,25 @@ void add_merge_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("merge", "Merge batch results databases (e.g. the shards of one run) into one");
-    cmd->add_option("OUT", opts->output, "Results database to merge into (created if missing)")->required();
+    cmd->add_option("OUT", opts->output,
+                    "Results database to merge into: an SQLite file (created if missing) or a postgresql:// URI")
+        ->required();
     cmd->add_option("IN", opts->inputs, "Results databases to merge from")->required();
     cmd->callback([opts] {
-        // OUT as an input would be attached to itself: SQLite then waits for its own lock
-        // (the busy timeout) and the rows would be doubled. Refuse it by name first.
+        // OUT as an input would double its own rows (and wait for its own lock): refused by
+        // name first.
         std::error_code ec;
         for (const std::string& in : opts->inputs)
             if (in == opts->output || std::filesystem::equivalent(in, opts->output, ec))
-                throw Failure(opts->output, "OUT is also given as an input (IN): a database cannot be merged into itself",
+                throw Failure(batch::database_name(opts->output), "OUT is also given as an input (IN): a database cannot be merged into itself",
                               kUsage);
-        on_behalf_of(opts->output, [&] {
+        const std::string out_name = batch::database_name(opts->output);
+        on_behalf_of(out_name, [&] {
             batch::ResultsDb out(opts->output, true);
-            for (const std::string& in : opts->inputs) on_behalf_of(in, [&] { out.merge_from(in); });
+            for (const std::string& in : opts->inputs)
+                on_behalf_of(batch::database_name(in), [&] { out.merge_from(in); });
         });
-        std::cout << "merged " << opts->inputs.size() << " database(s) into " << opts->output << '\n';
+        std::cout << "merged " << opts->inputs.size() << " database(s) into " << out_name << '\n';
     });
 }
 

@@ -31,80 +31,39 @@ using Json = nlohmann::json;
 
 namespace {
 
-/// A scratch directory removed with everything in it when the test is done (the images are
-/// copies, 160 MB per datastore).
-struct Scratch {
-    explicit Scratch(fs::path path) : dir(std::move(path)) {}
-    fs::path dir;
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir, ec);
-    }
-};
+using test::image_rows;
+using test::make_datastore;
+using test::Scratch;
+using test::spawn_cli;
+using test::wait_exit;
+using test::wait_for_rows;
 
-/// A directory of four generated images (three volumes of different seeds and a GPT disk)
-/// and one corrupt image (random bytes with a .img name).
-fs::path make_datastore(const std::string& name) {
-    const fs::path dir = test::scratch_dir() / (name + "." + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir / "sub");
-    for (const std::uint32_t seed : {41u, 42u, 43u}) {
-        MkImageOptions o;
-        o.disk_size = 40ull << 20;
-        o.files = 150;
-        o.seed = seed;
-        fs::copy_file(test::generated_image("batch-" + std::to_string(seed), o),
-                      dir / (seed == 43 ? "sub/vm" + std::to_string(seed) + ".img" : "vm" + std::to_string(seed) + ".img"));
-    }
-    MkImageOptions gpt;
-    gpt.disk_size = 40ull << 20;
-    gpt.files = 150;
-    gpt.seed = 44;
-    gpt.table = "gpt";
-    fs::copy_file(test::generated_image("batch-gpt", gpt), dir / "vm44.raw");
-    std::ofstream bad(dir / "broken.img", std::ios::binary);
-    for (std::uint32_t i = 0; i < 300000; ++i) bad.put(static_cast<char>((i * 7919u) % 251u));
-    std::ofstream(dir / "notes.txt") << "not an image\n";
-    return dir;
-}
-
-/// path → (status, error, fragmentation % of partition 1) from a results database.
-std::map<std::string, std::tuple<std::string, std::string, double>> image_rows(const fs::path& db) {
-    batch::Database d(db.string(), false);
-    batch::Statement s(d,
-                       "SELECT i.path, i.status, coalesce(i.error, ''), coalesce(m.fragmentation_percent, -1) "
-                       "FROM images i LEFT JOIN volumes v ON v.image_id = i.image_id "
-                       "LEFT JOIN metrics m ON m.volume_id = v.volume_id ORDER BY i.image_id");
-    std::map<std::string, std::tuple<std::string, std::string, double>> rows;
-    while (s.step()) rows[s.text(0)] = {s.text(1), s.text(2), s.real(3)};
-    return rows;
-}
-
-std::int64_t count(const fs::path& db, const std::string& sql) {
-    batch::Database d(db.string(), false);
-    batch::Statement s(d, sql);
-    REQUIRE(s.step());
-    return s.integer(0);
-}
-
-/// The offload commands `analyze --json` document `a` reports for a full copy now at
-/// `transfer` bytes.
-std::int64_t analyze_commands(const Json& a, std::uint64_t transfer) {
+/// The offload commands `analyze --json` document `a` reports for a full copy at `transfer`
+/// bytes: now, or of the data re-laid.
+std::int64_t analyze_commands(const Json& a, std::uint64_t transfer, const char* state = "now") {
     for (const Json& f : a["image"]["copy"]["chain"]["offload"])
-        if (f["transfer_size"] == transfer) return f["now"]["commands"].get<std::int64_t>();
+        if (f["transfer_size"] == transfer) return f[state]["commands"].get<std::int64_t>();
     FAIL("analyze reports no figures at transfer size " << transfer);
     return -1;
 }
 
-/// The newest row of `path` holds the copy commands analyze reports at 4 and 16 MiB.
+/// The newest row of `path` holds the copy commands analyze reports at 4 and 16 MiB, now and
+/// re-laid, and the mount point of the image's file system.
 void check_copy_columns(const fs::path& db, const std::string& path, const Json& a) {
     const std::string newest = " FROM images WHERE path = '" + path + "' ORDER BY image_id DESC LIMIT 1";
-    const std::int64_t at4 = count(db, "SELECT copy_commands_4m" + newest);
+    const std::int64_t at4 = test::db_integer(db, "SELECT copy_commands_4m" + newest);
     CHECK(at4 > 0);
     CHECK(at4 == analyze_commands(a, 4ull << 20));
-    CHECK(count(db, "SELECT copy_commands_16m" + newest) == analyze_commands(a, 16ull << 20));
+    CHECK(test::db_integer(db, "SELECT copy_commands_16m" + newest) == analyze_commands(a, 16ull << 20));
+    CHECK(test::db_integer(db, "SELECT copy_relaid_commands_4m" + newest) == analyze_commands(a, 4ull << 20, "relaid"));
+    CHECK(test::db_integer(db, "SELECT copy_relaid_commands_16m" + newest) ==
+          analyze_commands(a, 16ull << 20, "relaid"));
+    const auto df = test::run({"df", "--output=target", path});
+    REQUIRE(df.status == 0);
+    const std::string mount = df.out.substr(df.out.find('\n') + 1, df.out.find('\n', df.out.find('\n') + 1) -
+                                                                     df.out.find('\n') - 1);
+    CHECK(test::db_integer(db, "SELECT count(*)" + newest.substr(0, newest.find(" ORDER")) + " AND datastore = ?",
+                           mount) >= 1);
 }
 
 }  // namespace
@@ -150,15 +109,15 @@ TEST_CASE("batch records every image, the corrupt one with its error, and equals
             " FROM images i JOIN volumes v USING (image_id) JOIN metrics m USING (volume_id) WHERE i.path = "
             "'" +
             path + "' ORDER BY v.partition LIMIT 1";
-        CHECK(count(db, "SELECT m.host_extents" + volume_metrics) == host["extents"].get<std::int64_t>());
-        CHECK(count(db, "SELECT m.host_seeks" + volume_metrics) == host["seeks"].get<std::int64_t>());
-        CHECK(count(db, "SELECT m.host_backward_seeks" + volume_metrics) ==
+        CHECK(test::db_integer(db, "SELECT m.host_extents" + volume_metrics) == host["extents"].get<std::int64_t>());
+        CHECK(test::db_integer(db, "SELECT m.host_seeks" + volume_metrics) == host["seeks"].get<std::int64_t>());
+        CHECK(test::db_integer(db, "SELECT m.host_backward_seeks" + volume_metrics) ==
               host["backward_seeks"].get<std::int64_t>());
         // The copy figures of the whole image, as analyze reports them.
         check_copy_columns(db, path, a);
     }
     // --plan recorded one plan per volume with its JSON, and the plan replays on the image.
-    CHECK(count(db, "SELECT count(*) FROM plans") == 4);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM plans") == 4);
     batch::Database d(db.string(), false);
     batch::Statement plan(d, "SELECT i.path, p.plan_json FROM plans p JOIN volumes v USING (volume_id) "
                              "JOIN images i USING (image_id) LIMIT 1");
@@ -189,8 +148,8 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
         CHECK(s.interrupted);
         CHECK(s.analysed == 2);
     }
-    CHECK(count(db, "SELECT count(*) FROM images") == 2);
-    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images") == 2);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
 
     // The same command again: the finished images that succeeded are skipped; the rest
     // (and a failed one, which may have been fixed since) are analysed.
@@ -204,14 +163,14 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
     CHECK(skipped == ok_before);
     CHECK(ok_before >= 1);
     // Every image has a row, and no image was analysed successfully twice.
-    CHECK(count(db, "SELECT count(DISTINCT path) FROM images") == 5);
-    CHECK(count(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);
+    CHECK(test::db_integer(db, "SELECT count(DISTINCT path) FROM images") == 5);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);
 
     // A changed image (new mtime) is analysed again; unchanged ones are not.
     fs::last_write_time(images[2], fs::last_write_time(images[2]) + std::chrono::seconds(5));
     const auto again = test::run_cli({"batch", dir.string(), "--db", db.string(), "--json"});
     CHECK(again.out.find("\"path\":\"" + images[2] + "\",\"status\":\"ok\"") != std::string::npos);
-    CHECK(count(db, "SELECT count(*) FROM images WHERE path = '" + images[2] + "'") == 2);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images WHERE path = '" + images[2] + "'") == 2);
 
     // SIGINT: the process ends with 130 and says how to resume.
     const fs::path db2 = dir / "interrupted.sqlite";
@@ -219,7 +178,7 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
                                         dir.string(), "--db", db2.string(), "--read-rate", "256K/s"});
     CHECK(interrupted.status == 130);
     CHECK(interrupted.err.find("run the same command again to resume") != std::string::npos);
-    CHECK(count(db2, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
+    CHECK(test::db_integer(db2, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
 
     // history lists both analyses of the changed image, oldest first.
     const auto history = test::run_cli({"history", images[2], "--db", db.string(), "--json"});
@@ -232,7 +191,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const fs::path& dir = store.dir;
     const fs::path db = dir / "old.sqlite";
     REQUIRE(test::run_cli({"batch", dir.string(), "--db", db.string()}).status == 2);  // broken.img fails
-    const std::int64_t stored = count(db, "SELECT count(*) FROM metrics");
+    const std::int64_t stored = test::db_integer(db, "SELECT count(*) FROM metrics");
     REQUIRE(stored == 4);
     {
         // What schema 1 wrote: no host_* columns, no run owners, no claims, no apply tables,
@@ -249,7 +208,7 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
         d.exec("DROP TABLE compactions");
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
-        test::drop_plan_io_columns(d);
+        test::drop_columns_after(d, 1);
         d.exec("PRAGMA user_version = 1");
     }
     const std::string image = (dir / "vm41.img").string();
@@ -259,9 +218,9 @@ TEST_CASE("a schema-1 results database is upgraded in place and keeps its rows",
     const Json rows = Json::parse(old_history.out);
     REQUIRE(rows.size() == 1);
     CHECK(rows[0]["host_seeks"].is_null());  // not measured then, not invented now
-    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
-    CHECK(count(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
-    CHECK(count(db, "SELECT count(*) FROM images WHERE copy_commands_4m IS NULL") == 5);
+    CHECK(test::db_integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM metrics WHERE host_seeks IS NULL") == stored);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images WHERE copy_commands_4m IS NULL") == 5);
 
     // A new run adds measured rows beside the old ones.
     REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
@@ -280,10 +239,10 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
     const fs::path& dir = store.dir;
     const fs::path db = dir / "v3.sqlite";
     REQUIRE(test::run_cli({"batch", dir.string(), "--db", db.string()}).status == 2);  // broken.img fails
-    const std::int64_t images = count(db, "SELECT count(*) FROM images");
-    const std::int64_t metrics = count(db, "SELECT count(*) FROM metrics");
+    const std::int64_t images = test::db_integer(db, "SELECT count(*) FROM images");
+    const std::int64_t metrics = test::db_integer(db, "SELECT count(*) FROM metrics");
     REQUIRE(images == 5);
-    const std::int64_t seeks = count(db, "SELECT sum(host_seeks) FROM metrics");
+    const std::int64_t seeks = test::db_integer(db, "SELECT sum(host_seeks) FROM metrics");
     {
         // What schema 4 wrote: everything but the images' copy columns, the compactions and
         // the plan IO.
@@ -291,7 +250,7 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
         for (const char* column : {"copy_commands_4m", "copy_commands_16m"})
             d.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
         d.exec("DROP TABLE compactions");
-        test::drop_plan_io_columns(d);
+        test::drop_columns_after(d, 4);
         d.exec("PRAGMA user_version = 4");
     }
     const std::string image = (dir / "vm42.img").string();
@@ -299,17 +258,17 @@ TEST_CASE("a schema-4 results database gains the copy columns in place and keeps
     INFO(history.err);
     REQUIRE(history.status == 0);
     CHECK(Json::parse(history.out).size() == 1);
-    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
-    CHECK(count(db, "SELECT count(*) FROM images") == images);
-    CHECK(count(db, "SELECT count(*) FROM metrics") == metrics);
-    CHECK(count(db, "SELECT sum(host_seeks) FROM metrics") == seeks);
-    CHECK(count(db,
+    CHECK(test::db_integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images") == images);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM metrics") == metrics);
+    CHECK(test::db_integer(db, "SELECT sum(host_seeks) FROM metrics") == seeks);
+    CHECK(test::db_integer(db,
                 "SELECT count(*) FROM images WHERE copy_commands_4m IS NULL AND copy_commands_16m IS NULL") ==
           images);  // not measured then, not invented now
 
     // A new run stores the figures analyze reports, beside the old rows.
     REQUIRE(test::run_cli({"batch", image, "--db", db.string(), "--force"}).status == 0);
-    CHECK(count(db, "SELECT count(*) FROM images") == images + 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images") == images + 1);
     check_copy_columns(db, image, Json::parse(test::run_cli({"analyze", image, "--json"}).out));
 }
 
@@ -332,7 +291,7 @@ TEST_CASE("batch --device-model records the plan's own IO as impact times it, an
                                   "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);
-    REQUIRE(count(db, "SELECT count(*) FROM plans") == 1);
+    REQUIRE(test::db_integer(db, "SELECT count(*) FROM plans") == 1);
 
     // The oracle: impact of the recorded plan with the same model, on the disk as provisioned.
     const fs::path plan = work.dir / "plan.json";
@@ -371,19 +330,19 @@ TEST_CASE("batch --device-model records the plan's own IO as impact times it, an
     {
         // What schema 6 wrote: plans without their own IO.
         batch::Database d(db.string(), false);
-        test::drop_plan_io_columns(d);
+        test::drop_columns_after(d, 6);
         d.exec("PRAGMA user_version = 6");
     }
     { const batch::ResultsDb upgraded(db.string(), false); }
-    CHECK(count(db, "PRAGMA user_version") == batch::kSchemaVersion);
-    CHECK(count(db, "SELECT count(*) FROM plans WHERE plan_ios IS NULL AND plan_seconds_ssd IS NULL") == 1);
+    CHECK(test::db_integer(db, "PRAGMA user_version") == batch::kSchemaVersion);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM plans WHERE plan_ios IS NULL AND plan_seconds_ssd IS NULL") == 1);
     const fs::path merged = work.dir / "merged.sqlite";
     REQUIRE(test::run_cli({"merge", merged.string(), db.string()}).status == 0);
-    CHECK(count(merged, "SELECT count(*) FROM plans WHERE plan_ios IS NULL") == 1);
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM plans WHERE plan_ios IS NULL") == 1);
     // A new run records them beside the old row; a model file that is not one is a usage error.
     REQUIRE(test::run_cli({"batch", image.string(), "--db", db.string(), "--force", "--preset", "3par-format"})
                 .status == 0);
-    CHECK(count(db, "SELECT count(*) FROM plans WHERE plan_ios > 0") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM plans WHERE plan_ios > 0") == 1);
     const auto bad = test::run_cli({"batch", image.string(), "--db", db.string(), "--device-model", plan.string()});
     CHECK(bad.status == 1);
     CHECK_THAT(bad.err, Catch::StartsWith("guestfrag: error: " + plan.string() + ": "));
@@ -428,10 +387,10 @@ TEST_CASE("shards cover every image once and merge into the unsharded result", "
     INFO(r.err);
     REQUIRE(r.status == 0);
     CHECK(image_rows(merged) == image_rows(whole));
-    CHECK(count(merged, "SELECT count(*) FROM runs") == 2);
-    CHECK(count(merged, "SELECT count(*) FROM metrics") == count(whole, "SELECT count(*) FROM metrics"));
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM runs") == 2);
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM metrics") == test::db_integer(whole, "SELECT count(*) FROM metrics"));
     // Foreign keys hold after renumbering.
-    CHECK(count(merged, "SELECT count(*) FROM volumes v LEFT JOIN images i USING (image_id) WHERE i.path IS NULL") == 0);
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM volumes v LEFT JOIN images i USING (image_id) WHERE i.path IS NULL") == 0);
 
     // Merging something that is not a results database fails with one line.
     const auto bad = test::run_cli({"merge", merged.string(), (dir / "vm41.img").string()});
@@ -443,7 +402,7 @@ TEST_CASE("shards cover every image once and merge into the unsharded result", "
     CHECK(self.status == 1);
     CHECK(self.err == "guestfrag: error: " + merged.string() +
                           ": OUT is also given as an input (IN): a database cannot be merged into itself\n");
-    CHECK(count(merged, "SELECT count(*) FROM runs") == 2);
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM runs") == 2);
 }
 
 TEST_CASE("batch refuses a FIFO named as an image in its row, without waiting for a writer",
@@ -462,48 +421,6 @@ TEST_CASE("batch refuses a FIFO named as an image in its row, without waiting fo
     CHECK(std::get<1>(rows.begin()->second) == "not a regular file or block device");
 }
 
-namespace {
-
-/// `guestfrag ARGS...` started in the background (output discarded); returns its pid.
-pid_t spawn_cli(const std::vector<std::string>& args) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        std::vector<char*> argv{const_cast<char*>(GUESTFRAG_CLI)};
-        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        std::freopen("/dev/null", "w", stdout);
-        std::freopen("/dev/null", "w", stderr);
-        ::execv(GUESTFRAG_CLI, argv.data());
-        ::_exit(127);
-    }
-    return pid;
-}
-
-/// Waits until the database at `db` holds at least `rows` image rows (the batch writing it
-/// may not have created it yet); fails the test when the batch ends or 120 s pass first.
-void wait_for_rows(const fs::path& db, pid_t batch, std::int64_t rows) {
-    for (int i = 0; i < 1200; ++i) {
-        int status = 0;
-        REQUIRE(::waitpid(batch, &status, WNOHANG) == 0);  // still running
-        try {
-            if (count(db, "SELECT count(*) FROM images") >= rows) return;
-        } catch (const Error&) {
-            // Not created yet.
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL("the batch stored fewer than " << rows << " images in 120 s");
-}
-
-int wait_exit(pid_t pid) {
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-}  // namespace
-
 TEST_CASE("a batch killed with SIGKILL keeps its finished rows and the next run marks it interrupted",
           "[batch][hostile]") {
     const Scratch store{make_datastore("batch-kill")};
@@ -517,7 +434,7 @@ TEST_CASE("a batch killed with SIGKILL keeps its finished rows and the next run 
 
     // Every row it committed is there, the file is sound, and the run still says running:
     // nothing could mark it.
-    const std::int64_t kept = count(db, "SELECT count(*) FROM images");
+    const std::int64_t kept = test::db_integer(db, "SELECT count(*) FROM images");
     CHECK(kept >= 2);
     {
         batch::Database d(db.string(), false);
@@ -525,7 +442,7 @@ TEST_CASE("a batch killed with SIGKILL keeps its finished rows and the next run 
         REQUIRE(check.step());
         CHECK(check.text(0) == "ok");
     }
-    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'running'") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM runs WHERE status = 'running'") == 1);
 
     // The next run finds the process gone: the run becomes interrupted and its claim on the
     // image it was analysing is released, so this run finishes the batch.
@@ -533,12 +450,12 @@ TEST_CASE("a batch killed with SIGKILL keeps its finished rows and the next run 
     INFO(next.err);
     CHECK(next.err.find("batch: run 1 stopped without finishing (its process is gone): marked interrupted") !=
           std::string::npos);
-    CHECK(count(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'interrupted' AND finished IS NOT NULL") ==
+    CHECK(test::db_integer(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'interrupted' AND finished IS NOT NULL") ==
           1);
-    CHECK(count(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'finished'") == 1);
-    CHECK(count(db, "SELECT count(*) FROM claims") == 0);
-    CHECK(count(db, "SELECT count(DISTINCT path) FROM images WHERE status = 'ok'") == 4);
-    CHECK(count(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);  // none redone
+    CHECK(test::db_integer(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'finished'") == 1);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM claims") == 0);
+    CHECK(test::db_integer(db, "SELECT count(DISTINCT path) FROM images WHERE status = 'ok'") == 4);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);  // none redone
     CHECK(next.out.find("\"status\":\"busy\"") == std::string::npos);
 }
 
@@ -556,12 +473,12 @@ TEST_CASE("two batches on one database at once analyse every image once", "[batc
     CHECK(second.err.find("left to a batch running beside it") != std::string::npos);
     CHECK(wait_exit(first) != 128 + SIGKILL);
 
-    CHECK(count(db, "SELECT count(*) FROM runs WHERE status = 'finished'") == 2);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM runs WHERE status = 'finished'") == 2);
     // Five images (one of them broken), each analysed by exactly one of the two runs.
-    CHECK(count(db, "SELECT count(*) FROM images") == 5);
-    CHECK(count(db, "SELECT count(DISTINCT path) FROM images") == 5);
-    CHECK(count(db, "SELECT count(DISTINCT run_id) FROM images") == 2);
-    CHECK(count(db, "SELECT count(*) FROM claims") == 0);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM images") == 5);
+    CHECK(test::db_integer(db, "SELECT count(DISTINCT path) FROM images") == 5);
+    CHECK(test::db_integer(db, "SELECT count(DISTINCT run_id) FROM images") == 2);
+    CHECK(test::db_integer(db, "SELECT count(*) FROM claims") == 0);
 }
 
 TEST_CASE("batch usage errors and shard arithmetic", "[batch]") {

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// `guestfrag fleet`: every image a batch recorded, its figures equal to analyze's, ranked,
+// grouped by datastore and host, with its trend over the runs; CSV and usage errors.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/batch_results.hpp"
+#include "support/fixtures.hpp"
+
+using namespace guestfrag;
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+TEST_CASE("fleet ranks every image by what is at stake and groups them by datastore and host",
+          "[batch][fleet]") {
+    const test::Scratch store{test::make_datastore("fleet")};
+    const std::string db = (store.dir / "fleet.sqlite").string();
+    REQUIRE(test::run_cli({"batch", store.dir.string(), "--db", db, "--plan"}).status == 2);  // broken.img
+    // A second analysis of one image: its trend counts two.
+    const std::string again = (store.dir / "vm42.img").string();
+    REQUIRE(test::run_cli({"batch", again, "--db", db, "--force"}).status == 0);
+
+    const auto r = test::run_cli({"fleet", "--db", db, "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json fleet = Json::parse(r.out);
+    CHECK(fleet["schema"] == "guestfrag.fleet.v1");
+    CHECK(fleet["rank"] == "fragmentation");
+    const Json& images = fleet["images"];
+    REQUIRE(images.size() == 4);
+    REQUIRE(fleet["failed"].size() == 1);
+    CHECK(fleet["failed"][0]["path"] == (store.dir / "broken.img").string());
+    CHECK(fleet["failed"][0]["error"] == "no partition table and no NTFS file system found");
+
+    char host[256] = {};
+    REQUIRE(::gethostname(host, sizeof host) == 0);
+    const auto df = test::run({"df", "--output=target", store.dir.string()});
+    REQUIRE(df.status == 0);
+    std::istringstream df_lines(df.out);
+    std::string mount;
+    std::getline(df_lines, mount);  // "Mounted on"
+    std::getline(df_lines, mount);
+
+    std::uint64_t reclaimable_total = 0;
+    for (std::size_t k = 0; k < images.size(); ++k) {
+        const Json& i = images[k];
+        INFO(i["path"]);
+        // The oracle: analyze of the image, volume by volume.
+        const auto analysis = test::run_cli({"analyze", i["path"].get<std::string>(), "--json"});
+        REQUIRE(analysis.status == 0);
+        const Json a = Json::parse(analysis.out);
+        double worst = 0;
+        std::uint64_t excess = 0, reclaimable = 0;
+        for (const Json& v : a["volumes"]) {
+            worst = std::max(worst, v["files"]["fragmentation_percent"].get<double>());
+            excess += v["files"]["excess_fragments"].get<std::uint64_t>();
+            reclaimable += v["layers"][0]["reclaimable_bytes"].get<std::uint64_t>();
+        }
+        CHECK(i["volumes"] == a["volumes"].size());
+        CHECK(i["fragmentation_percent"].get<double>() == Approx(worst));
+        CHECK(i["excess_fragments"] == excess);
+        CHECK(i["reclaimable_bytes"] == reclaimable);
+        reclaimable_total += reclaimable;
+        for (const Json& f : a["image"]["copy"]["chain"]["offload"])
+            if (f["transfer_size"] == 4u << 20) {
+                CHECK(i["copy_commands_4m"] == f["now"]["commands"]);
+                CHECK(i["copy_relaid_commands_4m"] == f["relaid"]["commands"]);
+            }
+        CHECK(i["host"] == host);
+        CHECK(i["datastore"] == mount);
+        // The plan's growth, summed over the image's volumes (the second run of vm42 did not plan).
+        if (i["path"] == again)
+            CHECK(i["thin_growth_bytes"].is_null());
+        else
+            CHECK(i["thin_growth_bytes"] ==
+                  test::db_integer(
+                      db,
+                      "SELECT sum(p.thin_growth_bytes) FROM plans p JOIN volumes v USING (volume_id) "
+                      "JOIN images im USING (image_id) WHERE im.path = ?",
+                      i["path"].get<std::string>()));
+        CHECK(i["trend"]["analyses"] == (i["path"] == again ? 2 : 1));
+        CHECK(i["trend"]["change_percent_points"].get<double>() ==
+              Approx(i["fragmentation_percent"].get<double>() -
+                     i["trend"]["first_fragmentation_percent"].get<double>()));
+        // Ranked by fragmentation, highest first.
+        if (k > 0) CHECK(images[k - 1]["fragmentation_percent"] >= i["fragmentation_percent"]);
+    }
+    REQUIRE(fleet["datastores"].size() == 1);
+    CHECK(fleet["datastores"][0]["name"] == mount);
+    CHECK(fleet["datastores"][0]["images"] == 4);
+    CHECK(fleet["datastores"][0]["reclaimable_bytes"] == reclaimable_total);
+    REQUIRE(fleet["hosts"].size() == 1);
+    CHECK(fleet["hosts"][0]["name"] == host);
+
+    // Another rank reorders; CSV holds every image with a header; the text lists the top.
+    const Json by_bytes =
+        Json::parse(test::run_cli({"fleet", "--db", db, "--json", "--rank", "reclaimable"}).out);
+    for (std::size_t k = 1; k < by_bytes["images"].size(); ++k)
+        CHECK(by_bytes["images"][k - 1]["reclaimable_bytes"] >= by_bytes["images"][k]["reclaimable_bytes"]);
+    const auto csv = test::run_cli({"fleet", "--db", db, "--csv"});
+    REQUIRE(csv.status == 0);
+    CHECK(std::count(csv.out.begin(), csv.out.end(), '\n') == 5);
+    CHECK(csv.out.starts_with("rank,path,host,datastore,"));
+    CHECK(csv.out.find("\n1," + images[0]["path"].get<std::string>() + ",") != std::string::npos);
+    const auto text = test::run_cli({"fleet", "--db", db, "--top", "2"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.starts_with("4 images, ranked by fragmentation (the first 2)\n"));
+    CHECK(text.out.find("1 images whose newest analysis failed:") != std::string::npos);
+
+    // Usage errors and a missing database.
+    CHECK(test::run_cli({"fleet", "--db", db, "--json", "--csv"}).status == 1);
+    CHECK(test::run_cli({"fleet", "--db", db, "--rank", "size"}).status == 1);
+    const auto missing = test::run_cli({"fleet", "--db", (store.dir / "none.sqlite").string()});
+    CHECK(missing.status == 2);
+    CHECK(missing.err.find('\n') == missing.err.size() - 1);
+}
