@@ -9,37 +9,32 @@ namespace guestfrag::batch {
 
 namespace {
 
-// One statement on both engines: window functions for each path's newest and oldest
-// successful rows, one pass of aggregates over their volumes. Sums are cast back to BIGINT
-// (PostgreSQL's sum of a bigint is numeric).
+// One statement on both engines: each path's newest and oldest successful row and their count
+// in one grouping, the volumes' aggregates in one pass of hash joins (a lookup per image was
+// four times slower at 100,000 images). Sums are cast back to BIGINT (PostgreSQL's sum of a
+// bigint is numeric).
 constexpr const char* kImages = R"sql(
-WITH ok AS (
-  SELECT image_id, path, run_id, analyzed_at, datastore, copy_commands_4m, copy_relaid_commands_4m,
-         row_number() OVER (PARTITION BY path ORDER BY image_id DESC) AS newest,
-         row_number() OVER (PARTITION BY path ORDER BY image_id) AS oldest,
-         count(*) OVER (PARTITION BY path) AS analyses
-  FROM images WHERE status = 'ok'),
+WITH last AS (
+  SELECT path, max(image_id) AS newest, min(image_id) AS oldest, count(*) AS analyses
+  FROM images WHERE status = 'ok' GROUP BY path),
 per_image AS (
   SELECT v.image_id, count(*) AS volumes, max(m.fragmentation_percent) AS fragmentation,
          CAST(sum(m.excess_fragments) AS BIGINT) AS excess, CAST(sum(m.reclaimable_bytes) AS BIGINT) AS reclaimable,
          CAST(sum(p.thin_growth_bytes) AS BIGINT) AS growth
   FROM volumes v JOIN metrics m ON m.volume_id = v.volume_id LEFT JOIN plans p ON p.volume_id = v.volume_id
-  WHERE v.image_id IN (SELECT image_id FROM ok WHERE newest = 1 OR oldest = 1)
   GROUP BY v.image_id)
-SELECT n.path, coalesce(r.host, ''), coalesce(n.datastore, ''), n.analyzed_at, coalesce(a.volumes, 0),
+SELECT l.path, coalesce(r.host, ''), coalesce(n.datastore, ''), n.analyzed_at, coalesce(a.volumes, 0),
        coalesce(a.fragmentation, 0), coalesce(a.excess, 0), coalesce(a.reclaimable, 0), a.growth,
-       n.copy_commands_4m, n.copy_relaid_commands_4m, n.analyses, coalesce(b.fragmentation, 0)
-FROM ok n JOIN runs r ON r.run_id = n.run_id
-LEFT JOIN per_image a ON a.image_id = n.image_id
-JOIN ok o ON o.path = n.path AND o.oldest = 1
-LEFT JOIN per_image b ON b.image_id = o.image_id
-WHERE n.newest = 1
+       n.copy_commands_4m, n.copy_relaid_commands_4m, l.analyses, coalesce(b.fragmentation, 0)
+FROM last l JOIN images n ON n.image_id = l.newest JOIN runs r ON r.run_id = n.run_id
+LEFT JOIN per_image a ON a.image_id = l.newest
+LEFT JOIN per_image b ON b.image_id = l.oldest
 )sql";
 
 constexpr const char* kFailed = R"sql(
-SELECT path, coalesce(error, '') FROM (
-  SELECT path, status, error, row_number() OVER (PARTITION BY path ORDER BY image_id DESC) AS newest FROM images) x
-WHERE newest = 1 AND status = 'failed' ORDER BY path
+SELECT i.path, coalesce(i.error, '') FROM images i
+JOIN (SELECT path, max(image_id) AS newest FROM images GROUP BY path) l ON i.image_id = l.newest
+WHERE i.status = 'failed' ORDER BY i.path
 )sql";
 
 std::optional<std::uint64_t> optional_count(const Statement& s, int column) {

@@ -159,6 +159,9 @@ PostgresConnection::PostgresConnection(const std::string& uri) {
     // Notices ("relation … already exists, skipping") are not errors and must not reach stderr.
     PQsetNoticeProcessor(
         conn_.get(), [](void*, const char*) {}, nullptr);
+    // JIT compilation (PostgreSQL 11 on) costs more than it saves on every query here: on
+    // `fleet` over 100,000 images it took 0.9 s of 1.6.
+    if (PQserverVersion(conn_.get()) >= 110000) exec("SET jit = off");
 }
 
 std::string PostgresConnection::error_message() const { return one_line(PQerrorMessage(conn_.get())); }
