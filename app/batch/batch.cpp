@@ -145,6 +145,23 @@ BatchSummary run_batch(ResultsDb& db, std::int64_t run, const std::vector<std::s
         }
     };
     {
+        // Keeps the run's lease while the workers go (ResultsDb::heartbeat): a batch on another
+        // host takes this run for dead only once it has stopped.
+        const std::jthread heartbeat([&](const std::stop_token& done) {
+            std::mutex idle;
+            std::condition_variable_any tick;
+            std::unique_lock lock(idle);
+            for (;;) {
+                tick.wait_for(lock, done, std::chrono::seconds(kHeartbeatSeconds), [] { return false; });
+                if (done.stop_requested()) return;
+                const std::lock_guard store(store_mutex);
+                try {
+                    db.heartbeat(run);
+                } catch (const Error&) {
+                    // The database is gone: the next store says so and ends the batch.
+                }
+            }
+        });
         std::vector<std::jthread> workers;
         const unsigned n = std::max(1u, std::min<unsigned>(options.jobs, static_cast<unsigned>(images.size())));
         for (unsigned i = 0; i < n; ++i) workers.emplace_back(work);

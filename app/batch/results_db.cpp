@@ -26,7 +26,8 @@ CREATE TABLE runs (
   host      TEXT,
   boot_id   TEXT,
   pid       INTEGER,
-  pid_start INTEGER
+  pid_start INTEGER,
+  heartbeat INTEGER
 );
 CREATE TABLE claims (
   path       TEXT PRIMARY KEY,
@@ -233,8 +234,10 @@ void upgrade_to_7(Connection& db) {
 }
 
 /// Schema 8: what the fleet view ranks by: the file system an image lives on and the copy
-/// commands of its data re-laid (docs/copy.md §2); NULL in older rows ("not measured").
+/// commands of its data re-laid (docs/copy.md §2); NULL in older rows ("not measured"). And the
+/// runs' heartbeat, NULL for older runs (never taken for dead on another host).
 void upgrade_to_8(Connection& db) {
+    db.exec_ddl("ALTER TABLE runs ADD COLUMN heartbeat INTEGER");
     for (const char* column :
          {"datastore TEXT", "copy_relaid_commands_4m INTEGER", "copy_relaid_commands_16m INTEGER"})
         db.exec_ddl(std::string("ALTER TABLE images ADD COLUMN ") + column);
@@ -290,16 +293,37 @@ void ResultsDb::upgrade_from(std::int64_t version) {
     db_->set_schema_version(kSchemaVersion);
 }
 
+namespace {
+
+std::int64_t unix_now() { return static_cast<std::int64_t>(std::time(nullptr)); }
+
+/// Whether the running run whose owner and heartbeat are columns `first` … `first` + 4 of `s`
+/// (host, boot_id, pid, pid_start, heartbeat) may still be working. On its own host the
+/// process itself is checked; elsewhere its heartbeat, when it has one, must be younger than
+/// the lease.
+bool run_may_be_alive(const Statement& s, int first) {
+    if (s.is_null(first + 2)) return true;  // a run of schema 1 or 2: no owner recorded
+    const ProcessOwner owner{s.text(first), s.text(first + 1), s.integer(first + 2), s.integer(first + 3)};
+    if (owner.host == this_process().host || s.is_null(first + 4)) return may_be_alive(owner);
+    return unix_now() - s.integer(first + 4) < kRunLeaseSeconds;
+}
+
+}  // namespace
+
+void ResultsDb::heartbeat(std::int64_t run) {
+    Statement(*db_, "UPDATE runs SET heartbeat = ? WHERE run_id = ? AND status = 'running'")
+        .bind(1, unix_now())
+        .bind(2, run)
+        .run();
+}
+
 std::vector<std::int64_t> ResultsDb::end_dead_runs() {
     std::vector<std::int64_t> dead;
     {
         Statement s(*db_,
-                    "SELECT run_id, host, boot_id, pid, pid_start FROM runs "
-                    "WHERE status = 'running' AND pid IS NOT NULL");
-        while (s.step()) {
-            const ProcessOwner owner{s.text(1), s.text(2), s.integer(3), s.integer(4)};
-            if (!may_be_alive(owner)) dead.push_back(s.integer(0));
-        }
+                    "SELECT run_id, host, boot_id, pid, pid_start, heartbeat FROM runs WHERE status = 'running'");
+        while (s.step())
+            if (!run_may_be_alive(s, 1)) dead.push_back(s.integer(0));
     }
     for (const std::int64_t run : dead) end_run(run, true);
     return dead;
@@ -308,8 +332,8 @@ std::vector<std::int64_t> ResultsDb::end_dead_runs() {
 std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::string& shard) {
     const ProcessOwner self = this_process();
     return Statement(*db_,
-              "INSERT INTO runs (started, arguments, shard, host, boot_id, pid, pid_start) "
-              "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING run_id")
+              "INSERT INTO runs (started, arguments, shard, host, boot_id, pid, pid_start, heartbeat) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id")
         .bind(1, utc_now())
         .bind(2, arguments)
         .bind(3, shard)
@@ -317,6 +341,7 @@ std::int64_t ResultsDb::begin_run(const std::string& arguments, const std::strin
         .bind(5, self.boot_id)
         .bind(6, self.pid)
         .bind(7, self.start_ticks)
+        .bind(8, unix_now())
         .insert();
 }
 
@@ -344,7 +369,7 @@ Claim ResultsDb::claim(std::int64_t run, const std::string& path, const std::opt
     take.reset();
     if (!taken) {
         Statement holder(*db_,
-                         "SELECT c.run_id, r.status, r.host, r.boot_id, r.pid, r.pid_start FROM claims c "
+                         "SELECT c.run_id, r.status, r.host, r.boot_id, r.pid, r.pid_start, r.heartbeat FROM claims c "
                          "JOIN runs r ON r.run_id = c.run_id WHERE c.path = ?" +
                              db_->lock_rows("c"));
         // No row: another batch's transaction is deciding on this image right now.
@@ -352,9 +377,7 @@ Claim ResultsDb::claim(std::int64_t run, const std::string& path, const std::opt
         // A claim of a run whose process is gone is taken over (the run itself is marked
         // interrupted by the next batch that starts).
         const std::int64_t holder_run = holder.integer(0);
-        if (holder_run != run && holder.text(1) == "running" &&
-            (holder.is_null(4) ||
-             may_be_alive({holder.text(2), holder.text(3), holder.integer(4), holder.integer(5)})))
+        if (holder_run != run && holder.text(1) == "running" && run_may_be_alive(holder, 2))
             return {Claim::Kind::Busy, holder_run};
         Statement(*db_, "UPDATE claims SET run_id = ?, claimed_at = ? WHERE path = ?")
             .bind(1, run)

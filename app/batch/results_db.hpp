@@ -16,6 +16,13 @@ namespace guestfrag::batch {
 /// docs/batch.md documents the tables.
 inline constexpr int kSchemaVersion = 8;
 
+/// A running batch refreshes its run's heartbeat (ResultsDb::heartbeat) every
+/// kHeartbeatSeconds; a run on another host whose heartbeat is kRunLeaseSeconds old is taken
+/// for dead (its own host checks the process instead). Hosts' clocks must agree to well within
+/// the lease.
+inline constexpr int kHeartbeatSeconds = 60;
+inline constexpr int kRunLeaseSeconds = 600;
+
 /// One volume's fragmentation at one run, for `guestfrag history`.
 struct HistoryRow {
     std::string analyzed_at;  ///< ISO-8601 UTC
@@ -67,8 +74,11 @@ public:
     /// Marks a run finished ("finished") or interrupted ("interrupted") and drops its claims.
     void end_run(std::int64_t run, bool interrupted);
     /// Marks interrupted every run still `running` whose process is certainly gone (killed,
-    /// crashed, or from an earlier boot), releasing its claims; returns their ids.
+    /// crashed, or from an earlier boot) or, on another host, whose heartbeat is older than
+    /// kRunLeaseSeconds, releasing its claims; returns their ids.
     std::vector<std::int64_t> end_dead_runs();
+    /// Records that `run` is still working (now, this host's clock).
+    void heartbeat(std::int64_t run);
 
     /// Decides, atomically against concurrent batches on this database, whether `run` analyses
     /// the image at `path`: not when another running batch has claimed it, nor (unless

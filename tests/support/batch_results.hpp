@@ -42,11 +42,13 @@ inline std::int64_t db_integer(const std::string& db, const std::string& sql, co
 }
 
 /// Takes the columns of the schemas after `version` off `db` (schema 7's plan IO, schema 8's
-/// datastore and re-laid copy commands), as a database of that older schema has them.
+/// datastore, re-laid copy commands and run heartbeat), as a database of that older schema has them.
 inline void drop_columns_after(batch::Connection& db, int version) {
-    if (version < 8)
+    if (version < 8) {
         for (const char* column : {"datastore", "copy_relaid_commands_4m", "copy_relaid_commands_16m"})
             db.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);
+        db.exec("ALTER TABLE runs DROP COLUMN heartbeat");
+    }
     if (version < 7)
         for (const char* column :
              {"plan_ios", "plan_first_writes", "plan_seconds_hdd", "plan_seconds_ssd", "plan_seconds_array"})

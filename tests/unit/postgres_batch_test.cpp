@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <ctime>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -178,6 +179,37 @@ TEST_CASE("batches on PostgreSQL: two at once do no image twice, a killed one is
         CHECK(db_integer(pg, "SELECT count(*) FROM images WHERE status = 'ok'") == 4);  // none redone
         CHECK(next.out.find("\"status\":\"busy\"") == std::string::npos);
     }
+}
+
+TEST_CASE("a run on another host is dead once its heartbeat is older than the lease", "[batch][postgres][concurrent]") {
+    const test::PostgresServer server;
+    const test::Scratch store{test::make_datastore("pg-lease")};
+    const std::string pg = server.uri();
+    {
+        batch::ResultsDb created(pg, true);
+    }
+    // Two runs of another host that no process check can reach: one silent for an hour, one
+    // that beat a second ago; each holds the claim of one image.
+    const long now = static_cast<long>(std::time(nullptr));
+    for (const long beat : {now - 3600, now - 1})
+        server.sql("INSERT INTO runs (started, arguments, host, boot_id, pid, pid_start, heartbeat) VALUES "
+                   "('2026-01-01T00:00:00Z', 'batch elsewhere', 'another-host', 'b', 4242, 1, " +
+                   std::to_string(beat) + ")");
+    const std::string stale = (store.dir / "vm41.img").string(), fresh = (store.dir / "vm42.img").string();
+    server.sql("INSERT INTO claims VALUES ('" + stale + "', 1, 'now'), ('" + fresh + "', 2, 'now')");
+
+    const auto r = test::run_cli({"batch", store.dir.string(), "--db", pg, "--json"});
+    INFO(r.err);
+    CHECK(r.err.find("batch: run 1 stopped without finishing") != std::string::npos);
+    CHECK(r.err.find("run 2 stopped") == std::string::npos);
+    const auto lines = test::batch_json_lines(r.out);
+    CHECK(lines.at(stale)["status"] == "ok");
+    CHECK(lines.at(fresh)["status"] == "busy");
+    CHECK(lines.at(fresh)["run"] == 2);
+    CHECK(db_integer(pg, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'interrupted'") == 1);
+    CHECK(db_integer(pg, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'running'") == 1);
+    // This batch's own run kept its lease: its heartbeat is from its start or later.
+    CHECK(db_integer(pg, "SELECT heartbeat FROM runs WHERE run_id = 3") >= now);
 }
 
 TEST_CASE("a PostgreSQL results database of the previous schema migrates and keeps its rows",
