@@ -254,13 +254,15 @@ static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per 
 }  // namespace
 
 ResultsDb::ResultsDb(const std::string& target, bool create) : db_(open_database(target, create)) {
-    {
-        // Checked and created or upgraded in one transaction that excludes every other
-        // opener's: shards of one batch starting at once on an empty PostgreSQL database
-        // create its tables once.
+    // A database of this schema is used as it is (no write lock taken: `history` reads a file
+    // it may not write). Otherwise it is checked again, and created or upgraded, in one
+    // transaction that excludes every other opener's: shards of one batch starting at once on
+    // an empty PostgreSQL database create its tables once.
+    std::int64_t version = db_->schema_version();
+    if (version != kSchemaVersion) {
         Transaction t(*db_);
         db_->lock_schema();
-        const std::int64_t version = db_->schema_version();
+        version = db_->schema_version();
         if (version > kSchemaVersion)
             throw Error(ErrorKind::Unsupported, "results database of a newer guestfrag (schema " +
                                                     std::to_string(version) + ")");
@@ -302,7 +304,7 @@ std::int64_t unix_now() { return static_cast<std::int64_t>(std::time(nullptr)); 
 /// process itself is checked; elsewhere its heartbeat, when it has one, must be younger than
 /// the lease.
 bool run_may_be_alive(const Statement& s, int first) {
-    if (s.is_null(first + 2)) return true;  // a run of schema 1 or 2: no owner recorded
+    if (s.is_null(first + 2)) return true;  // a run stored before schema 3: no owner recorded
     const ProcessOwner owner{s.text(first), s.text(first + 1), s.integer(first + 2), s.integer(first + 3)};
     if (owner.host == this_process().host || s.is_null(first + 4)) return may_be_alive(owner);
     return unix_now() - s.integer(first + 4) < kRunLeaseSeconds;

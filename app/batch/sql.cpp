@@ -35,10 +35,8 @@ std::string database_name(std::string_view target) {
          at_key = name.find('&', at_key + 1)) {
         if (name.compare(at_key + 1, 9, "password=") != 0) continue;
         const std::size_t value = at_key + 10;
-        name.replace(
-            value,
-            name.find('&', value) == std::string::npos ? std::string::npos : name.find('&', value) - value,
-            "***");
+        const std::size_t end = name.find('&', value);
+        name.replace(value, end == std::string::npos ? std::string::npos : end - value, "***");
     }
     return name;
 }

@@ -125,8 +125,9 @@ inline std::map<std::string, std::tuple<std::string, std::string, double>> image
     return rows;
 }
 
-/// `guestfrag ARGS...` started in the background (output discarded); returns its pid.
-inline pid_t spawn_cli(const std::vector<std::string>& args) {
+/// `guestfrag ARGS...` started in the background (standard output discarded, standard error
+/// into `err`); returns its pid.
+inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& err = "/dev/null") {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -134,7 +135,7 @@ inline pid_t spawn_cli(const std::vector<std::string>& args) {
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         std::freopen("/dev/null", "w", stdout);
-        std::freopen("/dev/null", "w", stderr);
+        std::freopen(err.c_str(), "w", stderr);
         ::execv(GUESTFRAG_CLI, argv.data());
         ::_exit(127);
     }
