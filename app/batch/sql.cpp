@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/batch/sql.hpp"
 
+#include <cstdlib>
+
 #include "app/batch/postgres.hpp"
 #include "app/batch/sqlite.hpp"
 #include "core/error.hpp"
@@ -9,6 +11,8 @@ namespace guestfrag::batch {
 
 namespace {
 
+// Text read as a number converts as SQLite converts it, leading digits or 0 (a damaged file's
+// text where a number belongs must not end the command with an uncaught exception).
 template <class... F>
 struct Visitor : F... {
     using F::operator()...;
@@ -66,14 +70,17 @@ std::int64_t Statement::integer(int column) const {
     return std::visit(
         Visitor{[](std::monostate) { return std::int64_t{0}; }, [](std::int64_t v) { return v; },
                 [](double v) { return static_cast<std::int64_t>(v); },
-                [](const std::string& v) { return static_cast<std::int64_t>(std::stoll(v)); }},
+                [](const std::string& v) {
+                    return static_cast<std::int64_t>(std::strtoll(v.c_str(), nullptr, 10));
+                }},
         value(column));
 }
 
 double Statement::real(int column) const {
     return std::visit(
         Visitor{[](std::monostate) { return 0.0; }, [](std::int64_t v) { return static_cast<double>(v); },
-                [](double v) { return v; }, [](const std::string& v) { return std::stod(v); }},
+                [](double v) { return v; },
+                [](const std::string& v) { return std::strtod(v.c_str(), nullptr); }},
         value(column));
 }
 
