@@ -142,6 +142,8 @@ case "$mode" in
                         '{"jobname": "mixed", "error": 0, "job options": {"rw": "randrw", "bs": "4k"},' \
                         '"read": {"total_ios": 9, "lat_ns": {"mean": 80000}}, "write": {"total_ios": 7, "lat_ns": {"mean": 70000}}}]}' \
                         >"$corpus/seed" ;;
+                # A child on a server and the parent name it records, split at a NUL.
+                nbd_uri) printf 'nbd+unix:///vms/clone.qcow2?socket=/run/nbd.sock&tls-psk-file=/k\0../base.qcow2' >"$corpus/seed" ;;
                 # A real plan of a small volume (the release build's guestfrag, as for ntfs).
                 plan)
                     export ASAN_OPTIONS=suppressions=$root/tests/asan.supp:intercept_strchr=0:detect_leaks=0

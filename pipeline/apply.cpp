@@ -16,6 +16,7 @@
 #include "core/apply/disk_copy.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
 #include "pipeline/copy_output.hpp"
@@ -35,6 +36,8 @@ Qcow2Backing backing_for(const std::string& input, const DiskImage& image, const
         throw Error(ErrorKind::Unsupported, "a qcow2 overlay cannot name a backing file of format " +
                                                 std::string(format_name(image.format())));
     fs::path name = input;
+    // qemu opens an NBD URI as a backing file as it stands.
+    if (is_nbd_uri(input)) return {input, std::string(format)};
     if (name.is_relative())
         name = fs::absolute(input).lexically_normal().lexically_relative(
             fs::absolute(directory_of(output)).lexically_normal());

@@ -18,6 +18,8 @@
 #include "core/apply/sparsify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
+#include "core/image/nbd_source.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
 #include "core/io/child_process.hpp"
@@ -63,8 +65,10 @@ std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
     return boost::icl::length(whole_granules_touching(bytes, granule)) / granule;
 }
 
-/// Bytes the host file at `path` holds (st_blocks · 512).
+/// Bytes the host file at `path` holds (st_blocks · 512); for an NBD export, what its block
+/// status calls data.
 std::uint64_t held_bytes(const std::string& path) {
+    if (is_nbd_uri(path)) return boost::icl::length(NbdSource::open(path)->stored_ranges(4096));
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return 0;
     return static_cast<std::uint64_t>(st.st_blocks) * 512;

@@ -14,14 +14,18 @@
 
 #include "app/batch/fingerprint.hpp"
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 
 namespace guestfrag::batch {
 
 namespace {
 
-/// The storage device an image lives on (its file system's st_dev): the unit of
-/// --per-datastore. A path that cannot be stat'ed gets its own key (it will fail fast).
+/// The storage device an image lives on (its file system's st_dev; an NBD image's server):
+/// the unit of --per-datastore. A path that cannot be stat'ed gets its own key (it will fail
+/// fast).
 std::uint64_t datastore_of(const std::string& path, std::uint64_t fallback) {
+    // The top bit keeps servers apart from device numbers, which never reach it.
+    if (is_nbd_uri(path)) return std::hash<std::string>{}(nbd_server(path)) | (std::uint64_t{1} << 63);
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_dev) : ~fallback;
 }

@@ -9,7 +9,8 @@ namespace guestfrag::batch {
 
 /// Size, modification time and a hash of the first 64 KiB of the file at `path` (a VMDK
 /// descriptor's text, a container's header and first tables, a raw disk's partition table
-/// and boot sectors). Throws Error(NotFound / Io).
+/// and boot sectors). An NBD URI has no modification time (0): its export's size and first
+/// 64 KiB stand for it. Throws Error(NotFound / Io).
 [[nodiscard]] Fingerprint fingerprint(const std::string& path);
 
 }  // namespace guestfrag::batch

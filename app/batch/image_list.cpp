@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 
 namespace guestfrag::batch {
 
@@ -42,11 +43,15 @@ bool in_shard(const std::string& path, const Shard& shard) { return path_hash(pa
 
 std::map<std::string, std::string> output_paths(const std::vector<std::string>& images,
                                                 const std::string& directory, const std::string& extension) {
+    // An NBD image is named by its export.
+    const auto stem = [](const std::string& image) {
+        return fs::path(is_nbd_uri(image) ? nbd_export_name(image) : image).stem().string();
+    };
     std::map<std::string, unsigned> stems;
-    for (const std::string& image : images) ++stems[fs::path(image).stem().string()];
+    for (const std::string& image : images) ++stems[stem(image)];
     std::map<std::string, std::string> out;
     for (const std::string& image : images) {
-        std::string name = fs::path(image).stem().string();
+        std::string name = stem(image);
         if (stems[name] > 1) {
             char suffix[10];
             std::snprintf(suffix, sizeof suffix, "-%08x", static_cast<unsigned>(path_hash(image) & 0xffffffffu));
@@ -78,7 +83,7 @@ std::vector<std::string> expand_images(const std::vector<std::string>& arguments
     std::vector<std::string> out;
     std::set<std::string> seen;
     const auto add = [&](const fs::path& p) {
-        std::string path = fs::absolute(p).lexically_normal().string();
+        std::string path = is_nbd_uri(p.native()) ? p.native() : fs::absolute(p).lexically_normal().string();
         if (seen.insert(path).second) out.push_back(std::move(path));
     };
     const auto expand = [&](const fs::path& p) {
@@ -105,13 +110,14 @@ std::vector<std::string> expand_images(const std::vector<std::string>& arguments
             const auto not_space = [](unsigned char c) { return !std::isspace(c); };
             line.erase(line.begin(), std::find_if(line.begin(), line.end(), not_space));
             line.erase(std::find_if(line.rbegin(), line.rend(), not_space).base(), line.end());
-            if (!line.empty()) expand(base / line);
+            if (!line.empty()) expand(is_nbd_uri(line) ? fs::path(line) : base / line);
         }
     }
     return out;
 }
 
 std::string mount_point_of(const std::string& path) {
+    if (is_nbd_uri(path)) return nbd_server(path);
     std::error_code ec;
     const std::string at = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
     // As df does: the longest mount point of this process's mount table that contains the

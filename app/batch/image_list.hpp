@@ -27,8 +27,8 @@ struct Shard {
 [[nodiscard]] bool in_shard(const std::string& path, const Shard& shard);
 
 /// Where `batch --apply-to` and `--compact-to` write each image's result: `directory`/NAME.`extension`, NAME
-/// the image's file name without its last extension, and where two images of `images` share
-/// a NAME, each NAME followed by "-" and 8 hex digits of path_hash(image), so that no two
+/// the image's file name (an NBD image's export name) without its last extension, and
+/// where two images of `images` share a NAME, each NAME followed by "-" and 8 hex digits of path_hash(image), so that no two
 /// images of the batch write the same file. Depends only on `images`, so every shard of a
 /// batch given the whole list names an image alike.
 [[nodiscard]] std::map<std::string, std::string> output_paths(const std::vector<std::string>& images,
@@ -41,7 +41,8 @@ struct Shard {
 
 /// The mount point of the file system that holds `path` (the image's datastore), as df
 /// names it: the longest mount point of /proc/self/mountinfo that contains the path with its
-/// symbolic links resolved; "/" when the table cannot be read.
+/// symbolic links resolved; "/" when the table cannot be read. An NBD URI's datastore is its
+/// server (nbd_server).
 [[nodiscard]] std::string mount_point_of(const std::string& path);
 
 /// Whether a file name looks like a guest disk image a directory scan should take: the
@@ -53,7 +54,8 @@ struct Shard {
 /// The images a batch covers, as absolute normalised paths without duplicates, in the
 /// order given: each argument is an image file or a directory (searched recursively,
 /// files chosen by looks_like_image, in name order); `list`, when given, is a file with
-/// one path per line ('#' starts a comment; relative paths are relative to the list).
+/// one path per line ('#' starts a comment; relative paths are relative to the list). NBD
+/// URIs (docs/nbd.md) are kept as written.
 /// Paths that do not exist are kept (their rows record the error). Throws Error(NotFound)
 /// only for a list file that cannot be read.
 [[nodiscard]] std::vector<std::string> expand_images(const std::vector<std::string>& arguments,

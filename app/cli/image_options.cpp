@@ -41,6 +41,11 @@ void add_image_options(CLI::App& cmd, ImageOptions& options) {
                                                        : "'" + text + "' is not one of " + choices;
             },
             choices));
+    cmd.add_option("--nbd-timeout", options.nbd_timeout_seconds,
+                   "Seconds an NBD server (an image or --parent given as nbd://, nbd+unix://, ...) may take to "
+                   "connect or to answer one request before guestfrag gives up")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 86400.0));
 }
 
 OpenOptions open_options(const ImageOptions& options) {
@@ -48,6 +53,7 @@ OpenOptions open_options(const ImageOptions& options) {
     // The validators above accepted these texts.
     if (!options.format.empty()) out.format = readable_family_from_name(options.format);
     for (const std::string& text : options.parents) out.parents.push_back(*parse_parent_override(text));
+    out.nbd_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.nbd_timeout_seconds * 1000 + 0.5));
     return out;
 }
 

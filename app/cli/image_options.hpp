@@ -13,13 +13,14 @@
 
 namespace guestfrag::cli {
 
-/// The texts of --parent (repeatable) and --format as given.
+/// The texts of --parent (repeatable) and --format as given, and --nbd-timeout.
 struct ImageOptions {
     std::vector<std::string> parents;
     std::string format;
+    double nbd_timeout_seconds = 60;
 };
 
-/// Adds --parent and --format to `cmd`, storing into `options` (which must outlive the
+/// Adds --parent, --format and --nbd-timeout to `cmd`, storing into `options` (which must outlive the
 /// parse). Malformed values are usage errors (exit 1).
 void add_image_options(CLI::App& cmd, ImageOptions& options);
 

@@ -9,6 +9,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "core/image/byte_source.hpp"
 
 namespace {
 
@@ -22,6 +23,27 @@ void raise_open_file_limit() {
     }
 }
 
+/// Prints the process's read counters on stderr when asked, however main returns.
+class PrintReadStats {
+public:
+    explicit PrintReadStats(const bool& enabled) : enabled_(enabled) {}
+    PrintReadStats(const PrintReadStats&) = delete;
+    PrintReadStats& operator=(const PrintReadStats&) = delete;
+    ~PrintReadStats() {
+        if (!enabled_) return;
+        const guestfrag::ReadCounters& c = guestfrag::read_counters();
+        std::fprintf(stderr,
+                     "guestfrag: read %llu bytes in %llu requests from files, %llu bytes in %llu requests over NBD\n",
+                     static_cast<unsigned long long>(c.file_bytes.load()),
+                     static_cast<unsigned long long>(c.file_requests.load()),
+                     static_cast<unsigned long long>(c.nbd_bytes.load()),
+                     static_cast<unsigned long long>(c.nbd_requests.load()));
+    }
+
+private:
+    const bool& enabled_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -30,6 +52,11 @@ int main(int argc, char** argv) {
     CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images"};
     app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
     app.require_subcommand(1);
+    // Accepted after the subcommand too ("guestfrag analyze IMG --stats").
+    app.fallthrough();
+    bool stats = false;
+    app.add_flag("--stats", stats, "On exit, print to stderr the bytes and requests read from images, by transport");
+    const PrintReadStats print_stats(stats);
     add_analyze_command(app);
     add_plan_command(app);
     add_estimate_command(app);

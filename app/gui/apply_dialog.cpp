@@ -9,6 +9,8 @@
 #include <QMessageBox>
 #include <QStandardItemModel>
 
+#include "core/image/nbd_uri.hpp"
+
 namespace guestfrag::gui {
 
 namespace {
@@ -50,7 +52,7 @@ ApplyDialog::ApplyDialog(const QString& path, const DiskImage& image, std::size_
                     tr("Carries the plan's %n move(s) out on a new disk and proves the result. "
                        "%1 itself is only read.",
                        nullptr, static_cast<int>(moves))
-                        .arg(QFileInfo(path).fileName()),
+                        .arg(QString::fromStdString(location_file_name(path.toStdString()))),
                     tr("Apply"), parent) {
     format_->addItem(tr("raw (the whole disk, sparse)"));
     format_->addItem(tr("qcow2 overlay (the changed clusters, backed by the input)"));
@@ -83,7 +85,7 @@ void ApplyDialog::format_changed() {
         format() == ApplyOutputFormat::Qcow2
             ? tr("For KVM: the overlay needs %1 beside it as it is now; run the guest on it or "
                  "fold it in with qemu-img commit.")
-                  .arg(QFileInfo(path_).fileName())
+                  .arg(QString::fromStdString(location_file_name(path_.toStdString())))
             : tr("A new disk of the input's full virtual size (holes stay unallocated); "
                  "qemu-img convert turns it into VMDK or VHDX."));
 }

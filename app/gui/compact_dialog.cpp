@@ -10,6 +10,7 @@
 #include <QLineEdit>
 
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
@@ -79,7 +80,7 @@ CompactDialog::CompactDialog(const QString& path, const DiskImage& image, std::s
                     tr("Writes a new image that holds only what the disk's %n NTFS volume(s) use, their "
                        "data first packed into the fewest granules, and proves it. %1 itself is only read.",
                        nullptr, static_cast<int>(volumes))
-                        .arg(QFileInfo(path).fileName()),
+                        .arg(QString::fromStdString(location_file_name(path.toStdString()))),
                     tr("Compact"), parent),
       granule_(new QLineEdit),
       pack_(new QCheckBox(tr("Pack the data into the fewest granules first"))) {

@@ -13,6 +13,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -40,6 +41,7 @@
 #include "app/gui/plan_panel.hpp"
 #include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/warnings_model.hpp"
+#include "core/image/nbd_uri.hpp"
 
 namespace guestfrag::gui {
 
@@ -128,6 +130,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::build_menus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open image…"), QKeySequence::Open, this, &MainWindow::choose_image);
+    file->addAction(tr("Open &URI…"), this, &MainWindow::choose_uri);
     recent_menu_ = file->addMenu(tr("Open &recent"));
     rebuild_recent_menu();
     file->addSeparator();
@@ -316,6 +319,22 @@ void MainWindow::choose_image() {
     if (!path.isEmpty()) open_image(path);
 }
 
+void MainWindow::choose_uri() {
+    bool ok = false;
+    const QString uri =
+        QInputDialog::getText(this, tr("Open image on an NBD server"),
+                              tr("NBD URI (nbd://HOST/EXPORT, nbd+unix:///EXPORT?socket=PATH, nbds://… for TLS):"),
+                              QLineEdit::Normal, QStringLiteral("nbd+unix:///?socket="), &ok)
+            .trimmed();
+    if (!ok || uri.isEmpty()) return;
+    if (!is_nbd_uri(uri.toStdString())) {
+        QMessageBox::warning(this, tr("guestfrag"),
+                             tr("%1 is not an NBD URI (nbd://, nbds://, nbd+unix://, nbds+unix://).").arg(uri));
+        return;
+    }
+    open_image(uri);
+}
+
 void MainWindow::open_image(const QString& path, const std::vector<ParentOverride>& parents) {
     image_path_ = path;
     parents_ = parents;
@@ -335,7 +354,7 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
         const QSignalBlocker block(volume_box_);
         volume_box_->clear();
     }
-    setWindowTitle(QStringLiteral("%1 — guestfrag").arg(QFileInfo(path).fileName()));
+    setWindowTitle(QStringLiteral("%1 — guestfrag").arg(qstr(location_file_name(path.toStdString()))));
     job_started(tr("Reading %1…").arg(path));
     const std::string image = path.toStdString();
     struct Opened {
@@ -428,7 +447,7 @@ void MainWindow::update_summary() {
     const VolumeAnalysis& v = a.volumes.at(volume_index());
     QString text = tr("<b>%1</b> · %2 · %3 layer(s) · %4 files, %5 fragmented (%6%) · free %7 in %8 extents, "
                       "free space fragmentation %9%")
-                       .arg(QFileInfo(qstr(a.path)).fileName().toHtmlEscaped(), qstr(format_name(a.format)))
+                       .arg(qstr(location_file_name(a.path)).toHtmlEscaped(), qstr(format_name(a.format)))
                        .arg(a.layers.size())
                        .arg(v.files.files)
                        .arg(v.files.fragmented_files)
@@ -573,7 +592,8 @@ void MainWindow::report_error(const QString& image, const Error& error) {
 
 bool MainWindow::offer_parent(const Error& error) {
     const auto* missing = dynamic_cast<const MissingParentError*>(&error);
-    if (missing == nullptr || !QFileInfo::exists(image_path_)) return false;
+    if (missing == nullptr || (!is_nbd_uri(image_path_.toStdString()) && !QFileInfo::exists(image_path_)))
+        return false;
     const QString reason = QString::fromStdString(error.what());
     const auto answer = QMessageBox::question(this, tr("Parent image missing"),
                                               tr("%1\n\nChoose the parent image file?").arg(reason),
@@ -619,7 +639,7 @@ void MainWindow::follow(NewDiskProgressDialog* dialog, BackgroundJob* job, const
 void MainWindow::remember_recent(const QString& path) {
     QSettings settings;
     QStringList recent = settings.value(kRecentKey).toStringList();
-    const QString absolute = QFileInfo(path).absoluteFilePath();
+    const QString absolute = is_nbd_uri(path.toStdString()) ? path : QFileInfo(path).absoluteFilePath();
     recent.removeAll(absolute);
     recent.prepend(absolute);
     while (recent.size() > kRecentFiles) recent.removeLast();

@@ -141,6 +141,8 @@ private:
     void build_menus();
     QWidget* build_central();
     void choose_image();
+    /// File ▸ Open URI: an image on an NBD server (docs/nbd.md).
+    void choose_uri();
     void choose_volume(int index, std::optional<MapCells> view);
     void run_plan();
     void show_analysis(MapCells first);

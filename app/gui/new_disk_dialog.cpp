@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/sizes.hpp"
 
@@ -37,9 +38,11 @@ QString output_refusal(const std::string& output, const DiskImage& image, bool r
 }
 
 QString default_output(const QString& path, const QString& tag, const QString& suffix) {
-    const QFileInfo input(path);
+    // An image on an NBD server is written beside us, under its export's name.
+    const bool remote = is_nbd_uri(path.toStdString());
+    const QFileInfo input(remote ? QString::fromStdString(location_file_name(path.toStdString())) : path);
     const QString stem = input.completeBaseName().isEmpty() ? input.fileName() : input.completeBaseName();
-    const QDir dir = input.absoluteDir();
+    const QDir dir = remote ? QDir::current() : input.absoluteDir();
     QString name = QStringLiteral("%1.%2.%3").arg(stem, tag, suffix);
     for (int n = 2; QFileInfo::exists(dir.filePath(name)); ++n)
         name = QStringLiteral("%1.%2-%3.%4").arg(stem, tag).arg(n).arg(suffix);

@@ -45,6 +45,11 @@ std::string errno_text(int error) {
     return text;
 }
 
+ReadCounters& read_counters() noexcept {
+    static ReadCounters counters;
+    return counters;
+}
+
 ByteSet ByteSource::stored_ranges(std::uint64_t) const { return everything(size()); }
 
 PhysicalFile ByteSource::physical_layout() const {
@@ -123,7 +128,12 @@ std::size_t FileSource::read_at(std::uint64_t offset, std::span<std::byte> out) 
     const std::size_t want = std::min(out.size(), max_chunk);
     while (true) {
         const ssize_t n = ::pread(fd_.get(), out.data(), want, static_cast<off_t>(offset));
-        if (n >= 0) return static_cast<std::size_t>(n);
+        if (n >= 0) {
+            ReadCounters& counters = read_counters();
+            counters.file_requests.fetch_add(1, std::memory_order_relaxed);
+            counters.file_bytes.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+            return static_cast<std::size_t>(n);
+        }
         if (errno != EINTR) throw read_error(offset, errno);
     }
 }

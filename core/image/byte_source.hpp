@@ -5,6 +5,7 @@
 // reads through RandomAccessFile and qemu's format drivers through their child node).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -62,6 +63,18 @@ public:
     /// left for the caller; the default knows nothing and says so in `note`. Throws Error(Io).
     [[nodiscard]] virtual PhysicalFile physical_layout() const;
 };
+
+/// What this process read from image sources, by transport: `--stats` prints it, and the
+/// benchmarks compare a remote analysis's bytes with a local one's.
+struct ReadCounters {
+    std::atomic<std::uint64_t> file_bytes{0};
+    std::atomic<std::uint64_t> file_requests{0};
+    std::atomic<std::uint64_t> nbd_bytes{0};     ///< asked of NBD servers, read-ahead included
+    std::atomic<std::uint64_t> nbd_requests{0};
+};
+
+/// The process's counters.
+[[nodiscard]] ReadCounters& read_counters() noexcept;
 
 /// Reads exactly out.size() bytes at `offset`, looping over short reads. Throws
 /// Error(Io, "file shrank while reading it") when the source ends first (it was

@@ -9,12 +9,14 @@
 #include "core/image/chain_image.hpp"
 #include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/source_opener.hpp"
 
 namespace guestfrag {
 
 std::string recorded_file_name(const std::string& recorded) {
+    if (is_nbd_uri(recorded)) return recorded_file_name(nbd_export_name(recorded));
     const auto cut = recorded.find_last_of("\\/");
     return cut == std::string::npos ? recorded : recorded.substr(cut + 1);
 }
@@ -25,7 +27,8 @@ std::string ParentOverride::text() const {
 }
 
 std::optional<ParentOverride> parse_parent_override(std::string_view text) {
-    const auto eq = text.find('=');
+    // An NBD URI's query holds '=' ("nbd+unix:///x?socket=/s"): a key comes before it.
+    const auto eq = is_nbd_uri(text) ? std::string_view::npos : text.find('=');
     if (eq == std::string_view::npos) {
         if (text.empty()) return std::nullopt;
         return ParentOverride{1, {}, std::string(text)};

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/image/host_file.hpp"
 #include "core/image/layer_file.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/open_chain.hpp"
 #include "core/image/raw_image.hpp"
 #include "core/image/source_opener.hpp"
@@ -90,9 +91,11 @@ std::unique_ptr<DiskImage> open_from(std::unique_ptr<RawImage> raw, const Source
 }  // namespace
 
 std::unique_ptr<DiskImage> open_image(const std::string& path, const OpenOptions& options) {
+    const FileOpener opener(options.nbd_timeout);
+    if (is_nbd_uri(path)) return open_from(std::make_unique<RawImage>(opener.open(path)), opener, options);
     // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
     // into our error kinds, and when the content is raw it is the answer.
-    return open_from(std::make_unique<RawImage>(path), file_opener(), options);
+    return open_from(std::make_unique<RawImage>(path), opener, options);
 }
 
 std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,

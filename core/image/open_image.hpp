@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "core/image/disk_image.hpp"
+#include "core/image/nbd_source.hpp"
 #include "core/image/open_chain.hpp"
 
 namespace guestfrag {
@@ -41,9 +43,12 @@ struct OpenOptions {
     /// is refused. Parents are still opened as their children record them.
     std::optional<ImageFormat> format;
     std::vector<ParentOverride> parents;  ///< see open_chain
+    /// How long an NBD server (an image or parent given as a URI) may keep a handshake or a
+    /// request waiting before the open or read fails (`--nbd-timeout`).
+    std::chrono::milliseconds nbd_timeout = kDefaultNbdTimeout;
 };
 
-/// Opens a disk image read-only, choosing the reader from the file's content (or
+/// Opens a disk image read-only from a host path or an NBD URI (docs/nbd.md), choosing the reader from the file's content (or
 /// `options.format`): raw files directly, container formats as a chain of layers resolved as
 /// the hypervisor would, less the parents `options.parents` gives (see open_chain). The
 /// caller owns the result. Throws Error(NotFound / Unsupported / Corrupt / Io); a parent

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/image/inflate.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/qcow2_inflate.hpp"
 #include "core/image/qcow2_layer.hpp"
 
@@ -328,17 +329,22 @@ std::optional<ParentLink> Qcow2Layer::parent() const {
         link.format = format_from_qemu_name(*header_.backing_format);
     }
     std::string name = link.recorded;
-    // "file:" is qemu's explicit local-file protocol prefix; other protocols (nbd://,
-    // json:{...}) name no host file we could open.
-    if (name.starts_with("file:"))
+    // "file:" is qemu's explicit local-file protocol prefix; other protocols than NBD
+    // (json:{...}, http://) name nothing we could open.
+    if (name.starts_with("file:")) {
         name.erase(0, 5);
-    else if (name.starts_with("json:") || name.find("://") != std::string::npos)
+    } else if (is_nbd_uri(name)) {
+        // An NBD export, as qemu opens it too.
+        link.candidates.push_back(name);
         return link;
+    } else if (name.starts_with("json:") || name.find("://") != std::string::npos) {
+        return link;
+    }
     const fs::path recorded(name);
     if (recorded.is_absolute())
         link.candidates.push_back(name);
     else
-        link.candidates.push_back((fs::path(file_.path()).parent_path() / recorded).string());
+        link.candidates.push_back(sibling_path(file_.path(), name));
     return link;
 }
 

@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "core/image/nbd_uri.hpp"
+
 namespace guestfrag {
 namespace {
 
@@ -12,15 +14,30 @@ std::string normal(const std::string& path) { return fs::path(path).lexically_no
 
 }  // namespace
 
-std::shared_ptr<const ByteSource> FileOpener::open(const std::string& path) const { return FileSource::open(path); }
+std::shared_ptr<const ByteSource> FileOpener::open(const std::string& path) const {
+    if (is_nbd_uri(path)) return NbdSource::open(path, nbd_timeout_);
+    return FileSource::open(path);
+}
 
-bool FileOpener::exists(const std::string& path) const { return fs::exists(path); }
+bool FileOpener::exists(const std::string& path) const {
+    if (!is_nbd_uri(path)) return fs::exists(path);
+    // An export exists when the server lets us open it; one connection per question.
+    try {
+        (void)NbdSource::open(path, nbd_timeout_);
+        return true;
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::NotFound) return false;
+        throw;
+    }
+}
 
 bool FileOpener::is_readable(const std::string& path) const {
+    if (is_nbd_uri(path)) return exists(path);
     return fs::is_regular_file(path) || fs::is_block_file(path);
 }
 
 std::string FileOpener::identity(const std::string& path) const {
+    if (is_nbd_uri(path)) return path;
     std::error_code ec;
     const auto canon = fs::canonical(path, ec);
     return ec ? path : canon.string();

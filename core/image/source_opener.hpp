@@ -6,12 +6,14 @@
 // answers for a path.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/image/byte_source.hpp"
+#include "core/image/nbd_source.hpp"
 
 namespace guestfrag {
 
@@ -41,13 +43,21 @@ public:
     [[nodiscard]] virtual std::string identity(const std::string& path) const = 0;
 };
 
-/// The host file system: FileSource::open and std::filesystem queries.
+/// The host file system (FileSource::open and std::filesystem queries) and NBD servers: a
+/// path that is an NBD URI (is_nbd_uri) is opened as an NbdSource, so a remote image's
+/// parents and extents resolve to exports of the same server (sibling_path).
 class FileOpener final : public SourceOpener {
 public:
+    /// `nbd_timeout` bounds each connection's handshake and each of its requests.
+    explicit FileOpener(std::chrono::milliseconds nbd_timeout = kDefaultNbdTimeout) : nbd_timeout_(nbd_timeout) {}
+
     [[nodiscard]] std::shared_ptr<const ByteSource> open(const std::string& path) const override;
     [[nodiscard]] bool exists(const std::string& path) const override;
     [[nodiscard]] bool is_readable(const std::string& path) const override;
     [[nodiscard]] std::string identity(const std::string& path) const override;
+
+private:
+    std::chrono::milliseconds nbd_timeout_;
 };
 
 /// The opener the path-taking entry points (open_image(path), open_vmdk(path), ...) use.

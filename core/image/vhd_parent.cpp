@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 
 namespace guestfrag::vhd {
 namespace {
@@ -118,9 +119,8 @@ std::string to_host_separators(std::string path) {
 
 ParentLink parent_link(const HostFile& file, const DynamicHeader& header) {
     const RecordedPaths paths = recorded_paths(file, header);
-    const fs::path dir = fs::path(file.path()).parent_path();
     const auto in_child_dir = [&](const std::string& relative) {
-        return (dir / fs::path(to_host_separators(relative))).lexically_normal().string();
+        return normal_sibling_path(file.path(), to_host_separators(relative));
     };
 
     std::vector<std::string> candidates;

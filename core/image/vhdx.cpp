@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/host_file.hpp"
 #include "core/image/vhdx_layer.hpp"
 
@@ -331,9 +332,8 @@ std::optional<ParentLink> VhdxLayer::parent() const {
     if (!meta_.has_parent) return std::nullopt;
     const std::string* relative = meta_.locator_value("relative_path");
     const std::string* absolute = meta_.locator_value("absolute_win32_path");
-    const fs::path dir = fs::path(file_.path()).parent_path();
     const auto in_child_dir = [&](const std::string& name) {
-        return (dir / fs::path(to_host_separators(name))).lexically_normal().string();
+        return normal_sibling_path(file_.path(), to_host_separators(name));
     };
 
     std::vector<std::string> candidates;

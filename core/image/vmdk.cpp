@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/image/host_file.hpp"
+#include "core/image/nbd_uri.hpp"
 #include "core/image/source_opener.hpp"
 #include "core/image/vmdk_cowd_extent.hpp"
 #include "core/image/vmdk_descriptor.hpp"
@@ -37,12 +38,6 @@ Magic magic_of(const HostFile& file) {
     return Magic::Other;
 }
 
-/// Names in a descriptor are relative to the directory of the descriptor's path as given.
-fs::path directory_of(const std::string& path) { return fs::path(path).parent_path(); }
-
-std::string join(const fs::path& dir, const std::string& name) {
-    return dir.empty() ? name : (dir / name).string();
-}
 
 bool is_windows_absolute(const std::string& name) {
     const bool drive = name.size() >= 3 && std::isalpha(static_cast<unsigned char>(name[0])) && name[1] == ':' &&
@@ -50,12 +45,12 @@ bool is_windows_absolute(const std::string& name) {
     return drive || name.starts_with("\\\\");
 }
 
-/// Host paths to try for a parentFileNameHint (or an extent name), in order: a relative
-/// name against the child's directory; an absolute name as written (a datastore or
-/// Windows path that rarely exists on this host), then its last component in the child's
-/// directory, where copied disks usually sit side by side. Windows separators become '/'
-/// for the lookups in the child's directory.
-std::vector<std::string> candidates_for(const std::string& name, const fs::path& dir) {
+/// Paths to try for a parentFileNameHint (or an extent name), in order: a relative name
+/// beside the child (sibling_path: its directory, or its NBD server's); an absolute name as
+/// written (a datastore or Windows path that rarely exists on this host), then its last
+/// component beside the child, where copied disks usually sit side by side. Windows
+/// separators become '/' for the lookups beside the child.
+std::vector<std::string> candidates_for(const std::string& name, const std::string& child) {
     std::vector<std::string> out;
     const auto add = [&](const std::string& candidate) {
         if (std::find(out.begin(), out.end(), candidate) == out.end()) out.push_back(candidate);
@@ -65,10 +60,10 @@ std::vector<std::string> candidates_for(const std::string& name, const fs::path&
     if (is_windows_absolute(name) || name.starts_with('/')) {
         add(name);
         const std::string base = fs::path(portable).filename().string();
-        if (!base.empty()) add(join(dir, base));
+        if (!base.empty()) add(sibling_path(child, base));
     } else {
-        add(join(dir, portable));
-        if (portable != name) add(join(dir, fs::path(portable).filename().string()));
+        add(sibling_path(child, portable));
+        if (portable != name) add(sibling_path(child, fs::path(portable).filename().string()));
     }
     return out;
 }
@@ -80,7 +75,7 @@ ParentLink vmdk_parent(ParentLink link) {
     return link;
 }
 
-std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const fs::path& dir) {
+std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const std::string& child) {
     const bool has_parent_cid = d.parent_cid != VmdkDescriptor::kNoParent;
     if (!d.parent_hint && !has_parent_cid) return std::nullopt;
     ParentLink link;
@@ -88,7 +83,7 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
         // A hint with parentCID ffffffff is inconsistent; like qemu, follow the hint (there
         // is then no identity to check the parent by).
         link.recorded = *d.parent_hint;
-        link.candidates = candidates_for(*d.parent_hint, dir);
+        link.candidates = candidates_for(*d.parent_hint, child);
     } else {
         link.recorded = "parent with CID " + vmdk_cid_text(d.parent_cid) + " (no parentFileNameHint)";
     }
@@ -98,9 +93,9 @@ std::optional<ParentLink> parent_from_descriptor(const VmdkDescriptor& d, const 
 
 /// The path of an extent file named in a descriptor; throws Error(NotFound) naming the
 /// extent when it is missing.
-std::string find_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+std::string find_extent_file(const VmdkExtentLine& line, std::size_t index, const std::string& child,
                              const SourceOpener& opener) {
-    const std::vector<std::string> paths = candidates_for(line.file, dir);
+    const std::vector<std::string> paths = candidates_for(line.file, child);
     for (const std::string& path : paths)
         if (opener.exists(path)) return path;
     std::string tried;
@@ -109,9 +104,9 @@ std::string find_extent_file(const VmdkExtentLine& line, std::size_t index, cons
                 "extent " + std::to_string(index + 1) + " file not found: " + line.file + " (looked for " + tried + ")");
 }
 
-HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+HostFile open_extent_file(const VmdkExtentLine& line, std::size_t index, const std::string& child,
                           const SourceOpener& opener) {
-    return HostFile(opener.open(find_extent_file(line, index, dir, opener)));
+    return HostFile(opener.open(find_extent_file(line, index, child, opener)));
 }
 
 bool is_sparse(VmdkExtentType type) {
@@ -123,12 +118,12 @@ bool is_sparse(VmdkExtentType type) {
 /// file into as many extents, each with its own tables and caches. VMware never writes
 /// that; refused (by the files' identities, so "x.vmdk" and "./x.vmdk" are one file)
 /// before any extent is opened.
-void refuse_repeated_sparse_files(const VmdkDescriptor& d, const fs::path& dir, const SourceOpener& opener) {
+void refuse_repeated_sparse_files(const VmdkDescriptor& d, const std::string& child, const SourceOpener& opener) {
     std::map<std::string, std::size_t> first_line;  // file identity → extent index
     for (std::size_t i = 0; i < d.extents.size(); ++i) {
         const VmdkExtentLine& line = d.extents[i];
         if (!is_sparse(line.type) || line.access == VmdkAccess::NoAccess) continue;
-        const std::string identity = opener.identity(find_extent_file(line, i, dir, opener));
+        const std::string identity = opener.identity(find_extent_file(line, i, child, opener));
         const auto [it, added] = first_line.emplace(identity, i);
         if (!added)
             throw Error(ErrorKind::Corrupt, "vmdk: extents " + std::to_string(it->second + 1) + " and " +
@@ -156,7 +151,7 @@ std::unique_ptr<VmdkExtent> open_sparse(HostFile file) {
     throw Error(ErrorKind::Corrupt, "not a sparse extent file (unknown magic)");
 }
 
-std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t index, const fs::path& dir,
+std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t index, const std::string& child,
                                         bool has_parent, const SourceOpener& opener) {
     const std::uint64_t bytes = line.sectors * kVmdkSectorSize;
     if (line.access == VmdkAccess::NoAccess)
@@ -173,7 +168,7 @@ std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t 
             if (line.offset > kVmdkMaxDiskBytes / kVmdkSectorSize)
                 throw Error(ErrorKind::Corrupt, "flat extent offset of " + std::to_string(line.offset) +
                                                     " sectors is absurd");
-            return std::make_unique<VmdkFlatExtent>(open_extent_file(line, index, dir, opener),
+            return std::make_unique<VmdkFlatExtent>(open_extent_file(line, index, child, opener),
                                                     line.offset * kVmdkSectorSize, bytes, has_parent);
         }
         case VmdkExtentType::Sparse:
@@ -181,7 +176,7 @@ std::unique_ptr<VmdkExtent> open_extent(const VmdkExtentLine& line, std::size_t 
         case VmdkExtentType::SeSparse: {
             // Go by the file's magic, as qemu does for SPARSE and VMFSSPARSE lines: the
             // line's type is a hint, the header is what the file is.
-            auto extent = open_sparse(open_extent_file(line, index, dir, opener));
+            auto extent = open_sparse(open_extent_file(line, index, child, opener));
             if (extent->size() != bytes)
                 throw Error(ErrorKind::Corrupt, "the descriptor gives it " + std::to_string(line.sectors) +
                                                     " sectors, its header " +
@@ -215,15 +210,14 @@ std::unique_ptr<LayerFile> open_descriptor_file(const std::string& path, const H
         throw Error(ErrorKind::Unsupported, "vmdk: extents of " + std::to_string(d.total_sectors()) +
                                                 " sectors in all exceed the 64 TiB limit");
 
-    const fs::path dir = directory_of(path);
-    refuse_repeated_sparse_files(d, dir, opener);
-    auto parent = parent_from_descriptor(d, dir);
+    refuse_repeated_sparse_files(d, path, opener);
+    auto parent = parent_from_descriptor(d, path);
     std::vector<VmdkLayer::Placed> extents;
     std::uint64_t start = 0;
     for (std::size_t i = 0; i < d.extents.size(); ++i) {
         const VmdkExtentLine& line = d.extents[i];
         try {
-            extents.push_back({start, open_extent(line, i, dir, parent.has_value(), opener), line.file});
+            extents.push_back({start, open_extent(line, i, path, parent.has_value(), opener), line.file});
         } catch (const Error& e) {
             // Missing files are already named; "not supported" stands on its own.
             if (e.kind() == ErrorKind::NotFound || e.kind() == ErrorKind::Unsupported) throw;
@@ -247,7 +241,7 @@ std::unique_ptr<LayerFile> open_sparse_file(const std::string& path, HostFile fi
         if (!d->extents.empty() && d->total_sectors() != header.capacity)
             throw Error(ErrorKind::Corrupt, "embedded descriptor extents sum to " + std::to_string(d->total_sectors()) +
                                                 " sectors, the header capacity is " + std::to_string(header.capacity));
-        parent = parent_from_descriptor(*d, directory_of(path));
+        parent = parent_from_descriptor(*d, path);
     }
     std::vector<VmdkLayer::Placed> extents;
     extents.push_back({0, std::make_unique<VmdkSparseExtent>(std::move(file), header), fs::path(path).filename().string()});
@@ -262,7 +256,7 @@ std::unique_ptr<LayerFile> open_cowd_file(const std::string& path, HostFile file
     if (!header.parent_file_name.empty()) {
         ParentLink link;
         link.recorded = header.parent_file_name;
-        link.candidates = candidates_for(header.parent_file_name, directory_of(path));
+        link.candidates = candidates_for(header.parent_file_name, path);
         parent = vmdk_parent(std::move(link));
     }
     std::vector<VmdkLayer::Placed> extents;

@@ -10,6 +10,7 @@
 
 #include "app/gui/main_window.hpp"
 #include "gui_image.hpp"
+#include "support/nbd_server.hpp"
 
 using namespace guestfrag;
 namespace fs = std::filesystem;
@@ -106,6 +107,25 @@ private slots:
         QCOMPARE(image.size(), gui::kWindowSize);
         QVERIFY(distinct_colours(image) > 64);
         fs::remove(png);
+    }
+
+    void imageOnAnNbdServer() {
+        const test::NbdServer server("nbdkit", {"file", "file=" + test::gui_test_image().string()});
+        const fs::path png = scratch("nbd.png");
+        const auto r = run_headless({server.uri(), "--screenshot", png.string()});
+        QVERIFY2(r.status == 0, r.err.c_str());
+        QImage image(QString::fromStdString(png.string()));
+        QCOMPARE(image.size(), gui::kWindowSize);
+        QVERIFY(distinct_colours(image) > 64);
+        fs::remove(png);
+        // A server that is not there: one line and exit 2, as for a missing file.
+        const std::string gone = "nbd+unix:///?socket=" + scratch("none.sock").string();
+        const auto missing = run_offscreen({gone, "--screenshot", png.string()});
+        QCOMPARE(missing.status, 2);
+        QVERIFY2(missing.err.rfind("guestfrag-gui: error: " + gone + ": cannot connect to ", 0) == 0,
+                 missing.err.c_str());
+        QVERIFY(missing.err.find('\n') == missing.err.size() - 1);
+        QVERIFY(!fs::exists(png));
     }
 
     void screenshotOfVmdkUnderXvfb() {
