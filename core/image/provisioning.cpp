@@ -31,7 +31,8 @@ std::optional<Provisioning> provisioning_from_name(std::string_view name) noexce
 LayerProvisioning raw_provisioning(bool fully_allocated, std::uint64_t unit) {
     if (!fully_allocated)
         return {Provisioning::Thin, unit, false,
-                "the file has holes (SEEK_HOLE): the host file system allocates them on first write"};
+                "the file has holes (SEEK_HOLE, or an NBD server's block status): the host file system "
+                "allocates them on first write"};
     return {Provisioning::Eager, unit, true,
             "the file has no holes, which does not tell lazy from eager: eager assumed, as a file written "
             "whole at creation (dd, qemu-img preallocation=full) is"};

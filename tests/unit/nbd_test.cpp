@@ -125,6 +125,28 @@ TEST_CASE("a qemu-nbd export of a qcow2 is its guest disk, allocated where qemu 
     CHECK(remote["image"]["layers"][0]["allocated_bytes"].get<std::uint64_t>() == data);
 }
 
+TEST_CASE("an nbdkit memory disk is a new thin disk: holes where nothing was written") {
+    test::require_tools({"nbdkit"});
+    const NbdServer server("nbdkit", {"memory", "64M"});
+    // No volume to analyse, as for a new local disk ...
+    const test::CommandResult analyzed = test::run_cli({"analyze", server.uri()});
+    CHECK(analyzed.status == 2);
+    CHECK(analyzed.err.find("no partition table and no NTFS file system found") != std::string::npos);
+    // ... but a disk job runs on it, every 64 KiB block a first write: block status says
+    // nothing is allocated.
+    const test::CommandResult r =
+        test::run_cli({"estimate", server.uri(), "--json", "--workload",
+                       "fio:rw=write,bs=4k,size=128k,offset=1m", "--zero-block", "64K"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const Json volume = Json::parse(r.out)["volumes"][0];
+    CHECK(volume["no_volume"] == true);
+    CHECK(volume["provisioning"]["type"] == "thin");
+    CHECK(volume["before"]["ios"] == 32);
+    CHECK(volume["before"]["bytes"] == 131072);
+    CHECK(volume["before"]["first_writes"] == 2);  // 0 had the export been allocated
+}
+
 TEST_CASE("reads over NBD are counted and printed with --stats") {
     Images images;
     const NbdServer server("nbdkit", test::nbdkit_directory_args(images.dir.path().string()));
