@@ -52,7 +52,6 @@ std::string seconds_text(std::chrono::milliseconds timeout) {
 struct Extents {
     std::atomic<bool> done{false};
     std::atomic<int> error{0};
-    std::uint64_t from = 0;
     std::uint64_t to = 0;       ///< the end of the range asked for
     std::uint64_t reached = 0;  ///< where the reported extents end
     std::uint64_t granule = 0;
@@ -307,7 +306,6 @@ ByteSet NbdSource::stored_ranges(std::uint64_t granule) const {
     extents->size = size_;
     std::uint64_t at = 0;
     while (at < size_) {
-        extents->from = at;
         extents->to = std::min(size_, at + kStep);
         extents->reached = at;
         extents->done = false;
