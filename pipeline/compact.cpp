@@ -68,7 +68,10 @@ std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
 /// Bytes the host file at `path` holds (st_blocks · 512); for an NBD export, what its block
 /// status calls data.
 std::uint64_t held_bytes(const std::string& path) {
-    if (is_nbd_uri(path)) return boost::icl::length(NbdSource::open(path)->stored_ranges(4096));
+    if (is_nbd_uri(path)) {
+        const auto source = NbdSource::open(path);
+        return boost::icl::length(source->stored_ranges(source->allocation_unit().value_or(512)));
+    }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return 0;
     return static_cast<std::uint64_t>(st.st_blocks) * 512;

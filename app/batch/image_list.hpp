@@ -26,10 +26,11 @@ struct Shard {
 /// its K covers every image exactly once.
 [[nodiscard]] bool in_shard(const std::string& path, const Shard& shard);
 
-/// Where `batch --apply-to` and `--compact-to` write each image's result: `directory`/NAME.`extension`, NAME
-/// the image's file name (an NBD image's export name) without its last extension, and
-/// where two images of `images` share a NAME, each NAME followed by "-" and 8 hex digits of path_hash(image), so that no two
-/// images of the batch write the same file. Depends only on `images`, so every shard of a
+/// Where `batch --apply-to` and `--compact-to` write each image's result:
+/// `directory`/NAME.`extension`, NAME the image's file name (an NBD image's export name)
+/// without its last extension, and where two images of `images` share a NAME, each NAME
+/// followed by "-" and 8 hex digits of path_hash(image), so that no two images of the
+/// batch write the same file. Depends only on `images`, so every shard of a
 /// batch given the whole list names an image alike.
 [[nodiscard]] std::map<std::string, std::string> output_paths(const std::vector<std::string>& images,
                                                               const std::string& directory,

@@ -20,8 +20,8 @@ struct ImageOptions {
     double nbd_timeout_seconds = 60;
 };
 
-/// Adds --parent, --format and --nbd-timeout to `cmd`, storing into `options` (which must outlive the
-/// parse). Malformed values are usage errors (exit 1).
+/// Adds --parent, --format and --nbd-timeout to `cmd`, storing into `options` (which must
+/// outlive the parse). Malformed values are usage errors (exit 1).
 void add_image_options(CLI::App& cmd, ImageOptions& options);
 
 /// The OpenOptions the checked texts say.

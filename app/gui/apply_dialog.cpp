@@ -9,8 +9,6 @@
 #include <QMessageBox>
 #include <QStandardItemModel>
 
-#include "core/image/nbd_uri.hpp"
-
 namespace guestfrag::gui {
 
 namespace {
@@ -52,7 +50,7 @@ ApplyDialog::ApplyDialog(const QString& path, const DiskImage& image, std::size_
                     tr("Carries the plan's %n move(s) out on a new disk and proves the result. "
                        "%1 itself is only read.",
                        nullptr, static_cast<int>(moves))
-                        .arg(QString::fromStdString(location_file_name(path.toStdString()))),
+                        .arg(image_file_name(path)),
                     tr("Apply"), parent) {
     format_->addItem(tr("raw (the whole disk, sparse)"));
     format_->addItem(tr("qcow2 overlay (the changed clusters, backed by the input)"));
@@ -85,7 +83,7 @@ void ApplyDialog::format_changed() {
         format() == ApplyOutputFormat::Qcow2
             ? tr("For KVM: the overlay needs %1 beside it as it is now; run the guest on it or "
                  "fold it in with qemu-img commit.")
-                  .arg(QString::fromStdString(location_file_name(path_.toStdString())))
+                  .arg(image_file_name(path_))
             : tr("A new disk of the input's full virtual size (holes stay unallocated); "
                  "qemu-img convert turns it into VMDK or VHDX."));
 }

@@ -5,12 +5,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 
 #include "core/error.hpp"
-#include "core/image/nbd_uri.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::gui {
@@ -80,7 +78,7 @@ CompactDialog::CompactDialog(const QString& path, const DiskImage& image, std::s
                     tr("Writes a new image that holds only what the disk's %n NTFS volume(s) use, their "
                        "data first packed into the fewest granules, and proves it. %1 itself is only read.",
                        nullptr, static_cast<int>(volumes))
-                        .arg(QString::fromStdString(location_file_name(path.toStdString()))),
+                        .arg(image_file_name(path)),
                     tr("Compact"), parent),
       granule_(new QLineEdit),
       pack_(new QCheckBox(tr("Pack the data into the fewest granules first"))) {

@@ -37,10 +37,14 @@ QString output_refusal(const std::string& output, const DiskImage& image, bool r
     return {};
 }
 
+QString image_file_name(const QString& path) {
+    return QString::fromStdString(location_file_name(path.toStdString()));
+}
+
 QString default_output(const QString& path, const QString& tag, const QString& suffix) {
     // An image on an NBD server is written beside us, under its export's name.
     const bool remote = is_nbd_uri(path.toStdString());
-    const QFileInfo input(remote ? QString::fromStdString(location_file_name(path.toStdString())) : path);
+    const QFileInfo input(remote ? image_file_name(path) : path);
     const QString stem = input.completeBaseName().isEmpty() ? input.fileName() : input.completeBaseName();
     const QDir dir = remote ? QDir::current() : input.absoluteDir();
     QString name = QStringLiteral("%1.%2.%3").arg(stem, tag, suffix);

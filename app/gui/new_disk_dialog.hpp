@@ -27,6 +27,10 @@ namespace guestfrag::gui {
 [[nodiscard]] QString output_refusal(const std::string& output, const DiskImage& image, bool replace,
                                      const QString& exists);
 
+/// The image's file name as a dialog names it: a path's last component, an NBD URI's
+/// export name's (location_file_name).
+[[nodiscard]] QString image_file_name(const QString& path);
+
 /// A new file beside the image at `path`, named after it with `tag` and `suffix`
 /// ("disk.vmdk", "defrag", "img" → "disk.defrag.img"), with "-2", "-3", ... added to the tag
 /// when that file exists, so that a default never replaces anything.
