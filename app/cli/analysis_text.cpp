@@ -86,7 +86,7 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
     for (const Stream* s : fragmented) {
         std::string name = m.path_of(s->mft_record);
         if (s->label() != "$DATA") name += " [" + s->label() + "]";
-        if (s->placement != Placement::Movable) name += " (" + s->reason + ")";
+        if (s->placement != Placement::Movable) name += " (" + std::string(s->reason) + ")";
         out << "  " << pad(std::to_string(s->fragments()), 10, true) << pad(format_size(s->size), 12, true) << "  "
             << name << '\n';
     }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -208,7 +209,9 @@ void add_estimate_command(CLI::App& app) {
             const std::size_t count = opened.analysis ? opened.analysis->volumes.size() : 0;
             for (std::size_t volume = 0; volume < count; ++volume) {
                 std::optional<PlannedVolume> planned;
-                if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, *plan); });
+                // A plan's analysis holds its partition alone, so the plan is moved into the
+                // one volume, not copied (a million moves are 63 MB).
+                if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, std::move(*plan)); });
                 // Trace errors name their source in the message; the subject stays the image.
                 volumes.push_back(estimate_volume(opened, volume, workload, max_io, planned ? &*planned : nullptr,
                                                   models, {}, top));

@@ -143,14 +143,14 @@ public:
         stream_ = find_stream(before, move);
         if (stream_ == nullptr) throw Skip{"no such non-resident stream"};
         if (stream_->placement != Placement::Movable)
-            throw Skip{"system file left in place: " + stream_->reason};
+            throw Skip{"system file left in place: " + std::string(stream_->reason)};
         ni_.reset(ntfs_inode_open(vol, static_cast<MFT_REF>(record_)));
         if (!ni_)
             ntfs::throw_library_error(ErrorKind::Corrupt, "cannot open record " + std::to_string(record_));
         ntfschar* raw_name = nullptr;
         int name_length = 0;
         if (!stream_->name.empty()) {
-            name_length = ntfs_mbstoucs(stream_->name.c_str(), &raw_name);
+            name_length = ntfs_mbstoucs(std::string(stream_->name).c_str(), &raw_name);
             if (name_length < 0) throw Skip{"the stream's name cannot be converted"};
         }
         const std::unique_ptr<ntfschar, ntfs::MallocFreer> name(raw_name);

@@ -10,6 +10,10 @@
 
 namespace guestfrag {
 
+// The size docs/design.md §1 gives: a million-stream volume holds a million of these in each
+// map a command keeps (a plan keeps two).
+static_assert(sizeof(Stream) <= 88);
+
 namespace {
 
 /// Most path components resolved; a deeper chain is reported as an orphan (docs/metrics.md).
@@ -59,22 +63,32 @@ std::string_view type_name(std::uint32_t type) {
     }
 }
 
+// The label's type part: the attribute's name, or its code in hex ("$0x1234") in `buffer`.
+std::string_view type_text(std::uint32_t type, std::array<char, 16>& buffer) {
+    if (const std::string_view known = type_name(type); !known.empty()) return known;
+    std::snprintf(buffer.data(), buffer.size(), "$0x%02X", static_cast<unsigned>(type));
+    return buffer.data();
+}
+
 }  // namespace
 
 std::string Stream::label() const {
-    std::string out;
-    if (const std::string_view known = type_name(type); !known.empty()) {
-        out = known;
-    } else {
-        std::array<char, 16> hex{};
-        std::snprintf(hex.data(), hex.size(), "$0x%02X", static_cast<unsigned>(type));
-        out = hex.data();
-    }
+    std::array<char, 16> buffer{};
+    std::string out(type_text(type, buffer));
     if (!name.empty()) {
         out += ':';
         out += name;
     }
     return out;
+}
+
+bool Stream::has_label(std::string_view label) const {
+    std::array<char, 16> buffer{};
+    const std::string_view type_part = type_text(type, buffer);
+    if (!label.starts_with(type_part)) return false;
+    label.remove_prefix(type_part.size());
+    if (name.empty()) return label.empty();
+    return label.size() == name.size() + 1 && label.front() == ':' && label.substr(1) == name;
 }
 
 std::uint64_t fragments_of(std::span<const Extent> runs) {

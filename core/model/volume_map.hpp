@@ -12,6 +12,8 @@
 
 #include <boost/icl/interval_set.hpp>
 
+#include "core/model/shared_vector.hpp"
+
 namespace guestfrag {
 
 /// Cluster ranges [lower, upper) of one volume.
@@ -65,12 +67,19 @@ struct Stream {
     /// 0x22): 4 (16 clusters) on compressed and, as Windows and libntfs-3g write them,
     /// sparse streams; 0 otherwise.
     std::uint8_t compression_unit = 0;
-    std::string name;              ///< attribute name, UTF-8, "" when unnamed
-    std::string reason;            ///< why unmovable/excluded, "" when movable
+    /// Attribute name, UTF-8, "" when unnamed. Not owned, like FileEntry::name: the reader
+    /// points it into VolumeMap::names. Views, not strings, because nearly every stream is
+    /// an unnamed $DATA and a std::string costs 32 bytes a stream either way.
+    std::string_view name;
+    /// Why unmovable or excluded, "" when movable: always one of classify_placement's
+    /// literals, so it needs no storage.
+    std::string_view reason;
     std::vector<Extent> extents;   ///< runs in VCN order, holes included
 
     /// "$DATA", "$DATA:name", "$INDEX_ALLOCATION:$I30", ... (the JSON "stream" field).
     [[nodiscard]] std::string label() const;
+    /// label() == `label`, without building the label.
+    [[nodiscard]] bool has_label(std::string_view label) const;
     /// Runs after merging LCN-contiguous neighbours, holes not counted (docs/design.md §3).
     [[nodiscard]] std::uint64_t fragments() const;
     /// Clusters actually allocated (holes excluded).
@@ -88,11 +97,11 @@ struct Stream {
 /// volume are compared by walking both in this order.
 [[nodiscard]] inline auto map_order(const Stream& s) { return std::tie(s.mft_record, s.type, s.name); }
 
-/// Append-only storage for the names of a volume's files: names are packed into 64 KiB
-/// blocks instead of one heap string each (most file names are longer than std::string's
-/// inline buffer). A view returned by add() stays valid for the pool's lifetime whatever is
-/// added later. Not copyable; VolumeMap shares it (std::shared_ptr) so copies of a map keep
-/// their names. Not safe for concurrent add().
+/// Append-only storage for the names of a volume's files and attributes: names are packed
+/// into 64 KiB blocks instead of one heap string each (most file names are longer than
+/// std::string's inline buffer). A view returned by add() stays valid for the pool's
+/// lifetime whatever is added later. Not copyable; VolumeMap shares it (std::shared_ptr) so
+/// copies of a map keep their names. Not safe for concurrent add().
 class NamePool {
 public:
     NamePool() = default;
@@ -172,8 +181,8 @@ struct VolumeMap {
 
     ClusterSet free;                       ///< clear bits of $Bitmap within the volume
     ClusterSet unmovable;                  ///< clusters the file system pins (docs/design.md §3)
-    std::vector<FileEntry> files;          ///< sorted by mft_record
-    std::shared_ptr<const NamePool> names; ///< storage of files[].name (shared by copies)
+    SharedVector<FileEntry> files;         ///< sorted by mft_record; copies of the map share it
+    std::shared_ptr<const NamePool> names; ///< files[].name and streams[].name (shared by copies)
     std::vector<Stream> streams;           ///< sorted by map_order
     std::vector<VolumeFinding> findings;   ///< inconsistencies of the metadata, none on a sound volume
 

@@ -28,13 +28,25 @@ const char* pinned_system_file(std::uint64_t record) {
     }
 }
 
+// Files Windows holds open whenever it runs. The reasons are literals because
+// Stream::reason is a view.
+struct InUse {
+    std::string_view path;  ///< lower case, as path_of gives it
+    std::string_view reason;
+};
+constexpr InUse kInUse[] = {
+    {"\\pagefile.sys", "pagefile.sys is in use by Windows whenever it runs"},
+    {"\\hiberfil.sys", "hiberfil.sys is in use by Windows whenever it runs"},
+    {"\\swapfile.sys", "swapfile.sys is in use by Windows whenever it runs"},
+};
+
 }  // namespace
 
 void classify_placement(VolumeMap& volume) {
     static constexpr std::string_view kVssStore = "{3808876b-c176-4e48-b7ae-04046e6cc752}";
     for (Stream& s : volume.streams) {
         s.placement = Placement::Movable;
-        s.reason.clear();
+        s.reason = {};
         if (s.mft_record == 0) {
             // $MFT's first extent is fixed by the boot sector; its $BITMAP is pinned too.
             // Later $MFT extents can move on Windows, but only through the MFT-aware path,
@@ -49,9 +61,10 @@ void classify_placement(VolumeMap& volume) {
             if (path == "\\$extend\\$usnjrnl" || path == "\\$extend\\$objid") {
                 s.placement = Placement::Unmovable;
                 s.reason = path == "\\$extend\\$usnjrnl" ? "$Extend\\$UsnJrnl" : "$Extend\\$ObjId";
-            } else if (path == "\\pagefile.sys" || path == "\\hiberfil.sys" || path == "\\swapfile.sys") {
+            } else if (const auto in_use = std::ranges::find(kInUse, path, &InUse::path);
+                       in_use != std::end(kInUse)) {
                 s.placement = Placement::Excluded;
-                s.reason = path.substr(1) + " is in use by Windows whenever it runs";
+                s.reason = in_use->reason;
             } else if (path.starts_with("\\system volume information\\") &&
                        path.find(kVssStore) != std::string::npos) {
                 s.placement = Placement::Excluded;

@@ -159,12 +159,12 @@ std::int64_t clusters_for(std::uint64_t bytes, std::uint32_t cluster_size) {
     return static_cast<std::int64_t>((bytes + cluster_size - 1) / cluster_size);
 }
 
-// A stream described by its first segment; the caller adds the runs.
-Stream stream_from(std::uint64_t base, const ntfs::AttributeSegment& first) {
+// A stream described by its first segment, its name kept in `pool`; the caller adds the runs.
+Stream stream_from(std::uint64_t base, const ntfs::AttributeSegment& first, NamePool& pool) {
     Stream s;
     s.mft_record = base;
     s.type = first.type;
-    s.name = first.name;
+    s.name = pool.add(first.name);
     s.flags = first.flags;
     s.compression_unit = first.compression_unit;
     s.size = first.data_size;
@@ -179,7 +179,8 @@ bool is_whole(const ntfs::AttributeSegment& seg, std::uint32_t cluster_size) {
 
 // Joins the segments of attributes spread over several records into streams. Segments of
 // one attribute must tile its VCN range without gaps or overlaps.
-void assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_size, std::vector<Stream>& streams) {
+void assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_size, NamePool& pool,
+                      std::vector<Stream>& streams) {
     std::ranges::sort(segments, [](const SegmentRef& a, const SegmentRef& b) {
         return std::tie(a.base, a.segment.type, a.segment.name, a.segment.lowest_vcn) <
                std::tie(b.base, b.segment.type, b.segment.name, b.segment.lowest_vcn);
@@ -188,7 +189,7 @@ void assemble_streams(std::vector<SegmentRef>& segments, std::uint32_t cluster_s
         const auto& first = segments[i].segment;
         if (first.lowest_vcn != 0)
             throw Error(ErrorKind::Corrupt, describe(segments[i].base, first) + " lacks its first runlist segment");
-        Stream s = stream_from(segments[i].base, first);
+        Stream s = stream_from(segments[i].base, first, pool);
         std::int64_t next_vcn = 0;
         std::size_t j = i;
         for (; j < segments.size() && segments[j].base == s.mft_record && segments[j].segment.type == s.type &&
@@ -420,7 +421,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
             const bool extension = record.base != number;
             for (auto& seg : record.segments) {
                 if (!extension && is_whole(seg, map.cluster_size)) {
-                    Stream& stream = map.streams.emplace_back(stream_from(number, seg));
+                    Stream& stream = map.streams.emplace_back(stream_from(number, seg, *pool));
                     stream.extents = std::move(seg.runs);
                 } else {
                     pending.push_back({record.base, record.base_sequence, extension, std::move(seg)});
@@ -454,14 +455,13 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     };
     for (auto& [base, sequence, name] : extension_names)
         if (const auto owner = live_base(base, sequence); owner >= 0)
-            offer(map.files[static_cast<std::size_t>(owner)], choices[static_cast<std::size_t>(owner)], name, *pool);
+            offer(map.files.edit()[static_cast<std::size_t>(owner)], choices[static_cast<std::size_t>(owner)], name, *pool);
     std::erase_if(pending, [&](const SegmentRef& s) { return s.extension && live_base(s.base, s.base_sequence) < 0; });
     extension_names = {};
     choices = {};
-    map.names = std::move(pool);
-
-    assemble_streams(pending, map.cluster_size, map.streams);
+    assemble_streams(pending, map.cluster_size, *pool, map.streams);
     pending = {};
+    map.names = std::move(pool);
     std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) { return map_order(a) < map_order(b); });
     // $Bitmap needs one bit per cluster; a longer claimed size is not read.
     const std::uint64_t bitmap_needed = (static_cast<std::uint64_t>(map.total_clusters) + 7) / 8;

@@ -2,8 +2,11 @@
 #include "core/plan/apply.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -28,29 +31,28 @@ std::string range_text(std::int64_t lo, std::int64_t clusters) {
 
 /// (mft_record, label) → stream index, built once. Records hold few streams, so a lookup is
 /// a binary search on the record plus a label comparison per stream of that record.
-/// Independent of the order of `streams`.
+/// Independent of the order of `streams`; 4 bytes a stream, since a million-stream volume's
+/// replay runs beside the planner's own copies of the map.
 class StreamLookup {
 public:
-    explicit StreamLookup(const std::vector<Stream>& streams) {
-        by_record_.reserve(streams.size());
-        labels_.reserve(streams.size());
-        for (std::size_t i = 0; i < streams.size(); ++i) {
-            by_record_.emplace_back(streams[i].mft_record, i);
-            labels_.push_back(streams[i].label());
-        }
-        std::ranges::stable_sort(by_record_, {}, &std::pair<std::uint64_t, std::size_t>::first);
+    explicit StreamLookup(const std::vector<Stream>& streams) : streams_(streams) {
+        if (streams.size() > std::numeric_limits<std::uint32_t>::max())
+            throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 streams");
+        by_record_.resize(streams.size());
+        std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
+        std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
     }
 
-    [[nodiscard]] std::optional<std::size_t> find(std::uint64_t record, const std::string& label) const {
-        auto it = std::ranges::lower_bound(by_record_, record, {}, &std::pair<std::uint64_t, std::size_t>::first);
-        for (; it != by_record_.end() && it->first == record; ++it)
-            if (labels_[it->second] == label) return it->second;
+    [[nodiscard]] std::optional<std::size_t> find(std::uint64_t record, std::string_view label) const {
+        auto it = std::ranges::lower_bound(by_record_, record, {}, [&](std::uint32_t i) { return streams_[i].mft_record; });
+        for (; it != by_record_.end() && streams_[*it].mft_record == record; ++it)
+            if (streams_[*it].has_label(label)) return *it;
         return std::nullopt;
     }
 
 private:
-    std::vector<std::pair<std::uint64_t, std::size_t>> by_record_;
-    std::vector<std::string> labels_;  ///< Stream::label() of each stream, computed once
+    const std::vector<Stream>& streams_;
+    std::vector<std::uint32_t> by_record_;  ///< indices into streams_, by record
 };
 
 /// Makes a run start at `vcn` by splitting the run that contains it (holes split too).
@@ -214,7 +216,7 @@ public:
         }
         if (stream.placement != Placement::Movable)
             reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
-                              (stream.reason.empty() ? "" : " (" + stream.reason + ")"));
+                              (stream.reason.empty() ? "" : " (" + std::string(stream.reason) + ")"));
 
         auto [slot, inserted] = edited_.try_emplace(*found);
         Runs& runs = slot->second;

@@ -108,7 +108,7 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
         if (fragments <= 1) continue;
         if (streams[i].placement != Placement::Movable) {
             builder.skip(streams[i], std::string(streams[i].placement == Placement::Unmovable ? "unmovable" : "excluded") +
-                                         (streams[i].reason.empty() ? "" : ": " + streams[i].reason));
+                                         (streams[i].reason.empty() ? "" : ": " + std::string(streams[i].reason)));
             continue;
         }
         candidates.push_back({i, fragments});

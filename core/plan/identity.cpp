@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A plan's identity: which image, volume and allocation state it was made for.
 #include <array>
+#include <string_view>
 #include <cstdio>
 
 #include "core/error.hpp"
@@ -19,7 +20,7 @@ public:
         for (int i = 0; i < 8; ++i) byte(static_cast<unsigned char>(value >> (8 * i)));
     }
     void i64(std::int64_t value) { u64(static_cast<std::uint64_t>(value)); }
-    void text(const std::string& s) {
+    void text(std::string_view s) {
         u64(s.size());  // length first: "ab"+"c" and "a"+"bc" differ
         for (const char c : s) byte(static_cast<unsigned char>(c));
     }

@@ -5,10 +5,13 @@
 #include <array>
 #include <deque>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 
+#include "core/error.hpp"
 #include "core/model/free_space.hpp"
 #include "core/plan/intervals.hpp"
 #include "core/plan/strategy.hpp"
@@ -34,6 +37,28 @@ struct PlacedPiece {
     std::int64_t lcn = 0;
     std::int64_t end = 0;
     std::size_t item = 0;
+};
+
+/// One list of items per item, in two flat arrays: the wait lists of a million streams
+/// without a vector (24 bytes and an allocation) each.
+class ItemLists {
+public:
+    /// `owners` lists; the pair (o, m) puts m on list o. Each list keeps the pairs' order.
+    ItemLists(std::size_t owners, std::span<const std::pair<std::uint32_t, std::uint32_t>> pairs)
+        : start_(owners + 1, 0), members_(pairs.size()) {
+        for (const auto& [o, m] : pairs) ++start_[o + 1];
+        std::partial_sum(start_.begin(), start_.end(), start_.begin());
+        std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
+        for (const auto& [o, m] : pairs) members_[next[o]++] = m;
+    }
+
+    [[nodiscard]] std::span<const std::uint32_t> operator[](std::size_t o) const {
+        return std::span(members_).subspan(start_[o], start_[o + 1] - start_[o]);
+    }
+
+private:
+    std::vector<std::size_t> start_;  ///< list o is members_[start_[o], start_[o + 1])
+    std::vector<std::uint32_t> members_;
 };
 
 /// Where a candidate layout leaves free space, and what it costs.
@@ -74,6 +99,9 @@ class Optimizer {
 public:
     explicit Optimizer(Builder& builder) : builder_(builder), volume_(builder.volume()) {
         const auto& streams = volume_.streams;
+        // A bound, not a count, so the list never exists twice while it grows; a large
+        // reservation is mapped fresh, and the pages no item uses are never touched.
+        items_.reserve(streams.size());
         for (std::size_t i = 0; i < streams.size(); ++i) {
             const Stream& s = streams[i];
             if (s.placement != Placement::Movable) continue;
@@ -108,6 +136,9 @@ public:
         barriers_ = held;
         barriers_ += volume_.mft_zone;
         zone_room_ = largest_zone_room();
+        std::size_t pieces = 0;
+        for (const Item& item : items_) pieces += item.pieces.size();
+        pieces_by_lcn_.reserve(pieces);
         for (std::size_t i = 0; i < items_.size(); ++i)
             for (const Piece& p : items_[i].pieces) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
         std::ranges::sort(pieces_by_lcn_, {}, &PlacedPiece::lcn);
@@ -390,6 +421,11 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         if (layout.dest[i] == kNoRoom) builder_.skip(streams[items_[i].stream], "no room left outside the free window");
         if (layout.dest[i] >= 0) movers.push_back(i);
     }
+    // A mover moves at most twice (a detour, then its place), one move a piece. The bound is
+    // reserved, as items_ is, so that the move list never exists twice while it grows.
+    std::size_t most_moves = 0;
+    for (const std::size_t i : movers) most_moves += 2 * items_[i].pieces.size();
+    builder_.plan().moves.reserve(builder_.plan().moves.size() + most_moves);
     // Who sits on [lo, hi) before the first move: the streams that should move (a stream
     // without room stays, and holds its clusters against the others). Pieces never overlap,
     // so only the piece just before lo can reach into the range.
@@ -399,20 +435,27 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         for (; it != pieces_by_lcn_.end() && it->lcn < hi; ++it)
             if (it->end > lo && layout.dest[it->item] != kStays) visit(it->item);
     };
-    std::vector<std::size_t> waiting(items_.size(), 0);               // streams on the destination
-    std::vector<std::vector<std::size_t>> waiters(items_.size());     // who waits for item i
-    std::vector<std::vector<std::size_t>> blockers(items_.size());    // whom item i waits for
+    std::vector<std::size_t> waiting(items_.size(), 0);  // streams on the destination
+    // (i, j): item i waits for item j to leave. 32-bit, as 4-byte item numbers are what
+    // keeps these lists small.
+    if (items_.size() > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 streams");
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> waits;
     std::deque<std::size_t> ready;
+    std::vector<std::size_t> on;
     for (const std::size_t i : movers) {
-        std::vector<std::size_t> on;
+        on.clear();
         occupants(layout.dest[i], layout.dest[i] + items_[i].clusters, [&](std::size_t j) { on.push_back(j); });
         std::ranges::sort(on);
         on.erase(std::unique(on.begin(), on.end()), on.end());
-        for (const std::size_t j : on) waiters[j].push_back(i);
+        for (const std::size_t j : on) waits.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
         waiting[i] = on.size();
         if (on.empty()) ready.push_back(i);
-        blockers[i] = std::move(on);
     }
+    const ItemLists blockers(items_.size(), waits);  // whom item i waits for
+    for (auto& [i, j] : waits) std::swap(i, j);
+    const ItemLists waiters(items_.size(), waits);  // who waits for item j
+    waits = {};
     // Room for a detour: free clusters no move of the layout writes, kept up to date as
     // streams leave their places.
     FreeIndex detours = [&] {
@@ -493,8 +536,9 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
                 }
                 seen_in[at] = walk;
                 path.push_back(at);
-                const auto next = std::ranges::find_if(blockers[at], [&](std::size_t j) { return !left_home[j]; });
-                if (next == blockers[at].end() || finished[*next] || layout.dest[*next] < 0 || stuck[*next]) {
+                const auto waits_for = blockers[at];
+                const auto next = std::ranges::find_if(waits_for, [&](std::size_t j) { return !left_home[j]; });
+                if (next == waits_for.end() || finished[*next] || layout.dest[*next] < 0 || stuck[*next]) {
                     for (const std::size_t j : path) stuck[j] = 1;
                     break;
                 }

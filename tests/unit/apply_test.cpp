@@ -180,8 +180,8 @@ Json apply_and_prove(const fs::path& image, const std::string& name, const std::
             continue;
         INFO("record " << s.mft_record << " " << s.label());
         const auto tsk = test::tsk_data_fragments(out, sector, s.mft_record);
-        REQUIRE(tsk.count(s.name) == 1);
-        CHECK(tsk.at(s.name) == test::fragments_of(s, map_out.cluster_size));
+        REQUIRE(tsk.count(std::string(s.name)) == 1);
+        CHECK(tsk.at(std::string(s.name)) == test::fragments_of(s, map_out.cluster_size));
         const auto it = std::find_if(
             predicted.streams.begin(), predicted.streams.end(),
             [&](const Stream& p) { return p.mft_record == s.mft_record && p.label() == s.label(); });

@@ -239,7 +239,7 @@ TEST_CASE("a truncated fixed VHD is analysed as far as its data goes, with a war
     std::map<std::uint64_t, std::map<std::string, test::Fragments>> ours;
     for (const Stream& s : map.streams)
         if (s.type == static_cast<std::uint32_t>(AttrType::Data))
-            ours[s.mft_record][s.name] = test::fragments_of(s, map.cluster_size);
+            ours[s.mft_record][std::string(s.name)] = test::fragments_of(s, map.cluster_size);
     std::size_t compared = 0;
     for (const FileEntry& f : map.files) {
         INFO("record " << f.mft_record);

@@ -34,12 +34,12 @@ ClusterSet set_of(std::initializer_list<std::pair<std::int64_t, std::int64_t>> r
     return s;
 }
 
-Stream data(std::uint64_t record, std::string name, std::uint64_t size, std::vector<Extent> runs,
+Stream data(std::uint64_t record, std::string_view name, std::uint64_t size, std::vector<Extent> runs,
             Placement placement = Placement::Movable) {
     Stream s;
     s.mft_record = record;
     s.type = kData;
-    s.name = std::move(name);
+    s.name = name;  // a literal: Stream::name is a view
     s.size = size;
     s.allocated_size = size;
     s.extents = std::move(runs);

@@ -32,12 +32,12 @@ constexpr auto kIndexAllocation = static_cast<std::uint32_t>(AttrType::IndexAllo
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-Stream stream(std::uint64_t record, std::uint32_t type, std::string name, std::uint64_t size,
+Stream stream(std::uint64_t record, std::uint32_t type, std::string_view name, std::uint64_t size,
               std::vector<Extent> runs) {
     Stream s;
     s.mft_record = record;
     s.type = type;
-    s.name = std::move(name);
+    s.name = name;  // a literal: Stream::name is a view
     s.size = size;
     s.allocated_size = size;
     s.extents = std::move(runs);

@@ -24,7 +24,7 @@ void require_streams_match_tsk(const fs::path& image, const VolumeMap& map) {
     const std::uint64_t sector = map.partition_offset / 512;
     std::map<std::uint64_t, std::map<std::string, test::Fragments>> ours;
     for (const Stream& s : map.streams)
-        if (s.type == static_cast<std::uint32_t>(AttrType::Data)) ours[s.mft_record][s.name] = test::fragments_of(s, map.cluster_size);
+        if (s.type == static_cast<std::uint32_t>(AttrType::Data)) ours[s.mft_record][std::string(s.name)] = test::fragments_of(s, map.cluster_size);
     std::size_t compared = 0;
     for (const FileEntry& f : map.files) {
         const auto theirs = test::tsk_data_fragments(image, sector, f.mft_record);

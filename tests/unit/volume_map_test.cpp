@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // Stream and VolumeMap helpers on hand-built maps: labels, fragment counting (docs/design.md §3),
-// allocated clusters, free clusters, record lookup and path building.
+// allocated clusters, free clusters, record lookup, path building and the shared file table.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -28,10 +28,10 @@ Stream stream_of(std::vector<Extent> runs) {
     return s;
 }
 
-Stream named(std::uint32_t type, std::string name) {
+Stream named(std::uint32_t type, std::string_view name) {
     Stream s;
     s.type = type;
-    s.name = std::move(name);
+    s.name = name;  // a literal: Stream::name is a view
     return s;
 }
 
@@ -56,6 +56,22 @@ TEST_CASE("stream labels name the attribute type and the stream", "[model][label
     CHECK(named(0x12, "").label() == "$0x12");
     CHECK(named(0x2000, "x").label() == "$0x2000:x");
     CHECK(named(0, "").label() == "$0x00");
+}
+
+TEST_CASE("has_label answers as comparing label() would", "[model][label]") {
+    const std::vector<Stream> streams{named(0x80, ""),        named(0x80, "Zone.Identifier"), named(0xA0, "$I30"),
+                                      named(0x12, ""),        named(0x2000, "x"),             named(0x80, "a:b")};
+    const std::vector<std::string> labels{"$DATA",  "$DATA:",      "$DATA:Zone.Identifier", "$DATA:Zone.Identifie",
+                                          "$DATAX", "$DATA:a:b",   "$INDEX_ALLOCATION:$I30", "$BITMAP:$I30",
+                                          "$0x12",  "$0x12:",      "$0x2000:x",              "$0x2000",
+                                          "",       "$0x2000:xy",  ":x",                     "$DATA:a"};
+    for (const Stream& s : streams) {
+        CHECK(s.has_label(s.label()));
+        for (const std::string& l : labels) {
+            INFO(s.label() << " against " << l);
+            CHECK(s.has_label(l) == (s.label() == l));
+        }
+    }
 }
 
 TEST_CASE("fragments merge LCN-contiguous runs", "[model][fragments]") {
@@ -230,4 +246,32 @@ TEST_CASE("the name pool keeps every name intact and packs them into 64 KiB bloc
     CHECK(small == "after");
     CHECK(pool.allocated_bytes() == before + big.size());  // fitted in the current block
     CHECK(views.front() == names.front());
+}
+
+TEST_CASE("copies of a map share its file table until one of them changes it", "[model][files]") {
+    VolumeMap a;
+    a.files = {{5, 5, ".", true}, {40, 5, "a.txt", false}};
+    const VolumeMap b = a;  // an after-map, say
+    CHECK(b.files.data() == a.files.data());
+    CHECK(b.files.size() == 2);
+
+    VolumeMap c = a;
+    c.files.push_back({41, 5, "b.txt", false});  // unshares: the others keep their table
+    CHECK(c.files.data() != a.files.data());
+    CHECK(c.files.size() == 3);
+    CHECK(a.files.size() == 2);
+    CHECK(b.files.size() == 2);
+    CHECK(a.find_file(41) == nullptr);
+    REQUIRE(c.find_file(41) != nullptr);
+    CHECK(c.find_file(41)->name == "b.txt");
+
+    // Reading a non-const map copies nothing; changing a table nobody shares keeps it.
+    const FileEntry* const own = c.files.data();
+    for (const FileEntry& f : c.files) CHECK(f.parent == 5);
+    c.files.edit()[0].directory = true;
+    CHECK(c.files.data() == own);
+
+    const VolumeMap empty;
+    CHECK(empty.files.empty());
+    CHECK(empty.files.begin() == empty.files.end());
 }
