@@ -3,15 +3,27 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace guestfrag::ntfs {
 namespace {
 
+char lower_char(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
 std::string lower(std::string_view s) {
     std::string out(s);
-    std::ranges::transform(out, out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::ranges::transform(out, out.begin(), lower_char);
     return out;
+}
+
+// lower(name).find(lower_text) != npos and lower(name) == lower_text, without the copy.
+bool contains_lower(std::string_view name, std::string_view lower_text) {
+    return !std::ranges::search(name, lower_text, {}, lower_char).empty();
+}
+bool equals_lower(std::string_view name, std::string_view lower_text) {
+    return std::ranges::equal(name, lower_text, {}, lower_char);
 }
 
 // System files with fixed record numbers (NTFS 3.x) that the file system never lets a
@@ -40,10 +52,35 @@ constexpr InUse kInUse[] = {
     {"\\swapfile.sys", "swapfile.sys is in use by Windows whenever it runs"},
 };
 
+constexpr std::string_view kVssStore = "{3808876b-c176-4e48-b7ae-04046e6cc752}";
+
+// Whether a path made of `name` and its ancestors' names could match a rule of
+// classify_placement. Paths cost a lookup per directory level and a copy, and on a volume of
+// a million files nearly no file is one a rule names: only these are given a path. The
+// rules match whole paths ending in one of the names below, or paths holding the VSS
+// GUID, which holds no backslash and so lies within one name: the file's own, or (when
+// `guid_parents`) an ancestor's.
+bool may_match(std::string_view name, bool guid_parents) {
+    static constexpr std::string_view kNames[] = {"$usnjrnl", "$objid", "pagefile.sys", "hiberfil.sys",
+                                                  "swapfile.sys"};
+    if (guid_parents || contains_lower(name, kVssStore)) return true;
+    return std::ranges::any_of(kNames, [&](std::string_view n) { return equals_lower(name, n); });
+}
+
+// Whether a file whose name holds the VSS GUID has files below it.
+bool vss_guid_in_a_parent(const VolumeMap& volume) {
+    std::vector<std::uint64_t> guid_records;  // sorted: files are
+    for (const FileEntry& f : volume.files)
+        if (contains_lower(f.name, kVssStore)) guid_records.push_back(f.mft_record);
+    if (guid_records.empty()) return false;
+    return std::ranges::any_of(volume.files,
+                               [&](const FileEntry& f) { return std::ranges::binary_search(guid_records, f.parent); });
+}
+
 }  // namespace
 
 void classify_placement(VolumeMap& volume) {
-    static constexpr std::string_view kVssStore = "{3808876b-c176-4e48-b7ae-04046e6cc752}";
+    const bool guid_parents = vss_guid_in_a_parent(volume);
     for (Stream& s : volume.streams) {
         s.placement = Placement::Movable;
         s.reason = {};
@@ -56,7 +93,8 @@ void classify_placement(VolumeMap& volume) {
         } else if (const char* name = pinned_system_file(s.mft_record)) {
             s.placement = Placement::Unmovable;
             s.reason = name;
-        } else {
+        } else if (const FileEntry* file = volume.find_file(s.mft_record);
+                   file != nullptr && may_match(file->name, guid_parents)) {
             const std::string path = lower(volume.path_of(s.mft_record));
             if (path == "\\$extend\\$usnjrnl" || path == "\\$extend\\$objid") {
                 s.placement = Placement::Unmovable;
