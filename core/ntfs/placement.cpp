@@ -19,11 +19,14 @@ std::string lower(std::string_view s) {
 }
 
 // lower(name).find(lower_text) != npos and lower(name) == lower_text, without the copy.
+// Iterator pairs rather than ranges::search, whose subrange clang 14 cannot take from
+// libstdc++ 12.
+bool same_lower(char c, char lower) { return lower_char(c) == lower; }
 bool contains_lower(std::string_view name, std::string_view lower_text) {
-    return !std::ranges::search(name, lower_text, {}, lower_char).empty();
+    return std::search(name.begin(), name.end(), lower_text.begin(), lower_text.end(), same_lower) != name.end();
 }
 bool equals_lower(std::string_view name, std::string_view lower_text) {
-    return std::ranges::equal(name, lower_text, {}, lower_char);
+    return std::equal(name.begin(), name.end(), lower_text.begin(), lower_text.end(), same_lower);
 }
 
 // System files with fixed record numbers (NTFS 3.x) that the file system never lets a
