@@ -6,6 +6,7 @@
 // UTF-16 names.
 #include "core/ntfs/mft_parser.hpp"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -32,6 +33,7 @@ T field(const std::byte* base, std::size_t offset) {
 std::string utf8_name(const std::byte* utf16, std::size_t units) {
     char* out = nullptr;
     // ntfs_ucstombs reads ntfschar, which may be misaligned inside the record: copy first.
+    if (units == 0) return {};  // an empty vector's data() may be null, which memcpy may not get
     std::vector<ntfschar> aligned(units);
     std::memcpy(aligned.data(), utf16, units * sizeof(ntfschar));
     const int n = ntfs_ucstombs(aligned.data(), static_cast<int>(units), &out, 0);
@@ -151,7 +153,11 @@ bool parse_mft_record(const ntfs_volume& volume, std::span<std::byte> bytes, std
                 corrupt(number, "truncated $FILE_NAME attribute");
             const auto* fn = reinterpret_cast<const FILE_NAME_ATTR*>(rec + pos + value_offset);
             if (66u + 2u * fn->file_name_length > value_length) corrupt(number, "$FILE_NAME longer than its attribute");
-            out.names.push_back({MREF_LE(fn->parent_directory), static_cast<std::uint8_t>(fn->file_name_type),
+            // The namespace is read as a byte: loaded as ntfs-3g's FILE_NAME_TYPE_FLAGS, a
+            // value outside the enum's 0-3 (any byte on a hostile volume) is undefined.
+            const auto name_space =
+                field<std::uint8_t>(rec + pos + value_offset, offsetof(FILE_NAME_ATTR, file_name_type));
+            out.names.push_back({MREF_LE(fn->parent_directory), name_space,
                                  utf8_name(rec + pos + value_offset + 66, fn->file_name_length)});
         }
         pos += length;
