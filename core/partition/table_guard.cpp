@@ -196,6 +196,7 @@ void check_ebr_chain(const DiskImage& image, const FirstSector& mbr) {
         const std::uint64_t base = le32(entry + 8);
         std::unordered_set<std::uint64_t> visited;
         std::vector<std::uint64_t> pending{base};
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> logical;  // first and last sector
         while (!pending.empty()) {
             const std::uint64_t lba = pending.back();
             pending.pop_back();
@@ -212,9 +213,23 @@ void check_ebr_chain(const DiskImage& image, const FirstSector& mbr) {
             if (!read_sector(image, lba, ebr) || !has_boot_signature(ebr)) continue;
             for (std::size_t i = 0; i < 4; ++i) {
                 const std::byte* e = &ebr[446 + 16 * i];
-                if (is_extended(e[4])) pending.push_back(base + le32(e + 8));
+                if (is_extended(e[4]))
+                    pending.push_back(base + le32(e + 8));
+                else if (e[4] != std::byte{0} && le32(e + 12) != 0)
+                    logical.emplace_back(lba + le32(e + 8), lba + le32(e + 8) + le32(e + 12) - 1);
             }
         }
+        // libparted gives each logical partition but the first the sectors between it and
+        // the one before it, for its boot record, and asserts that there is at least one
+        // (add_logical_part_metadata, found by the partition fuzzer): partitions that overlap
+        // or touch have none, and no real chain can hold them.
+        std::ranges::sort(logical);
+        for (std::size_t i = 1; i < logical.size(); ++i)
+            if (logical[i].first <= logical[i - 1].second + 1)
+                throw Error(ErrorKind::Corrupt, "msdos partition table: the logical partitions at sectors " +
+                                                    std::to_string(logical[i - 1].first) + " and " +
+                                                    std::to_string(logical[i].first) +
+                                                    " overlap or leave no sector for a boot record between them");
     }
 }
 

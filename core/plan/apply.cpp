@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -18,8 +19,51 @@ namespace guestfrag {
 
 namespace {
 
-/// A stream's runs keyed by VCN while moves edit it.
-using Runs = std::map<std::int64_t, Extent>;
+/// A stream's runs while moves edit it. A stream of few runs is edited in its own vector,
+/// where a move shifts at most kFlatRuns runs; one of more runs is held in an ordered map by
+/// VCN, so that a stream moved in many pieces costs O(log runs) a move, never quadratic.
+/// Nearly every stream has a few runs, and a map node costs 80 bytes a run where the vector
+/// costs 24: optimize's plan of a million streams edits them all.
+using RunList = std::vector<Extent>;
+using RunTree = std::map<std::int64_t, Extent>;
+constexpr std::size_t kFlatRuns = 64;
+
+template <class Runs>
+constexpr bool kIsTree = std::is_same_v<std::remove_const_t<Runs>, RunTree>;
+
+/// The run an iterator of either kind names.
+template <class It>
+decltype(auto) run_at(It it) {
+    if constexpr (requires { it->second; })
+        return (it->second);
+    else
+        return (*it);
+}
+
+/// The first run starting after `vcn` (upper) or at or after it (lower).
+template <class Runs>
+auto upper(Runs& runs, std::int64_t vcn) {
+    if constexpr (kIsTree<Runs>)
+        return runs.upper_bound(vcn);
+    else
+        return std::ranges::upper_bound(runs, vcn, {}, &Extent::vcn);
+}
+template <class Runs>
+auto lower(Runs& runs, std::int64_t vcn) {
+    if constexpr (kIsTree<Runs>)
+        return runs.lower_bound(vcn);
+    else
+        return std::ranges::lower_bound(runs, vcn, {}, &Extent::vcn);
+}
+
+/// Inserts `e` before `hint`, where it belongs; the iterator to it.
+template <class Runs, class It>
+auto put(Runs& runs, It hint, const Extent& e) {
+    if constexpr (kIsTree<Runs>)
+        return runs.emplace_hint(hint, e.vcn, e);
+    else
+        return runs.insert(hint, e);
+}
 
 [[noreturn]] void reject(std::size_t index, const std::string& what) {
     throw Error(ErrorKind::Corrupt, "move " + std::to_string(index) + ": " + what);
@@ -36,8 +80,7 @@ std::string range_text(std::int64_t lo, std::int64_t clusters) {
 class StreamLookup {
 public:
     explicit StreamLookup(const std::vector<Stream>& streams) : streams_(streams) {
-        if (streams.size() > std::numeric_limits<std::uint32_t>::max())
-            throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 streams");
+        require_32bit_stream_numbers(streams.size());
         by_record_.resize(streams.size());
         std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
         std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
@@ -56,16 +99,17 @@ private:
 };
 
 /// Makes a run start at `vcn` by splitting the run that contains it (holes split too).
+template <class Runs>
 void split_at(Runs& runs, std::int64_t vcn) {
-    auto it = runs.upper_bound(vcn);
+    auto it = upper(runs, vcn);
     if (it == runs.begin()) return;
     --it;
-    Extent& e = it->second;
+    Extent& e = run_at(it);
     if (e.vcn == vcn || e.vcn + e.clusters <= vcn) return;
     const std::int64_t head = vcn - e.vcn;
-    Extent tail{vcn, e.lcn < 0 ? e.lcn : e.lcn + head, e.clusters - head};
+    const Extent tail{vcn, e.lcn < 0 ? e.lcn : e.lcn + head, e.clusters - head};
     e.clusters = head;
-    runs.emplace_hint(std::next(it), vcn, tail);
+    put(runs, std::next(it), tail);
 }
 
 /// Checks that VCNs [m.vcn, m.vcn + m.clusters) of `runs` are allocated at LCNs
@@ -73,14 +117,15 @@ void split_at(Runs& runs, std::int64_t vcn) {
 /// "record 64 $DATA", built only for messages.
 std::string who(const Move& m) { return "record " + std::to_string(m.mft_record) + " " + m.stream; }
 
+template <class Runs>
 void check_source(const Runs& runs, const Move& m, std::size_t index) {
     const std::int64_t end = m.vcn + m.clusters;
-    auto it = runs.upper_bound(m.vcn);
+    auto it = upper(runs, m.vcn);
     if (it != runs.begin()) --it;
     for (std::int64_t pos = m.vcn; pos < end;) {
-        if (it == runs.end() || it->first > pos || it->second.vcn + it->second.clusters <= pos)
+        if (it == runs.end() || run_at(it).vcn > pos || run_at(it).vcn + run_at(it).clusters <= pos)
             reject(index, who(m) + " maps nothing at VCN " + std::to_string(pos));
-        const Extent& e = it->second;
+        const Extent& e = run_at(it);
         if (e.lcn < 0) reject(index, who(m) + " has a hole at VCN " + std::to_string(pos));
         const std::int64_t actual = e.lcn + (pos - e.vcn);
         const std::int64_t expected = m.from_lcn + (pos - m.vcn);
@@ -94,24 +139,24 @@ void check_source(const Runs& runs, const Move& m, std::size_t index) {
 
 /// Replaces VCNs [m.vcn, m.vcn + m.clusters) by one run at m.to_lcn, merged with neighbours
 /// that continue it on disk.
+template <class Runs>
 void rewrite(Runs& runs, const Move& m) {
     const std::int64_t end = m.vcn + m.clusters;
     split_at(runs, m.vcn);
     split_at(runs, end);
-    runs.erase(runs.lower_bound(m.vcn), runs.lower_bound(end));
-    auto it = runs.emplace(m.vcn, Extent{m.vcn, m.to_lcn, m.clusters}).first;
+    auto it = put(runs, runs.erase(lower(runs, m.vcn), lower(runs, end)), Extent{m.vcn, m.to_lcn, m.clusters});
     if (it != runs.begin()) {
         auto left = std::prev(it);
-        const Extent& l = left->second;
+        Extent& l = run_at(left);
         if (l.lcn >= 0 && l.vcn + l.clusters == m.vcn && l.lcn + l.clusters == m.to_lcn) {
-            left->second.clusters += m.clusters;
+            l.clusters += m.clusters;
             runs.erase(it);
             it = left;
         }
     }
     if (auto right = std::next(it); right != runs.end()) {
-        const Extent& r = right->second;
-        Extent& here = it->second;
+        const Extent& r = run_at(right);
+        Extent& here = run_at(it);
         if (r.lcn >= 0 && here.vcn + here.clusters == r.vcn && here.lcn + here.clusters == r.lcn) {
             here.clusters += r.clusters;
             runs.erase(right);
@@ -193,11 +238,15 @@ void check_units(const std::vector<Stream>& streams, const Plan& plan, const std
 }
 
 /// A plan's moves carried out one at a time on a volume's streams and free space, validated
-/// as apply_plan says. The volume is not copied: the streams moves edit are held aside.
+/// as apply_plan says. Given `after`, a copy of the volume's streams, it edits their runs in
+/// place (apply_plan); without, it copies a stream's runs when a move first touches it
+/// (replay_prefixes, which holds no copy of the volume).
 class Replay {
 public:
-    explicit Replay(const VolumeMap& before) : before_(before), lookup_(before.streams), free_(before.free) {
+    explicit Replay(const VolumeMap& before, std::vector<Stream>* after = nullptr)
+        : before_(before), lookup_(before.streams), free_(before.free), after_(after), state_(before.streams.size()) {
         require_movable(before);  // a saved plan is no safer than a new one on such a volume
+        if (!after_) own_.resize(before.streams.size());
     }
 
     /// Carries out move `index` of `plan`, after the ones before it.
@@ -218,12 +267,53 @@ public:
             reject(index, who(m) + " is " + (stream.placement == Placement::Unmovable ? "unmovable" : "excluded") +
                               (stream.reason.empty() ? "" : " (" + std::string(stream.reason) + ")"));
 
-        auto [slot, inserted] = edited_.try_emplace(*found);
-        Runs& runs = slot->second;
-        if (inserted)
-            for (const Extent& e : stream.extents) runs.emplace_hint(runs.end(), e.vcn, e);
-        check_source(runs, m, index);
+        const auto edit = [&](auto& runs) {
+            check_source(runs, m, index);
+            check_destination(m, index);
+            rewrite(runs, m);
+        };
+        if (RunTree* tree = tree_of(*found))
+            edit(*tree);
+        else
+            edit(list(*found));
+        free_.remove(m.to_lcn, m.to_lcn + m.clusters);
+        free_.add(m.from_lcn, m.from_lcn + m.clusters);
+    }
 
+    /// Checks the last run of moves, the first `end` of `plan` having been carried out.
+    void finish(const Plan& plan, std::size_t end) const { check_units(before_.streams, plan, run_, end); }
+
+    [[nodiscard]] const FreeMap& free() const { return free_; }
+
+    /// Calls visit(index in VolumeMap::streams, runs now) for each stream moved so far.
+    template <class Visit>
+    void for_each_edited(Visit&& visit) const {
+        RunList flat;
+        for (const std::uint32_t i : edited_) {
+            if (state_[i] == kInList) {
+                visit(i, std::span<const Extent>(list(i)));
+                continue;
+            }
+            flat.clear();
+            for (const auto& [vcn, e] : trees_.at(i)) flat.push_back(e);
+            visit(i, std::span<const Extent>(flat));
+        }
+    }
+
+    /// Gives the runs held in maps back to `after`'s streams (the others were edited there).
+    void write_back() {
+        for (auto& [i, tree] : trees_) {
+            RunList& extents = (*after_)[i].extents;
+            extents.clear();
+            extents.reserve(tree.size());
+            for (const auto& [vcn, e] : tree) extents.push_back(e);
+        }
+    }
+
+private:
+    enum State : std::uint8_t { kUntouched, kInList, kInTree };
+
+    void check_destination(const Move& m, std::size_t index) const {
         const auto destination = cluster_range(m.to_lcn, m.to_lcn + m.clusters);
         if (m.to_lcn + m.clusters > before_.total_clusters)
             reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " lies outside the volume's " +
@@ -233,24 +323,38 @@ public:
         if (const auto busy = free_.first_busy(m.to_lcn, m.to_lcn + m.clusters))
             reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " is not free at cluster " +
                               std::to_string(*busy));
-
-        rewrite(runs, m);
-        free_.remove(m.to_lcn, m.to_lcn + m.clusters);
-        free_.add(m.from_lcn, m.from_lcn + m.clusters);
     }
 
-    /// Checks the last run of moves, the first `end` of `plan` having been carried out.
-    void finish(const Plan& plan, std::size_t end) const { check_units(before_.streams, plan, run_, end); }
+    RunList& list(std::size_t i) { return after_ ? (*after_)[i].extents : own_[i]; }
+    [[nodiscard]] const RunList& list(std::size_t i) const { return after_ ? (*after_)[i].extents : own_[i]; }
 
-    [[nodiscard]] const FreeMap& free() const { return free_; }
-    /// The streams moved so far (index in VolumeMap::streams), with their runs now.
-    [[nodiscard]] const std::unordered_map<std::size_t, Runs>& edited() const { return edited_; }
+    /// Stream i's runs as a map when it has (or has come to have) too many for its vector;
+    /// nullptr while the vector serves. Marks it edited.
+    RunTree* tree_of(std::size_t i) {
+        if (state_[i] == kUntouched) {
+            edited_.push_back(static_cast<std::uint32_t>(i));
+            if (!after_) own_[i] = before_.streams[i].extents;
+            state_[i] = kInList;
+        }
+        if (state_[i] == kInList) {
+            RunList& flat = list(i);
+            if (flat.size() <= kFlatRuns) return nullptr;
+            RunTree& tree = trees_[static_cast<std::uint32_t>(i)];
+            for (const Extent& e : flat) tree.emplace_hint(tree.end(), e.vcn, e);
+            flat = {};
+            state_[i] = kInTree;
+        }
+        return &trees_.at(static_cast<std::uint32_t>(i));
+    }
 
-private:
     const VolumeMap& before_;
-    StreamLookup lookup_;
+    StreamLookup lookup_;  // holds streams to 2^32, so 32-bit stream numbers below are safe
     FreeMap free_;
-    std::unordered_map<std::size_t, Runs> edited_;
+    std::vector<Stream>* after_;          ///< the streams edited in place, or null
+    std::vector<RunList> own_;            ///< without after_: the runs of streams moved so far
+    std::vector<State> state_;            ///< per stream
+    std::vector<std::uint32_t> edited_;   ///< streams moved so far, in the order first moved
+    std::unordered_map<std::uint32_t, RunTree> trees_;
     std::optional<MoveRun> run_;  ///< the current run of moves of one stream
 };
 
@@ -290,6 +394,11 @@ std::optional<std::int64_t> unit_left_in_part(const Stream& stream, std::span<co
     return unit_left_in_part(stream, moved);
 }
 
+void require_32bit_stream_numbers(std::size_t streams) {
+    if (streams > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 streams");
+}
+
 void require_movable(const VolumeMap& map) {
     for (const VolumeFinding& f : map.findings)
         if (f.blocks_moves)
@@ -298,17 +407,12 @@ void require_movable(const VolumeMap& map) {
 }
 
 VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
-    Replay replay(before);
+    VolumeMap after = before;
+    Replay replay(before, &after.streams);
     for (std::size_t index = 0; index < plan.moves.size(); ++index) replay.step(plan, index);
     replay.finish(plan, plan.moves.size());
-    VolumeMap after = before;
+    replay.write_back();
     after.free = replay.free().to_set();
-    for (const auto& [i, runs] : replay.edited()) {
-        std::vector<Extent>& extents = after.streams[i].extents;
-        extents.clear();
-        extents.reserve(runs.size());
-        for (const auto& [vcn, e] : runs) extents.push_back(e);
-    }
     return after;
 }
 
@@ -320,7 +424,6 @@ std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& 
     Replay replay(before);
     std::vector<PrefixFigures> out;
     std::uint64_t moved_clusters = 0;
-    std::vector<Extent> extents;  // an edited stream's runs, to count its fragments
     auto next = ends.begin();
     for (std::size_t done = 0;; ++done) {
         for (; next != ends.end() && *next == done; ++next) {
@@ -336,12 +439,10 @@ std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& 
             }
             f.free_space_fragmentation_percent = penalty.percent();
             f.fragmented_streams = fragmented_before;
-            for (const auto& [i, runs] : replay.edited()) {
-                extents.clear();
-                for (const auto& [vcn, e] : runs) extents.push_back(e);
+            replay.for_each_edited([&](std::size_t i, std::span<const Extent> runs) {
                 f.fragmented_streams -= before.streams[i].fragments() > 1 ? 1 : 0;
-                f.fragmented_streams += fragments_of(extents) > 1 ? 1 : 0;
-            }
+                f.fragmented_streams += fragments_of(runs) > 1 ? 1 : 0;
+            });
             out.push_back(f);
         }
         if (done == plan.moves.size()) break;

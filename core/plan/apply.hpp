@@ -17,6 +17,11 @@ namespace guestfrag {
 /// cluster has at most one owner and $Bitmap agrees with the files. O(findings).
 void require_movable(const VolumeMap& map);
 
+/// Throws Error(Unsupported) when a volume has more streams than 32-bit numbers count: the
+/// validator and the optimizer number streams in 4 bytes, which keeps their tables of a
+/// million streams small.
+void require_32bit_stream_numbers(std::size_t streams);
+
 /// The volume as it would be after `plan` ran: streams' extents rewritten move by move,
 /// free space updated. Pure; the image is never touched. Validates as it goes and throws
 /// Error(Corrupt, "move N: ...") naming the first move whose source is not owned by its
@@ -29,9 +34,9 @@ void require_movable(const VolumeMap& map);
 /// stream must move whole compression units (unit_left_in_part; its first move is named).
 /// Runs are split and merged as needed. A volume with cross-linked or bitmap-inconsistent
 /// clusters is refused first (require_movable).
-/// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream's
-/// runs are held in an ordered map while it is being edited, so a stream moved in many
-/// pieces costs O(runs · log runs), never quadratic.
+/// Cost: one copy of `before`, then O(moves · log) plus the runs each move covers; a stream
+/// of many runs is held in an ordered map while it is being edited, so a stream moved in
+/// many pieces costs O(runs · log runs), never quadratic (docs/planner.md §1).
 [[nodiscard]] VolumeMap apply_plan(const VolumeMap& before, const Plan& plan);
 
 /// The figures of a plan's summary (PlanSummary's "after" ones, docs/planner.md §2) for the

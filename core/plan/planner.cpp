@@ -208,6 +208,10 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
             planner::plan_shrink(builder, progress);
             break;
     }
+    // optimize reserves its bound of two moves a piece, which its detours rarely reach; the
+    // planner's own structures are gone now, so this copy costs less than keeping the bound
+    // beside the after-map.
+    plan.moves.shrink_to_fit();
 
     try {
         out.after = apply_plan(volume, plan);

@@ -2,6 +2,7 @@
 #include "support/ntfs_edit.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -159,6 +160,25 @@ void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t
     }
     file->flags = static_cast<FILE_ATTR_FLAGS>(file->flags | FILE_ATTR_ENCRYPTED);
     NInoSetDirty(file.get());
+    if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
+}
+
+void set_file_name_fields(const std::filesystem::path& bare_volume, std::uint64_t record, std::uint8_t name_space,
+                          std::uint8_t name_length) {
+    auto vol = mount_rw(bare_volume);
+    Inode file(ntfs_inode_open(vol.get(), record));
+    if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
+    {
+        ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(file.get(), nullptr));
+        if (!ctx || ntfs_attr_lookup(AT_FILE_NAME, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
+            throw std::runtime_error("record " + std::to_string(record) + " has no $FILE_NAME");
+        // Raw bytes, not the struct's fields: a namespace outside FILE_NAME_TYPE_FLAGS is
+        // exactly what is being written.
+        auto* value = reinterpret_cast<std::uint8_t*>(ctx->attr) + le16_to_cpu(ctx->attr->value_offset);
+        value[offsetof(FILE_NAME_ATTR, file_name_length)] = name_length;
+        value[offsetof(FILE_NAME_ATTR, file_name_type)] = name_space;
+        ntfs_inode_mark_dirty(ctx->ntfs_ino);
+    }
     if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
 }
 

@@ -50,6 +50,12 @@ void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t recor
 /// what a mover looks at, and the data stays readable as it was.
 void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record);
 
+/// Writes `name_space` and `name_length` (in UTF-16 units) into the first $FILE_NAME of
+/// record `record`, in the MFT record only (the directory index keeps its copy), as a
+/// hostile or damaged volume may hold them: any byte, a length of 0.
+void set_file_name_fields(const std::filesystem::path& bare_volume, std::uint64_t record, std::uint8_t name_space,
+                          std::uint8_t name_length);
+
 /// Clears the $Bitmap bits of clusters [lcn, lcn + count): free as far as NTFS knows.
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count);
 

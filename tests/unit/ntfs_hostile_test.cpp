@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -190,4 +191,27 @@ TEST_CASE("$MFT::$BITMAP claiming 3 GiB over one cluster: bounded memory", "[hos
     INFO("plan stderr: " << plan.err);
     CHECK(plan.status == 0);
     CHECK(plan.input_rss_kib <= 256 * 1024);
+}
+
+TEST_CASE("a $FILE_NAME of any namespace byte, or of no characters, reads without undefined behaviour",
+          "[hostile][ntfs]") {
+    // Both were undefined behaviour in the MFT parser (found by ntfs_fuzz under UBSan): a
+    // namespace loaded as ntfs-3g's 0-3 enum, and a copy of 0 characters from a null
+    // pointer. The sanitizer build of this test is what fails if either comes back.
+    const fs::path image = hostile_copy("file-names");
+    const std::uint64_t odd = test::add_file(image, "odd-namespace.bin", 20000);
+    const std::uint64_t nameless = test::add_file(image, "nameless.bin", 20000);
+    test::set_file_name_fields(image, odd, 50, 17);  // 50 & 3 is 2, the DOS namespace
+    test::set_file_name_fields(image, nameless, 1, 0);
+
+    const auto r = test::run_cli({"analyze", image.string(), "--json", "--files"});
+    INFO("stderr: " << r.err);
+    REQUIRE(r.status == 0);
+    const Json analysis = Json::parse(r.out);
+    std::map<std::uint64_t, std::string> path_of;
+    for (const Json& s : analysis["volumes"][0]["streams"]) path_of[s["mft_record"]] = s["path"];
+    // The only name a file has is its name, whatever its namespace; an empty one leaves the
+    // path of its directory with an empty last component.
+    CHECK(path_of.at(odd) == "\\odd-namespace.bin");
+    CHECK(path_of.at(nameless) == "\\");
 }

@@ -211,6 +211,24 @@ TEST_CASE("an extended partition whose EBR chain loops is corrupt", "[partition]
               "msdos partition table: the chain of logical partitions links back to the extended boot record at "
               "sector 20480");
     }
+    SECTION("logical partitions that overlap, or touch, leaving no sector for a boot record") {
+        // The first logical partition runs past the second EBR (sector 30720), as in the
+        // table the partition fuzzer found libparted asserting on.
+        put_mbr_entry(d, 20480, 0, 0x07, 2048, 10240);
+        put_mbr_entry(d, 20480, 1, 0x05, 10240, 10240);
+        put_mbr_entry(d, 30720, 0, 0x07, 1, 4096);
+        CHECK(failure_of(d, ErrorKind::Corrupt) ==
+              "msdos partition table: the logical partitions at sectors 22528 and 30721 overlap or leave no sector "
+              "for a boot record between them");
+        put_mbr_entry(d, 20480, 0, 0x07, 2048, 8193);  // ends at 30720, the second logical starts at 30721
+        CHECK(failure_of(d, ErrorKind::Corrupt) ==
+              "msdos partition table: the logical partitions at sectors 22528 and 30721 overlap or leave no sector "
+              "for a boot record between them");
+        put_mbr_entry(d, 20480, 0, 0x07, 2048, 8192);  // ends at 30719: the EBR at 30720 lies between
+        const PartitionTable table = read_partitions(MemoryImage(d));
+        REQUIRE(table.partitions.size() == 3);
+        CHECK(table.partitions[2].start == 30721 * kSector);
+    }
     SECTION("the same chain without the loop reads normally") {
         put_mbr_entry(d, 20480, 1, 0x05, 10240, 10240);
         put_mbr_entry(d, 30720, 0, 0x07, 2048, 4096);

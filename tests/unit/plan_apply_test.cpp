@@ -108,6 +108,59 @@ TEST_CASE("apply_plan runs moves in order: a freed source can be the next destin
     CHECK(failure(volume(), reversed) == "move 0: destination [10, 15) is not free at cluster 10");
 }
 
+TEST_CASE("apply_plan edits a stream that comes to hold hundreds of runs", "[plan][apply]") {
+    // One run of 400 clusters at LCN 0. Its even VCNs move one by one to 1000 + VCN, which
+    // leaves 400 runs (past the few a stream is edited in its own vector with); then its odd
+    // VCNs follow, and the stream is one run at LCN 1000 again.
+    VolumeMap v;
+    v.cluster_size = 4096;
+    v.total_clusters = 2000;
+    v.free.add(r(400, 2000));
+    v.streams.push_back(stream(64, {{0, 0, 400}}));
+    v.streams.push_back(stream(65, {}));
+    Plan p;
+    for (int parity : {0, 1})
+        for (std::int64_t vcn = parity; vcn < 400; vcn += 2) p.moves.push_back({64, "$DATA", vcn, vcn, 1000 + vcn, 1});
+
+    Plan half = plan_of({p.moves.begin(), p.moves.begin() + 200});
+    std::vector<Extent> alternating;
+    for (std::int64_t vcn = 0; vcn < 400; ++vcn) alternating.push_back({vcn, vcn % 2 ? vcn : 1000 + vcn, 1});
+    const VolumeMap mid = apply_plan(v, half);
+    CHECK(find(mid, 64).extents == alternating);
+    CHECK(find(mid, 64).fragments() == 400);
+    ClusterSet free_mid;
+    for (std::int64_t lcn = 0; lcn < 400; lcn += 2) free_mid.add(r(lcn, lcn + 1));
+    free_mid.add(r(400, 1000));
+    for (std::int64_t lcn = 1001; lcn < 1400; lcn += 2) free_mid.add(r(lcn, lcn + 1));
+    free_mid.add(r(1400, 2000));
+    CHECK(mid.free == free_mid);
+
+    const VolumeMap after = apply_plan(v, p);
+    CHECK(find(after, 64).extents == std::vector<Extent>{{0, 1000, 400}});
+    ClusterSet free_after;
+    free_after.add(r(0, 1000));
+    free_after.add(r(1400, 2000));
+    CHECK(after.free == free_after);
+    CHECK(find(v, 64).extents == std::vector<Extent>{{0, 0, 400}});  // the input is untouched
+
+    // The same replay, prefix by prefix: fragmented from the first move until the last.
+    const std::vector<std::size_t> ends{0, 1, 200, 399, 400};
+    const std::vector<PrefixFigures> figures = replay_prefixes(v, p, ends);
+    REQUIRE(figures.size() == ends.size());
+    CHECK(figures[0].fragmented_streams == 0);
+    CHECK(figures[1].fragmented_streams == 1);
+    CHECK(figures[2].fragmented_streams == 1);
+    CHECK(figures[2].free_extents == 200 + 1 + 199 + 1);  // 0, 2 … 398; 400-999; 1001 … 1397; 1399-1999
+    CHECK(figures[3].fragmented_streams == 1);
+    CHECK(figures[4].fragmented_streams == 0);
+    CHECK(figures[4].free_extents == 2);
+    CHECK(figures[4].moved_bytes == 400 * 4096);
+
+    // A move whose source the edited runs no longer hold is refused as before.
+    p.moves.push_back({64, "$DATA", 7, 7, 1500, 1});
+    CHECK(failure(v, p) == "move 400: record 64 $DATA has VCN 7 at LCN 1007, not at LCN 7");
+}
+
 TEST_CASE("apply_plan names the first offending move", "[plan][apply]") {
     const VolumeMap v = volume();
     const Move good{64, "$DATA", 5, 30, 20, 5};
