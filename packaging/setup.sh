@@ -93,6 +93,9 @@ case "$mode" in
         build "$root/build-fuzz" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
             -DGUESTFRAG_BUILD_FUZZERS=ON -DGUESTFRAG_BUILD_TESTS=OFF -DGUESTFRAG_BUILD_BENCH=OFF -DGUESTFRAG_BUILD_GUI=OFF \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        # UBSan reports and goes on by default, which libFuzzer does not see: a finding must
+        # stop the run and keep its input, as the ntfs_fuzz ones read from a log did not.
+        export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
         for fuzzer in "$root"/build-fuzz/tests/fuzz/*_fuzz; do
             name=$(basename "$fuzzer" _fuzz)
             corpus="$root/build-fuzz/corpus/$name"
