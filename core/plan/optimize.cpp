@@ -23,9 +23,13 @@ namespace {
 constexpr std::int64_t kStays = -1;   ///< the stream keeps its place
 constexpr std::int64_t kNoRoom = -2;  ///< the stream should move but finds no place
 
+/// A stream the plan may move. Its pieces (where it is now, VCN order) are
+/// Optimizer::pieces_[first_piece, first_piece + piece_count): one array for all items, not
+/// a vector (24 bytes and an allocation) each.
 struct Item {
-    std::size_t stream = 0;
-    std::vector<Piece> pieces;  ///< where the stream is now, VCN order
+    std::uint32_t stream = 0;
+    std::uint32_t piece_count = 0;
+    std::size_t first_piece = 0;
     std::int64_t first = 0;     ///< lowest cluster it occupies
     std::int64_t end = 0;       ///< one past the highest
     std::int64_t clusters = 0;
@@ -101,29 +105,34 @@ public:
         const auto& streams = volume_.streams;
         // A bound, not a count, so the list never exists twice while it grows; a large
         // reservation is mapped fresh, and the pages no item uses are never touched.
+        require_32bit_stream_numbers(streams.size());
         items_.reserve(streams.size());
+        std::size_t runs = 0;  // a bound on the pieces, reserved as items_ is
+        for (const Stream& s : streams) runs += s.placement == Placement::Movable ? s.extents.size() : 0;
+        pieces_.reserve(runs);
         for (std::size_t i = 0; i < streams.size(); ++i) {
             const Stream& s = streams[i];
             if (s.placement != Placement::Movable) continue;
-            std::vector<Piece> pieces = pieces_of(s);
+            const std::vector<Piece> pieces = pieces_of(s);
             if (pieces.empty()) continue;
             if (const auto glob = builder.excluded_by(s)) {
                 builder.skip(s, "matches --exclude " + *glob);
                 continue;
             }
-            Item item{i, std::move(pieces), 0, 0, 0, s.fragments() > 1};
-            item.first = item.pieces.front().lcn;
-            for (const Piece& p : item.pieces) {
+            Item item{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(pieces.size()), pieces_.size(),
+                      pieces.front().lcn, 0, 0, s.fragments() > 1};
+            for (const Piece& p : pieces) {
                 item.first = std::min(item.first, p.lcn);
                 item.end = std::max(item.end, p.lcn + p.clusters);
                 item.clusters += p.clusters;
             }
-            items_.push_back(std::move(item));
+            pieces_.insert(pieces_.end(), pieces.begin(), pieces.end());
+            items_.push_back(item);
         }
         // Largest first, then by position: the order best-fit decreasing packs in.
         by_size_.resize(items_.size());
-        for (std::size_t i = 0; i < items_.size(); ++i) by_size_[i] = i;
-        std::ranges::sort(by_size_, [this](std::size_t a, std::size_t b) {
+        std::iota(by_size_.begin(), by_size_.end(), std::uint32_t{0});
+        std::ranges::sort(by_size_, [this](std::uint32_t a, std::uint32_t b) {
             return items_[a].clusters != items_[b].clusters ? items_[a].clusters > items_[b].clusters
                                                             : items_[a].first < items_[b].first;
         });
@@ -131,20 +140,18 @@ public:
         ClusterSet held(cluster_range(0, volume_.total_clusters));
         held -= volume_.free;
         for (const Item& item : items_)
-            for (const Piece& p : item.pieces) held.subtract(cluster_range(p.lcn, p.lcn + p.clusters));
+            for (const Piece& p : pieces(item)) held.subtract(cluster_range(p.lcn, p.lcn + p.clusters));
         pinned_ = held;
         barriers_ = held;
         barriers_ += volume_.mft_zone;
         zone_room_ = largest_zone_room();
-        std::size_t pieces = 0;
-        for (const Item& item : items_) pieces += item.pieces.size();
-        pieces_by_lcn_.reserve(pieces);
+        pieces_by_lcn_.reserve(pieces_.size());
         for (std::size_t i = 0; i < items_.size(); ++i)
-            for (const Piece& p : items_[i].pieces) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
+            for (const Piece& p : pieces(items_[i])) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
         std::ranges::sort(pieces_by_lcn_, {}, &PlacedPiece::lcn);
         if (builder.ordered()) {
-            std::vector<std::size_t> item_of(streams.size(), items_.size());
-            for (std::size_t i = 0; i < items_.size(); ++i) item_of[items_[i].stream] = i;
+            std::vector<std::uint32_t> item_of(streams.size(), static_cast<std::uint32_t>(items_.size()));
+            for (std::size_t i = 0; i < items_.size(); ++i) item_of[items_[i].stream] = static_cast<std::uint32_t>(i);
             for (const std::size_t s : builder.sequence())
                 if (item_of[s] < items_.size()) in_order_.push_back(item_of[s]);
         }
@@ -157,6 +164,13 @@ public:
     }
 
 private:
+    [[nodiscard]] std::span<Piece> pieces(const Item& item) {
+        return std::span(pieces_).subspan(item.first_piece, item.piece_count);
+    }
+    [[nodiscard]] std::span<const Piece> pieces(const Item& item) const {
+        return std::span(pieces_).subspan(item.first_piece, item.piece_count);
+    }
+
     /// The best layout over the anchor sizes, joining fragmented streams or (under a budget)
     /// not, and the split
     /// points: 16 evenly spaced splits, then 16 more around the best of them. A volume of more
@@ -297,7 +311,7 @@ private:
             if (!zone_room_ || first_cluster(f) != zone_room_->first) free_after.emplace_back(first_cluster(f), end_cluster(f));
         for (std::size_t i = 0; i < items_.size(); ++i)
             if (l.dest[i] >= 0 && items_[i].first < l.window_lo)
-                for (const Piece& p : items_[i].pieces)
+                for (const Piece& p : pieces(items_[i]))
                     if (p.lcn < l.window_lo) free_after.emplace_back(p.lcn, std::min(p.lcn + p.clusters, l.window_lo));
         l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
         for (std::size_t i = 0; i < items_.size(); ++i)
@@ -359,7 +373,7 @@ private:
                 // Nowhere left after the cursor: the stream stays, and later ones go around it.
                 l.dest[i] = kNoRoom;
                 l.no_room += it.clusters;
-                for (const Piece& p : it.pieces) {
+                for (const Piece& p : pieces(it)) {
                     blocked.add(cluster_range(p.lcn, p.lcn + p.clusters));
                     held.emplace_back(p.lcn, p.lcn + p.clusters);
                 }
@@ -406,8 +420,9 @@ private:
     Builder& builder_;
     const VolumeMap& volume_;
     std::vector<Item> items_;
-    std::vector<std::size_t> by_size_;
-    std::vector<std::size_t> in_order_;       ///< items in placement order (ordered plans only)
+    std::vector<Piece> pieces_;  ///< every item's pieces, item by item (Item::first_piece)
+    std::vector<std::uint32_t> by_size_;
+    std::vector<std::uint32_t> in_order_;     ///< items in placement order (ordered plans only)
     std::vector<PlacedPiece> pieces_by_lcn_;  ///< every item's pieces, by LCN
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
@@ -426,7 +441,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     // outgrow it, in emit) keeps the list from ever being twice its size while it grows: the
     // bound of two moves a piece cost 63 MB more at a million streams than the moves did.
     std::size_t one_each = builder_.plan().moves.size();
-    for (const std::size_t i : movers) one_each += items_[i].pieces.size();
+    for (const std::size_t i : movers) one_each += items_[i].piece_count;
     builder_.plan().moves.reserve(one_each);
     // Who sits on [lo, hi) before the first move: the streams that should move (a stream
     // without room stays, and holds its clusters against the others). Pieces never overlap,
@@ -440,7 +455,6 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     std::vector<std::size_t> waiting(items_.size(), 0);  // streams on the destination
     // (i, j): item i waits for item j to leave. 32-bit, as 4-byte item numbers are what
     // keeps these lists small.
-    require_32bit_stream_numbers(items_.size());
     std::vector<std::pair<std::uint32_t, std::uint32_t>> waits;
     std::deque<std::size_t> ready;
     std::vector<std::size_t> on;
@@ -480,12 +494,12 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
     // place) the streams waiting for that place may be ready.
-    const auto leave = [&](std::size_t i, const std::vector<Piece>& pieces, bool first_time) {
+    const auto leave = [&](std::size_t i, std::span<const Piece> left, bool first_time) {
         // The parts of the place no waiting stream is headed for are room for detours.
         std::vector<std::pair<std::int64_t, std::int64_t>> headed;  // destinations of the waiters
         for (const std::size_t w : waiters[i]) headed.emplace_back(layout.dest[w], layout.dest[w] + items_[w].clusters);
         std::ranges::sort(headed);
-        for (const Piece& p : pieces) {
+        for (const Piece& p : left) {
             std::int64_t from = p.lcn;
             const std::int64_t end = p.lcn + p.clusters;
             for (const auto& [lo, hi] : headed) {
@@ -508,11 +522,12 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             return false;
         }
         std::vector<Move>& moves = builder_.plan().moves;
-        if (moves.capacity() - moves.size() < items_[i].pieces.size())
-            moves.reserve(moves.size() + std::max(items_[i].pieces.size(), moves.size() / 4));
-        builder_.move_whole(s, items_[i].pieces, to);
+        const std::span<Piece> now = pieces(items_[i]);
+        if (moves.capacity() - moves.size() < now.size())
+            moves.reserve(moves.size() + std::max(now.size(), moves.size() / 4));
+        builder_.move_whole(s, now, to);
         std::int64_t at = to;
-        for (Piece& p : items_[i].pieces) {
+        for (Piece& p : now) {
             p.lcn = at;
             at += p.clusters;
         }
@@ -520,6 +535,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     };
 
     std::size_t done = 0;
+    std::vector<Piece> old;  // where the item being moved was, which leave() then frees
     std::vector<char> finished(items_.size(), 0);
     std::vector<char> detoured(items_.size(), 0);
     std::vector<char> stuck(items_.size(), 0);  // waits, through others, for a stream that cannot move
@@ -564,7 +580,8 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
                 stopped = true;
                 break;
             }
-            const std::vector<Piece> old = items_[i].pieces;
+            const auto was = pieces(items_[i]);
+            old.assign(was.begin(), was.end());
             if (!emit(i, *room)) {
                 finished[i] = 1;  // stays where it is; whoever waits for its place stays too
                 continue;
@@ -582,7 +599,8 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             stopped = true;
             break;
         }
-        const std::vector<Piece> old = items_[i].pieces;
+        const auto was = pieces(items_[i]);
+        old.assign(was.begin(), was.end());
         if (!emit(i, layout.dest[i])) {
             finished[i] = 1;
             continue;

@@ -215,7 +215,7 @@ std::optional<std::string> Builder::over_growth_budget(std::int64_t lcn, std::in
            bytes_text(budget > used ? budget - used : 0) + " left)";
 }
 
-void Builder::move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination) {
+void Builder::move_whole(const Stream& stream, std::span<const Piece> pieces, std::int64_t destination) {
     std::int64_t to = destination;
     for (const Piece& p : pieces) {
         move_part(stream, p.vcn, p.lcn, to, p.clusters);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,7 +96,7 @@ public:
 
     /// Moves the whole stream to [destination, destination + allocated clusters): one move
     /// per piece, pieces laid end to end in VCN order. Records the growth and the bytes.
-    void move_whole(const Stream& stream, const std::vector<Piece>& pieces, std::int64_t destination);
+    void move_whole(const Stream& stream, std::span<const Piece> pieces, std::int64_t destination);
     /// Moves `clusters` clusters of the stream from VCN `vcn` (at LCN `from`, contiguous) to
     /// `destination`: one move. Records the growth and the bytes.
     void move_part(const Stream& stream, std::int64_t vcn, std::int64_t from, std::int64_t destination,
