@@ -103,9 +103,9 @@ class Optimizer {
 public:
     explicit Optimizer(Builder& builder) : builder_(builder), volume_(builder.volume()) {
         const auto& streams = volume_.streams;
+        require_32bit_stream_numbers(streams.size());
         // A bound, not a count, so the list never exists twice while it grows; a large
         // reservation is mapped fresh, and the pages no item uses are never touched.
-        require_32bit_stream_numbers(streams.size());
         items_.reserve(streams.size());
         std::size_t runs = 0;  // a bound on the pieces, reserved as items_ is
         for (const Stream& s : streams) runs += s.placement == Placement::Movable ? s.extents.size() : 0;

@@ -208,9 +208,9 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
             planner::plan_shrink(builder, progress);
             break;
     }
-    // optimize reserves its bound of two moves a piece, which its detours rarely reach; the
-    // planner's own structures are gone now, so this copy costs less than keeping the bound
-    // beside the after-map.
+    // A planner may leave room it did not use (optimize grows its list by a quarter when
+    // detours outgrow its one move a piece); its own tables are gone now, so a copy of the
+    // moves costs less than carrying the slack beside the after-map.
     plan.moves.shrink_to_fit();
 
     try {

@@ -147,39 +147,41 @@ void set_data_runs(const std::filesystem::path& bare_volume, std::uint64_t recor
     if (ntfs_attr_update_mapping_pairs(data.get(), 0) != 0) throw std::runtime_error("cannot write the mapping pairs");
 }
 
-void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record) {
+/// Calls edit(attribute, inode) on the first unnamed attribute of `type` in record `record`
+/// (named `type_name` in errors), then writes the record back through libntfs-3g.
+template <class Edit>
+void edit_attribute(const std::filesystem::path& bare_volume, std::uint64_t record, ATTR_TYPES type,
+                    const char* type_name, Edit&& edit) {
     auto vol = mount_rw(bare_volume);
     Inode file(ntfs_inode_open(vol.get(), record));
     if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
     {
         ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(file.get(), nullptr));
-        if (!ctx || ntfs_attr_lookup(AT_DATA, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
-            throw std::runtime_error("record " + std::to_string(record) + " has no $DATA");
-        ctx->attr->flags = static_cast<ATTR_FLAGS>(ctx->attr->flags | ATTR_IS_ENCRYPTED);
+        if (!ctx || ntfs_attr_lookup(type, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
+            throw std::runtime_error("record " + std::to_string(record) + " has no " + type_name);
+        edit(*ctx->attr, *file);
         ntfs_inode_mark_dirty(ctx->ntfs_ino);
     }
-    file->flags = static_cast<FILE_ATTR_FLAGS>(file->flags | FILE_ATTR_ENCRYPTED);
-    NInoSetDirty(file.get());
     if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
+}
+
+void mark_data_encrypted(const std::filesystem::path& bare_volume, std::uint64_t record) {
+    edit_attribute(bare_volume, record, AT_DATA, "$DATA", [](ATTR_RECORD& attr, ntfs_inode& file) {
+        attr.flags = static_cast<ATTR_FLAGS>(attr.flags | ATTR_IS_ENCRYPTED);
+        file.flags = static_cast<FILE_ATTR_FLAGS>(file.flags | FILE_ATTR_ENCRYPTED);
+        NInoSetDirty(&file);
+    });
 }
 
 void set_file_name_fields(const std::filesystem::path& bare_volume, std::uint64_t record, std::uint8_t name_space,
                           std::uint8_t name_length) {
-    auto vol = mount_rw(bare_volume);
-    Inode file(ntfs_inode_open(vol.get(), record));
-    if (!file) throw std::runtime_error("cannot open MFT record " + std::to_string(record));
-    {
-        ntfs::SearchCtxPtr ctx(ntfs_attr_get_search_ctx(file.get(), nullptr));
-        if (!ctx || ntfs_attr_lookup(AT_FILE_NAME, AT_UNNAMED, 0, CASE_SENSITIVE, 0, nullptr, 0, ctx.get()) != 0)
-            throw std::runtime_error("record " + std::to_string(record) + " has no $FILE_NAME");
+    edit_attribute(bare_volume, record, AT_FILE_NAME, "$FILE_NAME", [&](ATTR_RECORD& attr, ntfs_inode&) {
         // Raw bytes, not the struct's fields: a namespace outside FILE_NAME_TYPE_FLAGS is
         // exactly what is being written.
-        auto* value = reinterpret_cast<std::uint8_t*>(ctx->attr) + le16_to_cpu(ctx->attr->value_offset);
+        auto* value = reinterpret_cast<std::uint8_t*>(&attr) + le16_to_cpu(attr.value_offset);
         value[offsetof(FILE_NAME_ATTR, file_name_length)] = name_length;
         value[offsetof(FILE_NAME_ATTR, file_name_type)] = name_space;
-        ntfs_inode_mark_dirty(ctx->ntfs_ino);
-    }
-    if (ntfs_inode_close(file.release()) != 0) throw std::runtime_error("cannot write MFT record " + std::to_string(record));
+    });
 }
 
 void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lcn, std::int64_t count) {
