@@ -246,7 +246,6 @@ public:
     explicit Replay(const VolumeMap& before, std::vector<Stream>* after = nullptr)
         : before_(before), lookup_(before.streams), free_(before.free), after_(after), state_(before.streams.size()) {
         require_movable(before);  // a saved plan is no safer than a new one on such a volume
-        if (!after_) own_.resize(before.streams.size());
     }
 
     /// Carries out move `index` of `plan`, after the ones before it.
@@ -325,15 +324,17 @@ private:
                               std::to_string(*busy));
     }
 
-    RunList& list(std::size_t i) { return after_ ? (*after_)[i].extents : own_[i]; }
-    [[nodiscard]] const RunList& list(std::size_t i) const { return after_ ? (*after_)[i].extents : own_[i]; }
+    RunList& list(std::size_t i) { return after_ ? (*after_)[i].extents : own_.at(static_cast<std::uint32_t>(i)); }
+    [[nodiscard]] const RunList& list(std::size_t i) const {
+        return after_ ? (*after_)[i].extents : own_.at(static_cast<std::uint32_t>(i));
+    }
 
     /// Stream i's runs as a map when it has (or has come to have) too many for its vector;
     /// nullptr while the vector serves. Marks it edited.
     RunTree* tree_of(std::size_t i) {
         if (state_[i] == kUntouched) {
             edited_.push_back(static_cast<std::uint32_t>(i));
-            if (!after_) own_[i] = before_.streams[i].extents;
+            if (!after_) own_.emplace(static_cast<std::uint32_t>(i), before_.streams[i].extents);
             state_[i] = kInList;
         }
         if (state_[i] == kInList) {
@@ -351,7 +352,9 @@ private:
     StreamLookup lookup_;  // holds streams to 2^32, so 32-bit stream numbers below are safe
     FreeMap free_;
     std::vector<Stream>* after_;          ///< the streams edited in place, or null
-    std::vector<RunList> own_;            ///< without after_: the runs of streams moved so far
+    /// Without after_: the runs of the streams moved so far, and of no other (a plan that
+    /// moves a few streams of a million costs what they do).
+    std::unordered_map<std::uint32_t, RunList> own_;
     std::vector<State> state_;            ///< per stream
     std::vector<std::uint32_t> edited_;   ///< streams moved so far, in the order first moved
     std::unordered_map<std::uint32_t, RunTree> trees_;
