@@ -2,7 +2,11 @@
 // The guestfrag.plan.v1 document (docs/planner.md §9).
 #include "core/plan/plan_io.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <istream>
+#include <span>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -32,16 +36,20 @@ std::string hex16(std::uint64_t value) {
 /// Reads fields of one JSON object, naming the object ("move 3", "identity") in errors.
 class Fields {
 public:
-    Fields(const Json& object, std::string where) : object_(object), where_(std::move(where)) {
-        if (!object_.is_object()) corrupt(where_ + ": must be an object");
+    Fields(const Json& object, std::string where) : object_(&object), where_(std::move(where)) {
+        if (!object_->is_object()) corrupt(where_ + ": must be an object");
     }
+    /// Fields gathered one by one, not as an object: `values[i]` is the value of `keys[i]`,
+    /// null when the object had no such member.
+    Fields(std::span<const char* const> keys, std::span<const Json* const> values, std::string where)
+        : keys_(keys), values_(values), where_(std::move(where)) {}
 
     [[nodiscard]] const Json& at(const char* key) const {
-        const auto it = object_.find(key);
-        if (it == object_.end()) corrupt(where_ + ": missing field \"" + key + "\"");
-        return *it;
+        const Json* value = find(key);
+        if (value == nullptr) corrupt(where_ + ": missing field \"" + key + "\"");
+        return *value;
     }
-    [[nodiscard]] bool has(const char* key) const { return object_.contains(key); }
+    [[nodiscard]] bool has(const char* key) const { return find(key) != nullptr; }
 
     /// An integer in [min, 2^62].
     [[nodiscard]] std::int64_t number(const char* key, std::int64_t min = 0) const {
@@ -94,7 +102,19 @@ public:
     }
 
 private:
-    const Json& object_;
+    [[nodiscard]] const Json* find(const char* key) const {
+        if (object_ != nullptr) {
+            const auto it = object_->find(key);
+            return it == object_->end() ? nullptr : &*it;
+        }
+        for (std::size_t i = 0; i < keys_.size(); ++i)
+            if (std::strcmp(keys_[i], key) == 0) return values_[i];
+        return nullptr;
+    }
+
+    const Json* object_ = nullptr;
+    std::span<const char* const> keys_;
+    std::span<const Json* const> values_;
     std::string where_;
 };
 
@@ -172,9 +192,8 @@ std::string nested(const OrderedJson& value, int indent) {
     return out;
 }
 
-/// A move of the plan document, `index` in its "moves" array.
-Move read_move(const Json& object, std::size_t index) {
-    const Fields m(object, "move " + std::to_string(index));
+/// A move of the plan document.
+Move read_move(const Fields& m) {
     Move move;
     move.mft_record = m.unsigned_number("mft_record");
     move.stream = m.text("stream", false);
@@ -185,38 +204,169 @@ Move read_move(const Json& object, std::size_t index) {
     return move;
 }
 
+/// Parses a plan document as nlohmann's json::parse would, except for its bulk: a move never
+/// becomes a tree of its own (a std::map and a string a field, ~1 µs a move). Its members
+/// are kept as they arrive and the move is checked and stored when its object closes, so a
+/// plan of a million moves costs what its Move values do. The entries of "skipped" are built
+/// as small trees and taken out of the document as each closes. What the document keeps of
+/// "moves" and "skipped" are the empty arrays they were.
+class PlanReader final : public Json::json_sax_t {
+public:
+    Json root;
+    std::vector<Move> moves;
+    std::vector<Plan::Skipped> skipped;
+
+    bool null() override { return value(Json(nullptr)); }
+    bool boolean(bool b) override { return value(Json(b)); }
+    bool number_integer(Json::number_integer_t n) override { return value(Json(n)); }
+    bool number_unsigned(Json::number_unsigned_t n) override { return value(Json(n)); }
+    bool number_float(Json::number_float_t n, const Json::string_t&) override { return value(Json(n)); }
+    bool string(Json::string_t& s) override { return value(Json(std::move(s))); }
+    bool binary(Json::binary_t& b) override { return value(Json::binary(std::move(b))); }
+
+    bool start_object(std::size_t) override {
+        if (in_move_) return nest(Json::object());
+        if (bulk_ == Bulk::Moves && stack_.size() == 2) {
+            in_move_ = true;
+            field_ = kNoField;
+            values_.fill(nullptr);
+            return true;
+        }
+        open(Json::object());
+        return true;
+    }
+    bool key(Json::string_t& k) override {
+        if (in_move_) {
+            if (nesting_ == 0) {
+                const auto it = std::find(kMoveKeys.begin(), kMoveKeys.end(), std::string_view(k));
+                field_ = static_cast<std::size_t>(it - kMoveKeys.begin());
+            }
+            return true;
+        }
+        if (stack_.size() == 1) member_ = k;
+        slot_ = &(*stack_.back())[k];
+        return true;
+    }
+    bool end_object() override {
+        if (in_move_) {
+            if (nesting_ > 0) {
+                --nesting_;
+                return true;
+            }
+            in_move_ = false;
+            moves.push_back(read_move(Fields(kMoveKeys, values_, "move " + std::to_string(moves.size()))));
+            return true;
+        }
+        stack_.pop_back();
+        if (bulk_ == Bulk::Skipped && stack_.size() == 2) {
+            Json::array_t& entries = stack_.back()->get_ref<Json::array_t&>();
+            const Fields f(entries.back(), element());
+            skipped.push_back({f.unsigned_number("mft_record"), f.text("stream"), f.text("reason")});
+            entries.pop_back();
+        }
+        return true;
+    }
+    bool start_array(std::size_t) override {
+        if (in_move_) return nest(Json::array());
+        in_element();
+        open(Json::array());
+        if (stack_.size() == 2 && stack_.front()->is_object()) {
+            if (member_ == "moves") bulk_ = Bulk::Moves;
+            if (member_ == "skipped") bulk_ = Bulk::Skipped;
+        }
+        return true;
+    }
+    bool end_array() override {
+        if (in_move_) {
+            --nesting_;
+            return true;
+        }
+        if (stack_.size() == 2) bulk_ = Bulk::None;
+        stack_.pop_back();
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+        throw e;
+    }
+
+private:
+    enum class Bulk { None, Moves, Skipped };
+    static constexpr std::array<const char*, 6> kMoveKeys = {"mft_record", "stream",  "vcn",
+                                                            "from_lcn",   "to_lcn", "clusters"};
+    static constexpr std::size_t kNoField = kMoveKeys.size();
+
+    /// A scalar: a member of the move being read, or a value of the document.
+    bool value(Json v) {
+        if (in_move_) {
+            if (nesting_ == 0) keep(std::move(v));
+            return true;
+        }
+        in_element();
+        put(std::move(v));
+        return true;
+    }
+    /// An object or array inside a move: kept (to be refused) when it is a known member's
+    /// value, skipped otherwise.
+    bool nest(Json kind) {
+        if (nesting_++ == 0) keep(std::move(kind));
+        return true;
+    }
+    void keep(Json v) {
+        if (field_ == kNoField) return;
+        fields_[field_] = std::move(v);
+        values_[field_] = &fields_[field_];
+    }
+
+    /// Refuses anything but an object as an element of "moves" or "skipped".
+    void in_element() const {
+        if (bulk_ != Bulk::None && stack_.size() == 2) corrupt(element() + ": must be an object");
+    }
+    [[nodiscard]] std::string element() const {
+        return bulk_ == Bulk::Moves ? "move " + std::to_string(moves.size())
+                                    : "skipped " + std::to_string(skipped.size());
+    }
+
+    /// Places `v` where the document is at: the root, the next element of an array, or the
+    /// member whose key came last.
+    Json* put(Json v) {
+        if (stack_.empty()) {
+            root = std::move(v);
+            return &root;
+        }
+        if (stack_.back()->is_array()) {
+            Json::array_t& array = stack_.back()->get_ref<Json::array_t&>();
+            array.push_back(std::move(v));
+            return &array.back();
+        }
+        *slot_ = std::move(v);
+        return slot_;
+    }
+    /// An open container's address stays valid: its parent takes no other element until
+    /// it closes, and object members are map nodes.
+    void open(Json container) { stack_.push_back(put(std::move(container))); }
+
+    std::vector<Json*> stack_;  ///< the open containers of the document, root first
+    Json* slot_ = nullptr;      ///< the member the next value is for
+    std::string member_;        ///< the root member being parsed
+    Bulk bulk_ = Bulk::None;    ///< inside the root's "moves" or "skipped" array
+
+    bool in_move_ = false;
+    std::size_t nesting_ = 0;          ///< containers open inside the move's object
+    std::size_t field_ = kNoField;     ///< the move member being read (kNoField: unknown)
+    std::array<Json, kMoveKeys.size()> fields_;
+    std::array<const Json*, kMoveKeys.size()> values_{};
+};
+
 }  // namespace
 
 Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) {
     JsonInput source(path, "plan", pipe_timeout);
     std::istream in(&source);
-    Json doc;
-    // Moves and skipped streams are taken out of the document as the parser completes each,
-    // checked and kept as Move values: a plan of a million moves costs what its moves do,
-    // not a document tree of them.
-    std::vector<Move> moves;
-    std::vector<Plan::Skipped> skipped;
-    std::string member;  // the root member being parsed
-    const auto take = [&](int depth, Json::parse_event_t event, Json& parsed) {
-        if (depth == 1 && event == Json::parse_event_t::key) member = parsed.get<std::string>();
-        if (depth != 2 || (member != "moves" && member != "skipped")) return true;
-        if (event == Json::parse_event_t::value || event == Json::parse_event_t::array_start)
-            corrupt((member == "moves" ? "move " + std::to_string(moves.size())
-                                       : "skipped " + std::to_string(skipped.size())) +
-                    ": must be an object");
-        if (event != Json::parse_event_t::object_end) return true;
-        if (member == "moves") {
-            moves.push_back(read_move(parsed, moves.size()));
-        } else {
-            const Fields f(parsed, "skipped " + std::to_string(skipped.size()));
-            skipped.push_back({f.unsigned_number("mft_record"), f.text("stream"), f.text("reason")});
-        }
-        return false;  // taken: the document keeps nothing of it
-    };
+    PlanReader reader;
     try {
         // The parser pulls bytes as it goes and stops at the first that is not JSON, so a
         // device that never ends (/dev/zero) costs one buffer.
-        doc = Json::parse(in, take);
+        (void)Json::sax_parse(in, &reader);
     } catch (const Json::exception& e) {
         // A syntax error, or a number no double holds (1e611: out_of_range.406).
         if (source.empty_pipe())
@@ -224,6 +374,7 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
         corrupt(std::string("plan is not valid JSON: ") + e.what());
     }
 
+    const Json& doc = reader.root;
     const Fields root(doc, "plan");
     if (root.text("schema") != kSchema) corrupt("plan: schema is not " + std::string(kSchema));
     Plan plan;
@@ -256,10 +407,10 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     // What the parser left of "moves" and "skipped" must be the (now empty) arrays they were
     // taken from.
     (void)array_field(root, "moves", "plan");
-    plan.moves = std::move(moves);
+    plan.moves = std::move(reader.moves);
     if (root.has("summary")) plan.summary = read_summary(root.at("summary"));
     if (root.has("skipped")) (void)array_field(root, "skipped", "plan");
-    plan.skipped = std::move(skipped);
+    plan.skipped = std::move(reader.skipped);
     if (root.has("notes")) {
         const Json& notes = array_field(root, "notes", "plan");
         for (const Json& note : notes) {

@@ -174,3 +174,49 @@ TEST_CASE("a plan of a million moves, or behind 300 MiB of white space, is read 
     CHECK(r.status == 0);
     CHECK(r.peak_rss_kib <= 256 * 1024);
 }
+
+TEST_CASE("a plan's moves are read member by member: members of any shape beside them are ignored, the last "
+          "of a repeated one counts, and a move that is no object or holds a wrong type is refused",
+          "[plan][hostile]") {
+    const test::WorkDir dir("plan-members");
+    const auto read = [&](const std::string& moves, const std::string& skipped = "[]") {
+        const fs::path path = dir / "p.json";
+        std::ofstream(path) << R"({"schema": "guestfrag.plan.v1", "image": {"path": "x.img", "virtual_size": 1},)"
+                            << R"( "partition": 1, "identity": {"volume_serial": "a1", "cluster_size": 4096,)"
+                            << R"( "total_clusters": 64, "allocation_digest": "b2"}, "strategy": "defrag",)"
+                            << R"( "moves": )" << moves << R"(, "skipped": )" << skipped << "}";
+        return read_plan(path.string());
+    };
+    const auto refusal = [&](const std::string& moves, const std::string& skipped = "[]") {
+        try {
+            (void)read(moves, skipped);
+        } catch (const Error& e) {
+            CHECK(e.kind() == ErrorKind::Corrupt);
+            return std::string(e.what());
+        }
+        return std::string("accepted");
+    };
+
+    const Plan plan = read(
+        R"([{"note": {"a": [1, {"vcn": 99}], "b": null}, "mft_record": 64, "stream": "$DATA", "vcn": 2,)"
+        R"( "from_lcn": 10, "to_lcn": 20, "clusters": 0, "clusters": 3, "more": [[], {}]},)"
+        R"( {"clusters": 1, "to_lcn": 7, "from_lcn": 5, "vcn": 0, "stream": "$DATA:ads", "mft_record": 65}])",
+        R"([{"mft_record": 66, "stream": "$DATA", "reason": "pinned", "x": [{}]}])");
+    CHECK(plan.moves == std::vector<Move>{{64, "$DATA", 2, 10, 20, 3}, {65, "$DATA:ads", 0, 5, 7, 1}});
+    CHECK(plan.skipped == std::vector<Plan::Skipped>{{66, "$DATA", "pinned"}});
+    CHECK(plan.identity.volume_serial == 0xa1);
+    CHECK(plan.identity.allocation_digest == 0xb2);
+
+    const std::string move = R"("mft_record": 64, "stream": "$DATA", "from_lcn": 10, "to_lcn": 20, "clusters": 3)";
+    CHECK(read("[{" + move + R"(, "vcn": 1}])").moves.size() == 1);
+    CHECK(refusal("[{" + move + R"(, "vcn": {"a": 1}}])") == "move 0: \"vcn\" must be an integer from 0 to 2^62");
+    CHECK(refusal("[{" + move + R"(, "vcn": 1}, {)" + move + R"(, "vcn": [2]}])") ==
+          "move 1: \"vcn\" must be an integer from 0 to 2^62");
+    CHECK(refusal("[{" + move + "}]") == "move 0: missing field \"vcn\"");
+    CHECK(refusal("[{" + move + R"(, "vcn": 1, "stream": ""}])") == "move 0: \"stream\" must be a non-empty string");
+    CHECK(refusal("[{" + move + R"(, "vcn": 1}, 5])") == "move 1: must be an object");
+    CHECK(refusal(R"([[{"vcn": 1}]])") == "move 0: must be an object");
+    CHECK(refusal("{}") == "plan: \"moves\" must be an array");
+    CHECK(refusal("[]", "[null]") == "skipped 0: must be an object");
+    CHECK(refusal("[]", R"([{"mft_record": 1, "stream": "$DATA"}])") == "skipped 0: missing field \"reason\"");
+}
