@@ -70,10 +70,10 @@ Impact plan_impact(const OpenedImage& opened, const PlannedVolume& planned, cons
     const ImageAnalysis& analysis = *opened.analysis;
     const VolumeMap& before = analysis.volumes.at(planned.volume).map;
     const Plan& plan = planned.plan;
-    const PlanSummary summary = options.granule == plan.summary.granule_size
-                                    ? plan.summary
-                                    : summarize_plan(before, *planned.after, analysis.layers,
-                                                     options.granule, plan);
+    PlanSummary summary = plan.summary;
+    if (options.granule != plan.summary.granule_size)
+        summary = planned.after ? summarize_plan(before, *planned.after, analysis.layers, options.granule, plan)
+                                : summarize_plan(before, apply_plan(before, plan), analysis.layers, options.granule, plan);
     return assess_impact(*opened.image, analysis.table, before, plan, summary, options, progress);
 }
 

@@ -53,7 +53,9 @@ struct OpenedImage {
 struct PlannedVolume {
     std::size_t volume = 0;  ///< index into ImageAnalysis::volumes
     Plan plan;
-    std::shared_ptr<const VolumeMap> after;  ///< apply_plan's result, shareable with views
+    /// apply_plan's result, shareable with views; a front end that shows no after-figures
+    /// may let it go (plan_impact then applies the plan again if it needs the map).
+    std::shared_ptr<const VolumeMap> after;
 };
 
 /// `options` with what its placement order needs from the image: for a trace order, the
@@ -79,7 +81,8 @@ struct PlannedVolume {
 
 /// What `planned.plan` would do to the storage under its volume (assess_impact), from the
 /// after-map and summary plan_volume or adopt_plan made (the summary again only when
-/// options.granule differs from the plan's). Throws Error(Cancelled) from `progress` (chunks
+/// options.granule differs from the plan's, from planned.after or, when it was let go, a
+/// fresh apply_plan). Throws Error(Cancelled) from `progress` (chunks
 /// hashed) and whatever assess_impact throws. Cost: assess_impact's without its apply_plan
 /// (options.deep reads the whole disk).
 [[nodiscard]] Impact plan_impact(const OpenedImage& opened, const PlannedVolume& planned,

@@ -88,6 +88,10 @@ void run(const Options& opts) {
             ProgressMeter meter("planning");
             planned = plan_volume(opened, volume, options, meter.progress());
         }
+        // What this command prints comes from the plan and its summary: the volume as the
+        // plan leaves it, a second map as large as the first, goes before the storage
+        // warnings are worked out beside it.
+        planned.after.reset();
         const Plan& plan = planned.plan;
 
         const std::optional<Frontier> frontier =

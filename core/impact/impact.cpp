@@ -213,37 +213,40 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
     if (options.snapshot_granularity && *options.snapshot_granularity == 0)
         throw Error(ErrorKind::Unsupported, "snapshot granularity must be at least one byte");
     const std::vector<Layer>& layers = image.layers();
-    const ContentMap content(before, plan);
 
     Impact out;
     out.partition = before.partition;
     out.granule_size = summary.granule_size;
     out.moved_bytes = summary.moved_bytes;
-    out.written_bytes = boost::icl::length(content.written());
     out.growth = {summary.thin_growth_bytes, summary.clone_delta_growth_bytes};
     out.reclaimable_bytes_before = summary.reclaimable_bytes_before;
     out.reclaimable_bytes_after = summary.reclaimable_bytes_after;
     out.reclaim_how = reclaim_advice(image.format());
-
-    out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});
-    out.snapshot.push_back({64 * 1024, "CBT / VDDK", granule_bytes(content.written(), 64 * 1024)});
-    if (options.snapshot_granularity)
-        out.snapshot.push_back({*options.snapshot_granularity, "user",
-                                granule_bytes(content.written(), *options.snapshot_granularity)});
-
-    for (const std::uint64_t c : chunks) out.dedup.push_back({c, granule_bytes(content.written(), c) / c, {}});
-    if (options.deep) {
-        RateLimiter limiter(options.read_rate);
-        const std::vector<DedupFigures::Deep> deep = deep_dedup(image, content, chunks, limiter, progress);
-        for (std::size_t i = 0; i < deep.size(); ++i) out.dedup[i].deep = deep[i];
-    }
-
+    out.alignment = alignment_figures(table, chunks);
     out.vss = find_shadow_copies(before);
     out.vss.copy_on_write = out.vss.store_files > 0 && before.cluster_size < kVssBlock;
-    if (out.vss.copy_on_write) out.vss.copy_on_write_bytes = vss_copy_bytes(before, content);
 
-    out.alignment = alignment_figures(table, chunks);
-    out.clone = clone_figures(before, layers, content);
+    {
+        // The disk as the plan leaves it, a map node a move, serves these figures only: it
+        // is gone before the host layout and the first writes are worked out, which cost
+        // as much again (59 MB each for a million moves).
+        const ContentMap content(before, plan);
+        out.written_bytes = boost::icl::length(content.written());
+        out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});
+        out.snapshot.push_back({64 * 1024, "CBT / VDDK", granule_bytes(content.written(), 64 * 1024)});
+        if (options.snapshot_granularity)
+            out.snapshot.push_back({*options.snapshot_granularity, "user",
+                                    granule_bytes(content.written(), *options.snapshot_granularity)});
+
+        for (const std::uint64_t c : chunks) out.dedup.push_back({c, granule_bytes(content.written(), c) / c, {}});
+        if (options.deep) {
+            RateLimiter limiter(options.read_rate);
+            const std::vector<DedupFigures::Deep> deep = deep_dedup(image, content, chunks, limiter, progress);
+            for (std::size_t i = 0; i < deep.size(); ++i) out.dedup[i].deep = deep[i];
+        }
+        if (out.vss.copy_on_write) out.vss.copy_on_write_bytes = vss_copy_bytes(before, content);
+        out.clone = clone_figures(before, layers, content);
+    }
     if (!layers.empty()) {
         out.host = host_figures(layers.front(), before, plan);
         // Writes go to the top layer: its provisioning and written map decide first writes.

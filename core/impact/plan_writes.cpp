@@ -2,6 +2,7 @@
 #include "core/impact/plan_writes.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "core/error.hpp"
@@ -9,14 +10,14 @@
 
 namespace guestfrag {
 
-std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io) {
+void for_each_plan_io(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io,
+                      const std::function<void(const Io&)>& visit) {
     check_max_io(max_io);
     const std::uint64_t cs = volume.cluster_size;
     if (cs == 0 || cs % kSectorBytes != 0)
         throw Error(ErrorKind::Unsupported,
                     "cluster size " + std::to_string(cs) + " is not a multiple of 512");
     const auto total = static_cast<std::uint64_t>(std::max<std::int64_t>(volume.total_clusters, 0));
-    std::vector<Io> out;
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         const Move& m = plan.moves[i];
         // apply_plan refuses such moves first; checked here too so that no offset overflows.
@@ -32,39 +33,46 @@ std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan, std::uint64_
         // As the mover copies: one block read, then the same block written, then the next.
         for (std::uint64_t done = 0; done < bytes;) {
             const std::uint64_t n = std::min(max_io, bytes - done);
-            out.push_back(Io{static_cast<std::int64_t>((from + done) / kSectorBytes), n, false});
-            out.push_back(Io{static_cast<std::int64_t>((to + done) / kSectorBytes), n, true});
+            visit(Io{static_cast<std::int64_t>((from + done) / kSectorBytes), n, false});
+            visit(Io{static_cast<std::int64_t>((to + done) / kSectorBytes), n, true});
             done += n;
         }
     }
+}
+
+std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io) {
+    std::vector<Io> out;
+    for_each_plan_io(volume, plan, max_io, [&](const Io& io) { out.push_back(io); });
     return out;
 }
 
 PlanWrites assess_plan_writes(const VolumeMap& volume, const Plan& plan, const WrittenMap& written,
                               const LayerProvisioning& provisioning, const DeviceModels& models,
                               std::uint64_t max_io) {
-    const std::vector<Io> ios = plan_ios(volume, plan, max_io);
     PlanWrites out;
     out.max_io = max_io;
     out.provisioning = provisioning;
-    out.stats = summarize_ios(ios, models, &written);
-    // The same replay as summarize_ios's, asking before each write how much of it lands in
-    // blocks already written.
+    // One pass, each IO as it is made (a million moves are 48 MB of IOs): summarised as
+    // summarize_ios would, and each write asked first how much of it lands in blocks
+    // already written.
+    IoSummary summary(models, &written);
     WrittenMap map = written;
-    for (const Io& io : ios) {
-        if (!io.write) continue;
+    for_each_plan_io(volume, plan, max_io, [&](const Io& io) {
+        summary.add(io);
+        if (!io.write) return;
         const std::uint64_t already = map.bytes_in_written(io);
         out.into_written_bytes += already;
         out.into_new_bytes += io.length - already;
         (void)map.replay(io);
-    }
+    });
+    out.stats = summary.stats();
     return out;
 }
 
 WrittenMap written_after_plan(const WrittenMap& written, const VolumeMap& volume, const Plan& plan) {
     WrittenMap map = written;
     // The block size does not matter for which blocks get written, only the bytes written.
-    for (const Io& io : plan_ios(volume, plan, kDefaultMaxIo)) (void)map.replay(io);
+    for_each_plan_io(volume, plan, kDefaultMaxIo, [&](const Io& io) { (void)map.replay(io); });
     return map;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/estimate/device_model.hpp"
@@ -27,6 +28,11 @@ namespace guestfrag {
 /// negative number or outside the volume. Cost: O(moves + IOs) time and memory.
 [[nodiscard]] std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan,
                                        std::uint64_t max_io = kDefaultMaxIo);
+
+/// plan_ios one IO at a time, in that order, so that a plan's IOs are never held; throws as
+/// plan_ios does, once the IOs of the moves before the one at fault were visited.
+void for_each_plan_io(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io,
+                      const std::function<void(const Io&)>& visit);
 
 /// What carrying out a plan costs the storage under the top layer (docs/impact.md §10).
 struct PlanWrites {

@@ -80,7 +80,7 @@ std::string range_text(std::int64_t lo, std::int64_t clusters) {
 class StreamLookup {
 public:
     explicit StreamLookup(const std::vector<Stream>& streams) : streams_(streams) {
-        require_32bit_stream_numbers(streams.size());
+        require_32bit(streams.size(), "streams");
         by_record_.resize(streams.size());
         std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
         std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
@@ -397,9 +397,9 @@ std::optional<std::int64_t> unit_left_in_part(const Stream& stream, std::span<co
     return unit_left_in_part(stream, moved);
 }
 
-void require_32bit_stream_numbers(std::size_t streams) {
-    if (streams > std::numeric_limits<std::uint32_t>::max())
-        throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 streams");
+void require_32bit(std::size_t count, std::string_view what) {
+    if (count > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::Unsupported, "a volume of over 4,294,967,295 " + std::string(what));
 }
 
 void require_movable(const VolumeMap& map) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/model/volume_map.hpp"
@@ -17,10 +18,10 @@ namespace guestfrag {
 /// cluster has at most one owner and $Bitmap agrees with the files. O(findings).
 void require_movable(const VolumeMap& map);
 
-/// Throws Error(Unsupported) when a volume has more streams than 32-bit numbers count: the
-/// validator and the optimizer number streams in 4 bytes, which keeps their tables of a
-/// million streams small.
-void require_32bit_stream_numbers(std::size_t streams);
+/// Throws Error(Unsupported) "a volume of over 4,294,967,295 WHAT" when `count` does not
+/// fit 32 bits: the validator and the optimizer number streams (and the optimizer runs) in
+/// 4 bytes, which keeps their tables of a million streams small.
+void require_32bit(std::size_t count, std::string_view what);
 
 /// The volume as it would be after `plan` ran: streams' extents rewritten move by move,
 /// free space updated. Pure; the image is never touched. Validates as it goes and throws

@@ -29,11 +29,16 @@ constexpr std::int64_t kNoRoom = -2;  ///< the stream should move but finds no p
 struct Item {
     std::uint32_t stream = 0;
     std::uint32_t piece_count = 0;
-    std::size_t first_piece = 0;
-    std::int64_t first = 0;     ///< lowest cluster it occupies
-    std::int64_t end = 0;       ///< one past the highest
-    std::int64_t clusters = 0;
+    std::uint32_t first_piece = 0;
     bool fragmented = false;
+    std::int64_t clusters = 0;
+};
+
+/// Where an item lies now: [first, end) spans its pieces. Beside the items, not in them: only
+/// the layout search asks, and the list goes before the moves are made.
+struct Bounds {
+    std::int64_t first = 0;  ///< lowest cluster it occupies
+    std::int64_t end = 0;    ///< one past the highest
 };
 
 /// A piece of an item, where it lies now.
@@ -52,7 +57,7 @@ public:
         : start_(owners + 1, 0), members_(pairs.size()) {
         for (const auto& [o, m] : pairs) ++start_[o + 1];
         std::partial_sum(start_.begin(), start_.end(), start_.begin());
-        std::vector<std::size_t> next(start_.begin(), start_.end() - 1);
+        std::vector<std::uint32_t> next(start_.begin(), start_.end() - 1);
         for (const auto& [o, m] : pairs) members_[next[o]++] = m;
     }
 
@@ -61,7 +66,7 @@ public:
     }
 
 private:
-    std::vector<std::size_t> start_;  ///< list o is members_[start_[o], start_[o + 1])
+    std::vector<std::uint32_t> start_;  ///< list o is members_[start_[o], start_[o + 1])
     std::vector<std::uint32_t> members_;
 };
 
@@ -103,12 +108,15 @@ class Optimizer {
 public:
     explicit Optimizer(Builder& builder) : builder_(builder), volume_(builder.volume()) {
         const auto& streams = volume_.streams;
-        require_32bit_stream_numbers(streams.size());
         // A bound, not a count, so the list never exists twice while it grows; a large
         // reservation is mapped fresh, and the pages no item uses are never touched.
         items_.reserve(streams.size());
+        bounds_.reserve(streams.size());
         std::size_t runs = 0;  // a bound on the pieces, reserved as items_ is
         for (const Stream& s : streams) runs += s.placement == Placement::Movable ? s.extents.size() : 0;
+        // Items, pieces and wait lists (at most a wait per piece and item: destinations do
+        // not overlap, nor do pieces) are numbered in 4 bytes.
+        require_32bit(streams.size() + runs, "streams and runs");
         pieces_.reserve(runs);
         for (std::size_t i = 0; i < streams.size(); ++i) {
             const Stream& s = streams[i];
@@ -119,22 +127,24 @@ public:
                 builder.skip(s, "matches --exclude " + *glob);
                 continue;
             }
-            Item item{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(pieces.size()), pieces_.size(),
-                      pieces.front().lcn, 0, 0, s.fragments() > 1};
+            Item item{static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(pieces.size()),
+                      static_cast<std::uint32_t>(pieces_.size()), s.fragments() > 1, 0};
+            Bounds bounds{pieces.front().lcn, 0};
             for (const Piece& p : pieces) {
-                item.first = std::min(item.first, p.lcn);
-                item.end = std::max(item.end, p.lcn + p.clusters);
+                bounds.first = std::min(bounds.first, p.lcn);
+                bounds.end = std::max(bounds.end, p.lcn + p.clusters);
                 item.clusters += p.clusters;
             }
             pieces_.insert(pieces_.end(), pieces.begin(), pieces.end());
             items_.push_back(item);
+            bounds_.push_back(bounds);
         }
         // Largest first, then by position: the order best-fit decreasing packs in.
         by_size_.resize(items_.size());
         std::iota(by_size_.begin(), by_size_.end(), std::uint32_t{0});
         std::ranges::sort(by_size_, [this](std::uint32_t a, std::uint32_t b) {
             return items_[a].clusters != items_[b].clusters ? items_[a].clusters > items_[b].clusters
-                                                            : items_[a].first < items_[b].first;
+                                                            : bounds_[a].first < bounds_[b].first;
         });
         // What nothing in this plan moves: every cluster neither free nor a movable item's.
         ClusterSet held(cluster_range(0, volume_.total_clusters));
@@ -160,6 +170,10 @@ public:
     void plan(const Progress& progress) {
         if (items_.empty()) return;
         const Layout best = builder_.ordered() ? choose_ordered_layout(progress) : choose_layout(progress);
+        // What only the layout search needed.
+        bounds_ = {};
+        by_size_ = {};
+        in_order_ = {};
         carry_out(best, progress);
     }
 
@@ -227,8 +241,9 @@ private:
         for (std::size_t i = 0; i < items_.size(); ++i) {
             const Item& it = items_[i];
             const bool keeps_shape = !it.fragmented || !join_fragmented;
-            const bool anchor = it.first >= split && keeps_shape && (it.fragmented || it.clusters >= anchor_min);
-            const bool below_window = it.end <= l.window_lo && keeps_shape;
+            const bool anchor =
+                bounds_[i].first >= split && keeps_shape && (it.fragmented || it.clusters >= anchor_min);
+            const bool below_window = bounds_[i].end <= l.window_lo && keeps_shape;
             moving[i] = anchor || below_window ? 0 : 1;
         }
         // Gaps after the split, by (length, start): what neither pinned clusters nor the pieces
@@ -310,7 +325,7 @@ private:
         for (const auto& f : clip(volume_.free, cluster_range(0, l.window_lo)))
             if (!zone_room_ || first_cluster(f) != zone_room_->first) free_after.emplace_back(first_cluster(f), end_cluster(f));
         for (std::size_t i = 0; i < items_.size(); ++i)
-            if (l.dest[i] >= 0 && items_[i].first < l.window_lo)
+            if (l.dest[i] >= 0 && bounds_[i].first < l.window_lo)
                 for (const Piece& p : pieces(items_[i]))
                     if (p.lcn < l.window_lo) free_after.emplace_back(p.lcn, std::min(p.lcn + p.clusters, l.window_lo));
         l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
@@ -363,9 +378,10 @@ private:
         std::int64_t cursor = 0;
         for (const std::size_t i : in_order_) {
             const Item& it = items_[i];
-            if (!it.fragmented && it.first >= cursor && it.first - cursor <= slack) {
-                held.emplace_back(it.first, it.end);
-                cursor = it.end;
+            const Bounds& at_now = bounds_[i];
+            if (!it.fragmented && at_now.first >= cursor && at_now.first - cursor <= slack) {
+                held.emplace_back(at_now.first, at_now.end);
+                cursor = at_now.end;
                 continue;
             }
             const auto at = fit_from(cursor, it.clusters);
@@ -420,6 +436,7 @@ private:
     Builder& builder_;
     const VolumeMap& volume_;
     std::vector<Item> items_;
+    std::vector<Bounds> bounds_;  ///< per item
     std::vector<Piece> pieces_;  ///< every item's pieces, item by item (Item::first_piece)
     std::vector<std::uint32_t> by_size_;
     std::vector<std::uint32_t> in_order_;     ///< items in placement order (ordered plans only)
@@ -431,18 +448,19 @@ private:
 
 void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     const auto& streams = volume_.streams;
-    std::vector<std::size_t> movers;
+    std::vector<std::uint32_t> movers;  // item numbers, 32-bit as the items' own are
     for (std::size_t i = 0; i < items_.size(); ++i) {
         if (layout.dest[i] == kNoRoom) builder_.skip(streams[items_[i].stream], "no room left outside the free window");
-        if (layout.dest[i] >= 0) movers.push_back(i);
+        if (layout.dest[i] >= 0) movers.push_back(static_cast<std::uint32_t>(i));
     }
-    // Every mover moves each of its pieces once to its place; a few move twice, by a detour
-    // that breaks a cycle. Reserving the one move a piece (and a quarter more whenever detours
-    // outgrow it, in emit) keeps the list from ever being twice its size while it grows: the
-    // bound of two moves a piece cost 63 MB more at a million streams than the moves did.
-    std::size_t one_each = builder_.plan().moves.size();
-    for (const std::size_t i : movers) one_each += items_[i].piece_count;
-    builder_.plan().moves.reserve(one_each);
+    // Every mover moves each of its pieces once to its place, and at most once more by a
+    // detour that breaks a cycle. Reserving that bound means the list never grows by a copy
+    // of itself: a million moves are 63 MB, and a copy made when 19 detours outgrew one move
+    // a piece was the planner's peak. The bound costs address space, not memory: a list this
+    // large is mapped fresh and the pages no move fills are never touched.
+    std::size_t bound = builder_.plan().moves.size();
+    for (const std::size_t i : movers) bound += 2 * std::size_t{items_[i].piece_count};
+    builder_.plan().moves.reserve(bound);
     // Who sits on [lo, hi) before the first move: the streams that should move (a stream
     // without room stays, and holds its clusters against the others). Pieces never overlap,
     // so only the piece just before lo can reach into the range.
@@ -452,21 +470,22 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         for (; it != pieces_by_lcn_.end() && it->lcn < hi; ++it)
             if (it->end > lo && layout.dest[it->item] != kStays) visit(it->item);
     };
-    std::vector<std::size_t> waiting(items_.size(), 0);  // streams on the destination
+    std::vector<std::uint32_t> waiting(items_.size(), 0);  // streams on the destination
     // (i, j): item i waits for item j to leave. 32-bit, as 4-byte item numbers are what
     // keeps these lists small.
     std::vector<std::pair<std::uint32_t, std::uint32_t>> waits;
-    std::deque<std::size_t> ready;
+    std::deque<std::uint32_t> ready;
     std::vector<std::size_t> on;
-    for (const std::size_t i : movers) {
+    for (const std::uint32_t i : movers) {
         on.clear();
         occupants(layout.dest[i], layout.dest[i] + items_[i].clusters, [&](std::size_t j) { on.push_back(j); });
         std::ranges::sort(on);
         on.erase(std::unique(on.begin(), on.end()), on.end());
-        for (const std::size_t j : on) waits.emplace_back(static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
-        waiting[i] = on.size();
+        for (const std::size_t j : on) waits.emplace_back(i, static_cast<std::uint32_t>(j));
+        waiting[i] = static_cast<std::uint32_t>(on.size());
         if (on.empty()) ready.push_back(i);
     }
+    pieces_by_lcn_ = {};  // where streams were is all the waits needed of it
     const ItemLists blockers(items_.size(), waits);  // whom item i waits for
     for (auto& [i, j] : waits) std::swap(i, j);
     const ItemLists waiters(items_.size(), waits);  // who waits for item j
@@ -511,7 +530,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         }
         if (!first_time) return;
         left_home[i] = 1;
-        for (const std::size_t w : waiters[i])
+        for (const std::uint32_t w : waiters[i])
             if (--waiting[w] == 0) ready.push_back(w);
     };
     // Moves stream i to `to`; false (and the stream skipped) when --max-growth objects.
@@ -521,10 +540,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             builder_.skip(s, std::move(*reason));
             return false;
         }
-        std::vector<Move>& moves = builder_.plan().moves;
         const std::span<Piece> now = pieces(items_[i]);
-        if (moves.capacity() - moves.size() < now.size())
-            moves.reserve(moves.size() + std::max(now.size(), moves.size() / 4));
         builder_.move_whole(s, now, to);
         std::int64_t at = to;
         for (Piece& p : now) {
@@ -539,8 +555,8 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     std::vector<char> finished(items_.size(), 0);
     std::vector<char> detoured(items_.size(), 0);
     std::vector<char> stuck(items_.size(), 0);  // waits, through others, for a stream that cannot move
-    std::vector<std::size_t> seen_in(items_.size(), 0);  // walk that last visited it, 0 none
-    std::size_t walk = 0;
+    std::vector<std::uint32_t> seen_in(items_.size(), 0);  // walk that last visited it, 0 none
+    std::uint32_t walk = 0;  // one a mover at most
     std::size_t scan = 0;
     const auto find_cycle = [&]() -> std::optional<std::size_t> {
         for (; scan < movers.size(); ++scan) {
