@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "core/plan/plan_io.hpp"
 #include "support/error_kind.hpp"
@@ -219,4 +221,29 @@ TEST_CASE("a plan's moves are read member by member: members of any shape beside
     CHECK(refusal("{}") == "plan: \"moves\" must be an array");
     CHECK(refusal("[]", "[null]") == "skipped 0: must be an object");
     CHECK(refusal("[]", R"([{"mft_record": 1, "stream": "$DATA"}])") == "skipped 0: missing field \"reason\"");
+}
+
+TEST_CASE("a plan's moves are written as the JSON library writes them, whatever their labels hold",
+          "[plan][json]") {
+    Plan plan;
+    plan.strategy = "defrag";
+    const std::vector<std::string> labels = {"$DATA", "$INDEX_ALLOCATION:$I30", "$DATA:q\"b\\s/",
+                                             std::string("$DATA:ctl\x01\n\x7f", 14), "$DATA:é€",
+                                             "$DATA:bad\xff\xc3"};
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        plan.moves.push_back({std::uint64_t{1} << 47, labels[i], static_cast<std::int64_t>(i), -1,
+                              std::int64_t{1} << 62, 7});
+    const std::string text = plan_to_json(plan, VolumeMap{});
+    std::size_t at = text.find("\"moves\": [");
+    REQUIRE(at != std::string::npos);
+    for (const Move& m : plan.moves) {
+        const nlohmann::ordered_json object = {{"mft_record", m.mft_record}, {"stream", m.stream},
+                                               {"vcn", m.vcn},               {"from_lcn", m.from_lcn},
+                                               {"to_lcn", m.to_lcn},         {"clusters", m.clusters}};
+        const std::string line =
+            "\n    " + object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        INFO(line);
+        at = text.find(line, at);
+        CHECK(at != std::string::npos);
+    }
 }
