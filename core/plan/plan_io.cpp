@@ -215,20 +215,19 @@ void append_number(std::string& out, Integer value) {
 
 /// The move's line of the plan document, as compact() writes the object {mft_record,
 /// stream, vcn, from_lcn, to_lcn, clusters}: a plan holds millions, and building a JSON
-/// object a move to print it cost a tenth of optimize's time.
+/// object a move to print it cost up to a tenth of optimize's time.
 void append_move(std::string& out, const Move& m) {
     out += "{\"mft_record\":";
     append_number(out, m.mft_record);
     out += ",\"stream\":";
     append_string(out, m.stream);
-    out += ",\"vcn\":";
-    append_number(out, m.vcn);
-    out += ",\"from_lcn\":";
-    append_number(out, m.from_lcn);
-    out += ",\"to_lcn\":";
-    append_number(out, m.to_lcn);
-    out += ",\"clusters\":";
-    append_number(out, m.clusters);
+    for (const auto& [key, value] : {std::pair{",\"vcn\":", m.vcn},
+                                     {",\"from_lcn\":", m.from_lcn},
+                                     {",\"to_lcn\":", m.to_lcn},
+                                     {",\"clusters\":", m.clusters}}) {
+        out += key;
+        append_number(out, value);
+    }
     out += '}';
 }
 
