@@ -227,9 +227,9 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
     out.vss.copy_on_write = out.vss.store_files > 0 && before.cluster_size < kVssBlock;
 
     {
-        // The disk as the plan leaves it, a map node a move, serves these figures only: it
-        // is gone before the host layout and the first writes are worked out, which cost
-        // as much again (59 MB each for a million moves).
+        // The disk as the plan leaves it, a map node a move (59 MB for a million moves),
+        // serves these figures only: it is gone before the host layout and the first
+        // writes are worked out.
         const ContentMap content(before, plan);
         out.written_bytes = boost::icl::length(content.written());
         out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});

@@ -44,21 +44,29 @@ TEST_CASE("pipeline: plan, adopt, impact and estimate of one volume", "[pipeline
 
     // The impact of the planned volume, from its after-map and summary, is what the core
     // gives when it applies and summarises the plan itself: at the plan's granule (the
-    // summary taken over) and at another (summarised again).
-    for (const std::uint64_t granule : {s.granule_size, std::uint64_t{1} << 20}) {
-        ImpactOptions io;
-        io.granule = granule;
-        const Impact impact = plan_impact(opened, planned, io);
-        const Impact core = assess_impact(*opened.image, opened.analysis->table, before, planned.plan, io);
-        CHECK(impact.partition == before.partition);
-        CHECK(impact.granule_size == granule);
-        CHECK(impact.moved_bytes == core.moved_bytes);
-        CHECK(impact.growth.thin_growth_bytes == core.growth.thin_growth_bytes);
-        CHECK(impact.growth.clone_delta_growth_bytes == core.growth.clone_delta_growth_bytes);
-        CHECK(impact.reclaimable_bytes_before == core.reclaimable_bytes_before);
-        CHECK(impact.reclaimable_bytes_after == core.reclaimable_bytes_after);
-        CHECK(impact.host == core.host);
-        CHECK(impact.warnings == core.warnings);
+    // summary taken over) and at another (summarised again), also once a front end let the
+    // after-map go (the plan is then applied again).
+    const PlannedVolume let_go = [&] {
+        PlannedVolume copy = planned;
+        copy.after.reset();
+        return copy;
+    }();
+    for (const PlannedVolume* p : {&planned, &let_go}) {
+        for (const std::uint64_t granule : {s.granule_size, std::uint64_t{1} << 20}) {
+            ImpactOptions io;
+            io.granule = granule;
+            const Impact impact = plan_impact(opened, *p, io);
+            const Impact core = assess_impact(*opened.image, opened.analysis->table, before, planned.plan, io);
+            CHECK(impact.partition == before.partition);
+            CHECK(impact.granule_size == granule);
+            CHECK(impact.moved_bytes == core.moved_bytes);
+            CHECK(impact.growth.thin_growth_bytes == core.growth.thin_growth_bytes);
+            CHECK(impact.growth.clone_delta_growth_bytes == core.growth.clone_delta_growth_bytes);
+            CHECK(impact.reclaimable_bytes_before == core.reclaimable_bytes_before);
+            CHECK(impact.reclaimable_bytes_after == core.reclaimable_bytes_after);
+            CHECK(impact.host == core.host);
+            CHECK(impact.warnings == core.warnings);
+        }
     }
 
     const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, &planned);
