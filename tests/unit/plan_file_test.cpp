@@ -228,7 +228,7 @@ TEST_CASE("a plan's moves are written as the JSON library writes them, whatever 
     Plan plan;
     plan.strategy = "defrag";
     const std::vector<std::string> labels = {"$DATA", "$INDEX_ALLOCATION:$I30", "$DATA:q\"b\\s/",
-                                             std::string("$DATA:ctl\x01\n\x7f", 14), "$DATA:é€",
+                                             "$DATA:ctl\x01\n\x7f", "$DATA:é€",
                                              "$DATA:bad\xff\xc3"};
     for (std::size_t i = 0; i < labels.size(); ++i)
         plan.moves.push_back({std::uint64_t{1} << 47, labels[i], static_cast<std::int64_t>(i), -1,
