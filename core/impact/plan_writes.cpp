@@ -40,12 +40,6 @@ void for_each_plan_io(const VolumeMap& volume, const Plan& plan, std::uint64_t m
     }
 }
 
-std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io) {
-    std::vector<Io> out;
-    for_each_plan_io(volume, plan, max_io, [&](const Io& io) { out.push_back(io); });
-    return out;
-}
-
 PlanWrites assess_plan_writes(const VolumeMap& volume, const Plan& plan, const WrittenMap& written,
                               const LayerProvisioning& provisioning, const DeviceModels& models,
                               std::uint64_t max_io) {

@@ -18,19 +18,15 @@
 
 namespace guestfrag {
 
-/// The IOs carrying out `plan` on `volume` issues to the virtual disk, in the order apply's
-/// mover issues them: moves in plan order; each move's n · C bytes cut from its start into
-/// blocks of at most `max_io` bytes, each block read at its source then written at its
-/// destination (P + lcn · C + offset in the move, P the partition offset, C the cluster
-/// size). The mover's read-back of each written block is not part of it (a check, not a
-/// cost of the plan). Throws Error(Unsupported) for a max_io that is not valid_max_io or a
-/// cluster size that is not a positive multiple of 512, Error(Corrupt) for a move with a
-/// negative number or outside the volume. Cost: O(moves + IOs) time and memory.
-[[nodiscard]] std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan,
-                                       std::uint64_t max_io = kDefaultMaxIo);
-
-/// plan_ios one IO at a time, in that order, so that a plan's IOs are never held; throws as
-/// plan_ios does, once the IOs of the moves before the one at fault were visited.
+/// Visits, one at a time and never holding them, the IOs carrying out `plan` on `volume`
+/// issues to the virtual disk, in the order apply's mover issues them: moves in plan order;
+/// each move's n · C bytes cut from its start into blocks of at most `max_io` bytes, each
+/// block read at its source then written at its destination (P + lcn · C + offset in the
+/// move, P the partition offset, C the cluster size). The mover's read-back of each written
+/// block is not part of it (a check, not a cost of the plan). Throws Error(Unsupported) for
+/// a max_io that is not valid_max_io or a cluster size that is not a positive multiple of
+/// 512, Error(Corrupt) for a move with a negative number or outside the volume (once the
+/// IOs of the moves before it were visited). Cost: O(moves + IOs) time, no memory.
 void for_each_plan_io(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io,
                       const std::function<void(const Io&)>& visit);
 
@@ -39,7 +35,7 @@ struct PlanWrites {
     std::uint64_t max_io = kDefaultMaxIo;
     /// The top layer's provisioning the first writes were counted with (type and zero block).
     LayerProvisioning provisioning;
-    /// summarize_ios of plan_ios on the top layer's written map: IOs, bytes, writes, first
+    /// summarize_ios of for_each_plan_io's IOs on the top layer's written map: IOs, bytes, writes, first
     /// writes and eager, lazy and thin side by side on each device model.
     IoStats stats;
     /// Destination bytes that land in zeroing blocks already written when the write comes
@@ -50,9 +46,9 @@ struct PlanWrites {
     std::uint64_t into_new_bytes = 0;
 };
 
-/// The plan's own IO stream (plan_ios) summarised with `models`, first writes counted on
+/// The plan's own IO stream (for_each_plan_io) summarised with `models`, first writes counted on
 /// a copy of `written` (the top layer's written map at `provisioning.zero_block`), and its
-/// destination bytes split by whether their block was already written. Throws as plan_ios.
+/// destination bytes split by whether their block was already written. Throws as for_each_plan_io.
 /// Cost: O(IOs · (log buckets + log written runs)).
 [[nodiscard]] PlanWrites assess_plan_writes(const VolumeMap& volume, const Plan& plan,
                                             const WrittenMap& written, const LayerProvisioning& provisioning,
@@ -60,8 +56,8 @@ struct PlanWrites {
                                             std::uint64_t max_io = kDefaultMaxIo);
 
 /// The written map after the plan: `written` with the blocks of every destination write of
-/// plan_ios added (the map a workload after the plan starts from, docs/estimate.md §8.1).
-/// Throws as plan_ios. Cost: O(IOs · log written runs).
+/// for_each_plan_io added (the map a workload after the plan starts from, docs/estimate.md §8.1).
+/// Throws as for_each_plan_io. Cost: O(IOs · log written runs).
 [[nodiscard]] WrittenMap written_after_plan(const WrittenMap& written, const VolumeMap& volume,
                                             const Plan& plan);
 

@@ -78,6 +78,13 @@ Json run_json(const std::vector<std::string>& args) {
     return Json::parse(r.out);
 }
 
+/// The plan's IOs, all of them.
+std::vector<Io> plan_ios(const VolumeMap& volume, const Plan& plan, std::uint64_t max_io = kDefaultMaxIo) {
+    std::vector<Io> out;
+    for_each_plan_io(volume, plan, max_io, [&](const Io& io) { out.push_back(io); });
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("plan writes: each move read then written, in plan order, in blocks of max_io", "[plan-writes]") {
