@@ -45,13 +45,13 @@ void FrontierChart::show_result(const PlanResult* result) {
     knee->setName(tr("knee"));
     double moved = 0;
     double highest = 0;
-    if (result) {
-        const auto& points = result->frontier.points;
+    if (result && result->frontier) {
+        const auto& points = result->frontier->points;
         for (std::size_t k = 0; k < points.size(); ++k) {
             const QPointF at(static_cast<double>(points[k].moved_bytes) / (1 << 20),
                              points[k].free_space_fragmentation_percent);
             curve->append(at);
-            if (result->frontier.knee == k) knee->append(at);
+            if (result->frontier->knee == k) knee->append(at);
             moved = std::max(moved, at.x());
             highest = std::max(highest, at.y());
         }

@@ -17,7 +17,7 @@ class FrontierChart : public QChartView {
     Q_OBJECT
 public:
     explicit FrontierChart(QWidget* parent = nullptr);
-    /// Shows `result`'s frontier (nullptr: empty axes).
+    /// Shows `result`'s frontier (nullptr, or none computed yet: empty axes).
     void show_result(const PlanResult* result);
 
 private:

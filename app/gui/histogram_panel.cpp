@@ -50,11 +50,12 @@ HistogramPanel::HistogramPanel(QWidget* parent)
 }
 
 void HistogramPanel::show_result(const PlanResult* result) {
+    // Until the tab asks for it, a plan has no estimate: the charts stay empty meanwhile.
+    const VolumeEstimate* estimate = result && result->estimate ? &*result->estimate : nullptr;
     const IoStats empty;
-    const IoStats& before = result ? result->estimate.before.stats : empty;
-    const IoStats* after = result ? &result->estimate.after->stats : nullptr;
-    const QString workload =
-        result ? QString::fromStdString(result->estimate.workload.workload.text()) : QString();
+    const IoStats& before = estimate ? estimate->before.stats : empty;
+    const IoStats* after = estimate ? &estimate->after->stats : nullptr;
+    const QString workload = estimate ? QString::fromStdString(estimate->workload.workload.text()) : QString();
     // setChart() does not delete the previous chart: the view would leak it.
     QChart* old_io = io_length_->chart();
     QChart* old_seek = seek_distance_->chart();
@@ -65,11 +66,12 @@ void HistogramPanel::show_result(const PlanResult* result) {
                                                   after ? &after->seek_distance : nullptr));
     delete old_io;
     delete old_seek;
-    provisioned_->set_estimate(result ? &result->estimate : nullptr);
+    provisioned_->set_estimate(estimate);
     provisioned_view_->resizeColumnsToContents();
     fit_table();
-    headline_->setText(result ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
-                              : tr("Plan a volume to compare its IO before and after."));
+    headline_->setText(estimate ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
+                       : result ? tr("Estimating the workload before and after the plan…")
+                                : tr("Plan a volume to compare its IO before and after."));
 }
 
 void HistogramPanel::fit_table() {

@@ -24,7 +24,7 @@ class HistogramPanel : public QWidget {
     Q_OBJECT
 public:
     explicit HistogramPanel(QWidget* parent = nullptr);
-    /// Shows `result`'s estimates (nullptr: empty charts).
+    /// Shows `result`'s estimates (nullptr, or none computed yet: empty charts).
     void show_result(const PlanResult* result);
     [[nodiscard]] QChart* io_length_chart() const;
     [[nodiscard]] QChart* seek_distance_chart() const;

@@ -30,7 +30,8 @@ void quiet_messages(QtMsgType type, const QMessageLogContext&, const QString& me
     if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "guestfrag-gui: qt: " << message.toStdString() << '\n';
 }
 
-/// Waits for the plan, lets the event loop lay out and paint once more, saves the window.
+/// Waits for the plan and its tab's figures (planFinished), lets the event loop lay out and
+/// paint once more, saves the window.
 void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file) {
     QObject::connect(&window, &guestfrag::gui::MainWindow::planFinished, &window, [&app, &window, file] {
         QTimer::singleShot(250, &window, [&app, &window, file] {

@@ -259,6 +259,7 @@ QWidget* MainWindow::build_central() {
         run_plan();
     });
     connect(state_box_, &QComboBox::currentIndexChanged, this, &MainWindow::show_map);
+    connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::assess_tab);
     connect(mode_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
         map_->set_mode(index == 1 ? MapMode::Layers : MapMode::Allocation);
         legend_->set_entries(legend_entries(map_->mode(), map_->cells(), map_->layer_cells()));
@@ -504,17 +505,18 @@ void MainWindow::run_plan() {
     job_->start<Planned>(
         [opened = opened_, volume, request = *request, zoom](const Progress& progress) {
             Planned out;
-            out.result = plan_and_assess(opened, volume, request, progress);
+            out.result = plan_for_window(opened, volume, request, progress);
             std::shared_ptr<const std::vector<Layer>> layers(opened.analysis, &opened.analysis->layers);
             out.after = MapCells::compute(out.result.after, std::move(layers), zoom);
             return out;
         },
         [this](Planned planned) {
             job_ended();
-            plan_ = std::move(planned.result);
+            plan_ = std::make_shared<PlanResult>(std::move(planned.result));
             after_cells_ = std::move(planned.after);
             show_plan();
-            emit planFinished();
+            // The figures of the tab in view come next; the others when their tab is shown.
+            assess(tab_figures(), [this] { emit planFinished(); });
         },
         [this](const Error& error) {
             job_ended();
@@ -524,27 +526,76 @@ void MainWindow::run_plan() {
 
 void MainWindow::show_plan() {
     const VolumeAnalysis& v = opened_.analysis->volumes.at(plan_->volume);
-    plan_panel_->show_result(&*plan_, &v);
-    histograms_->show_result(&*plan_);
-    frontier_->show_result(&*plan_);
-    plan_writes_->show_result(&*plan_);
-    // Every column of its table in view; the handle can still widen it.
-    plan_writes_->setMinimumWidth(plan_writes_->table_width());
-    if (plan_->impact) {
-        warnings_->set_warnings(plan_->impact->warnings);
-        warnings_note_->setText(plan_->impact->warnings.empty()
-                                    ? tr("The plan raises no storage warnings.")
-                                    : tr("Storage impact of the plan, most severe first."));
-    } else {
-        warnings_->set_warnings({});
-        warnings_note_->setText(
-            tr("Storage impact not available: %1").arg(QString::fromStdString(plan_->impact_error)));
-    }
+    plan_panel_->show_result(plan_.get(), &v);
+    show_figures();
     state_box_->setEnabled(true);
     if (state_box_->currentIndex() == 1) show_map();
     status_->setText(
         tr("Planned %1 moves on partition %2.").arg(plan_->plan.summary.moves).arg(v.map.partition));
     update_actions_enabled();
+}
+
+void MainWindow::show_figures() {
+    const PlanResult* plan = plan_.get();
+    histograms_->show_result(plan);
+    frontier_->show_result(plan);
+    plan_writes_->show_result(plan);
+    // Every column of its table in view; the handle can still widen it.
+    plan_writes_->setMinimumWidth(plan_writes_->table_width());
+    if (plan == nullptr || !plan->has(Figure::Impact)) {
+        warnings_->set_warnings({});
+        warnings_note_->clear();
+    } else if (plan->impact) {
+        warnings_->set_warnings(plan->impact->warnings);
+        warnings_note_->setText(plan->impact->warnings.empty() ? tr("The plan raises no storage warnings.")
+                                                               : tr("Storage impact of the plan, most severe first."));
+    } else {
+        warnings_->set_warnings({});
+        warnings_note_->setText(tr("Storage impact not available: %1").arg(QString::fromStdString(plan->impact_error)));
+    }
+}
+
+Figures MainWindow::tab_figures() const {
+    switch (tabs_->currentIndex()) {
+        case 1:
+            return only(Figure::Estimate);
+        case 2:
+            return only(Figure::Impact);
+        case 3:
+            return only(Figure::Frontier);
+        default:
+            return 0;
+    }
+}
+
+void MainWindow::assess(Figures wanted, std::function<void()> then) {
+    const std::shared_ptr<const PlanResult> plan = plan_;
+    const Figures missing = plan ? plan->missing(wanted) : 0;
+    if (missing == 0) return then();
+    job_started(includes(missing, Figure::Estimate) ? tr("Estimating the workload…")
+                : includes(missing, Figure::Impact) ? tr("Assessing the storage impact…")
+                                                    : tr("Replaying the plan's trade-off…"));
+    job_->start<PlanFigures>(
+        [opened = opened_, plan, missing](const Progress& progress) {
+            return assess_plan(opened, *plan, missing, progress);
+        },
+        [this, plan, then = std::move(then)](PlanFigures figures) {
+            job_ended();
+            if (plan != plan_) return;  // not the plan shown any more
+            plan_->merge(std::move(figures));
+            show_figures();
+            then();
+            assess_tab();  // another tab may have been shown meanwhile
+        },
+        [this](const Error& error) {
+            job_ended();
+            report_error(image_path_, error);
+        });
+}
+
+void MainWindow::assess_tab() {
+    if (!plan_ || job_->running() || plan_->missing(tab_figures()) == 0) return;
+    assess(tab_figures(), [this] { emit figuresFinished(); });
 }
 
 // ---- jobs, progress and errors ----

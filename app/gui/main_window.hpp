@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -90,7 +92,8 @@ public:
     /// start.
     bool compact_to_copy(const CompactRequest& request, QString* refusal = nullptr);
     [[nodiscard]] const OpenedImage& opened() const { return opened_; }
-    [[nodiscard]] const PlanResult* plan() const { return plan_ ? &*plan_ : nullptr; }
+    /// The plan shown, with the figures computed so far (a tab's when it was first shown).
+    [[nodiscard]] const PlanResult* plan() const { return plan_.get(); }
     [[nodiscard]] bool busy() const;
     [[nodiscard]] bool applying() const;
     [[nodiscard]] bool compacting() const;
@@ -123,8 +126,10 @@ public:
 
 signals:
     void analysisFinished();
-    /// A plan with its estimates and impact is shown.
+    /// A plan is shown, with the figures of the tab in view (docs/gui.md).
     void planFinished();
+    /// Figures of the shown plan that a tab asked for later are computed and shown.
+    void figuresFinished();
     /// Opening, analysing or planning `image` failed with `reason` (one line); `exit_code`
     /// is the CLI's (2 bad input, 3 internal).
     void failed(const QString& image, const QString& reason, int exit_code);
@@ -147,6 +152,19 @@ private:
     void run_plan();
     void show_analysis(MapCells first);
     void show_plan();
+    /// Computes the figures of `wanted` the plan lacks on the worker (with progress, as
+    /// Cancel can stop), shows them and runs `then`; runs `then` at once when none lack.
+    void assess(Figures wanted, std::function<void()> then);
+    /// Starts computing the figures of the tab in view, unless they are there or work runs
+    /// (whose end comes back here).
+    void assess_tab();
+    [[nodiscard]] Figures tab_figures() const;
+    /// Shows the plan's figures in their tabs, empty where not computed yet.
+    void show_figures();
+    /// One File ▸ Export: nothing without a plan, or while work runs; otherwise computes
+    /// `needed`, asks where, runs `write` there and shows its Error in a dialog titled `title`.
+    void export_to(Figures needed, const QString& title, const QString& default_name, const QString& filter,
+                   const std::function<void(const QString&)>& write);
     void show_map();
     void update_summary();
     void update_progress();
@@ -181,7 +199,8 @@ private:
     QString image_path_;
     std::vector<ParentOverride> parents_;
     OpenedImage opened_;
-    std::optional<PlanResult> plan_;
+    /// Shared with the work that computes its figures, which may outlive a replaced plan.
+    std::shared_ptr<PlanResult> plan_;
     std::optional<MapCells> before_cells_;  ///< the chosen volume's cells, as analysed
     std::optional<MapCells> after_cells_;   ///< its cells after plan_
     StorageSettings storage_;

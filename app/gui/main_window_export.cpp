@@ -6,6 +6,7 @@
 #include <QFileDialog>
 #include <QMessageBox>
 
+#include "app/gui/background_job.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/main_window.hpp"
 #include "app/gui/report_export.hpp"
@@ -13,35 +14,33 @@
 
 namespace guestfrag::gui {
 
-namespace {
-
-/// One export: nothing without a plan; otherwise asks where, runs `write` there and shows
-/// its Error in a dialog titled `title`.
-void export_to(MainWindow* window, bool have_plan, const QString& title, const QString& default_name,
-               const QString& filter, const std::function<void(const QString&)>& write) {
-    if (!have_plan)
-        return (void)QMessageBox::information(window, title, MainWindow::tr("There is no plan yet."));
-    const QString path = QFileDialog::getSaveFileName(window, title, default_name, filter);
-    if (path.isEmpty()) return;
-    try {
-        write(path);
-    } catch (const Error& e) {
-        QMessageBox::critical(window, title, QString::fromStdString(e.what()));
-    }
+void MainWindow::export_to(Figures needed, const QString& title, const QString& default_name,
+                           const QString& filter, const std::function<void(const QString&)>& write) {
+    if (!plan_) return (void)QMessageBox::information(this, title, tr("There is no plan yet."));
+    // Figures are computed on the one worker: a running analysis or plan is not replaced.
+    if (job_->running())
+        return (void)QMessageBox::information(this, title, tr("Wait until the work in progress ends."));
+    assess(needed, [this, title, default_name, filter, write] {
+        const QString path = QFileDialog::getSaveFileName(this, title, default_name, filter);
+        if (path.isEmpty()) return;
+        try {
+            write(path);
+        } catch (const Error& e) {
+            QMessageBox::critical(this, title, QString::fromStdString(e.what()));
+        }
+    });
 }
 
-}  // namespace
-
 void MainWindow::export_plan() {
-    export_to(this, plan_.has_value(), tr("Export plan"), QStringLiteral("plan.json"),
-              tr("guestfrag plan (*.json)"), [this](const QString& path) {
+    export_to(0, tr("Export plan"), QStringLiteral("plan.json"), tr("guestfrag plan (*.json)"),
+              [this](const QString& path) {
                   const VolumeMap& before = opened_.analysis->volumes.at(plan_->volume).map;
                   write_text_file(path, QByteArray::fromStdString(plan_to_json(plan_->plan, before)));
               });
 }
 
 void MainWindow::export_report() {
-    export_to(this, plan_.has_value(), tr("Export report"), QStringLiteral("report.html"),
+    export_to(Figure::Estimate | Figure::Impact, tr("Export report"), QStringLiteral("report.html"),
               tr("HTML (*.html)"), [this](const QString& path) {
                   const QString html = html_report(opened_, *plan_, histograms_->headline(),
                                                    histograms_->chart_image(HistogramPanel::IoLength),
@@ -51,7 +50,7 @@ void MainWindow::export_report() {
 }
 
 void MainWindow::export_charts() {
-    export_to(this, plan_.has_value(), tr("Export charts"), QStringLiteral("histograms.png"),
+    export_to(only(Figure::Estimate), tr("Export charts"), QStringLiteral("histograms.png"),
               tr("PNG image (*.png)"), [this](const QString& path) {
                   // Both charts side by side, as the window shows them.
                   if (!histograms_->charts_image().save(path, "PNG"))

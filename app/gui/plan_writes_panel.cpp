@@ -65,6 +65,7 @@ PlanWritesPanel::PlanWritesPanel(QWidget* parent)
 }
 
 void PlanWritesPanel::show_result(const PlanResult* result) {
+    if (result && !result->has(Figure::Impact)) result = nullptr;  // not assessed yet
     const PlanWrites* writes = result && result->impact ? &result->impact->plan_writes : nullptr;
     model_->set_stats(writes ? &writes->stats : nullptr,
                       writes ? writes->provisioning.type : Provisioning::Eager);

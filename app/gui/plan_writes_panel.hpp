@@ -32,7 +32,8 @@ class PlanWritesPanel : public QWidget {
     Q_OBJECT
 public:
     explicit PlanWritesPanel(QWidget* parent = nullptr);
-    /// Shows `result`'s Impact::plan_writes, or its impact_error (nullptr: nothing).
+    /// Shows `result`'s Impact::plan_writes, or its impact_error (nullptr, or no impact
+    /// assessed yet: nothing).
     void show_result(const PlanResult* result);
     [[nodiscard]] ProvisionedModel* model() const { return model_; }
     [[nodiscard]] QTableView* view() const { return view_; }

@@ -95,7 +95,7 @@ QString html_report(const OpenedImage& opened, const PlanResult& plan, const QSt
     html += QStringLiteral("<h2>IO estimate</h2>\n<p>%1</p>\n").arg(headline);
     // The histogram tab's "Eager, lazy and thin" table, from the same model.
     ProvisionedModel provisioned;
-    provisioned.set_estimate(&plan.estimate);
+    provisioned.set_estimate(plan.estimate ? &*plan.estimate : nullptr);
     html += QStringLiteral("<h3>Eager, lazy and thin</h3>\n") + provisioned_table(provisioned);
     html += QStringLiteral("<p><img alt=\"IO length histogram\" src=\"%1\"> <img alt=\"seek distance histogram\" src=\"%2\"></p>\n")
                 .arg(png_data_url(io_length_chart), png_data_url(seek_distance_chart));

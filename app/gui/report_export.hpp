@@ -13,7 +13,7 @@ namespace guestfrag::gui {
 /// "Eager, lazy and thin" table (ProvisionedModel), both histogram charts embedded as PNG
 /// (data: URLs), the impact warnings and the plan's own IO ("Carrying out the plan":
 /// PlanWritesPanel's caption, figures and table), or why the impact is missing. Pure text
-/// building.
+/// building, of the figures `plan` has: the window assesses the estimate and the impact first.
 [[nodiscard]] QString html_report(const OpenedImage& opened, const PlanResult& plan, const QString& headline,
                                   const QImage& io_length_chart, const QImage& seek_distance_chart);
 

@@ -231,11 +231,15 @@ private slots:
         window.open_image(QString::fromStdString(image_path_.string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         const PlanResult& plan = *window.plan();
-        QCOMPARE(plan.estimate.workload.workload.text(), std::string(kWorkload));
-        QVERIFY(plan.estimate.after.has_value());
+        // Planned while the Files tab showed: the estimate waits for its tab.
+        QVERIFY(!plan.estimate);
+        window.set_tab("histograms");
+        QTRY_VERIFY_WITH_TIMEOUT(plan.estimate.has_value() && !window.busy(), kTimeoutMs);
+        QCOMPARE(plan.estimate->workload.workload.text(), std::string(kWorkload));
+        QVERIFY(plan.estimate->after.has_value());
         QVERIFY(!plan.plan.moves.empty());
-        const IoStats& before = plan.estimate.before.stats;
-        const IoStats& after = plan.estimate.after->stats;
+        const IoStats& before = plan.estimate->before.stats;
+        const IoStats& after = plan.estimate->after->stats;
         // A write workload that pays first writes: otherwise eager, lazy and thin would agree
         // and a column mix-up could pass.
         QVERIFY(before.writes > 0);
@@ -252,8 +256,8 @@ private slots:
         const auto& doc = run.json;
         QCOMPARE(doc.at("volumes").size(), std::size_t{1});
         const auto& volume = doc.at("volumes").at(0);
-        QCOMPARE(volume.at("partition").get<int>(), plan.estimate.partition);
-        const std::string disk = std::string(provisioning_name(plan.estimate.provisioning.type));
+        QCOMPARE(volume.at("partition").get<int>(), plan.estimate->partition);
+        const std::string disk = std::string(provisioning_name(plan.estimate->provisioning.type));
         QCOMPARE(volume.at("provisioning").at("type").get<std::string>(), disk);
 
         std::array<std::string, 3> text_header[2];
@@ -297,9 +301,8 @@ private slots:
         QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QLatin1Char('\n'))));
         QCOMPARE(disk_columns, 2);  // before and after
 
-        // Planned while another tab showed; on its own tab the table stands beside the charts,
-        // all of its columns in view at the default window size.
-        window.set_tab("histograms");
+        // Filled in while its tab showed, the table stands beside the charts, all of its
+        // columns in view at the default window size.
         QApplication::processEvents();
         const QTableView* view = window.histograms()->provisioned_view();
         QVERIFY(view->isVisible());
@@ -331,6 +334,8 @@ private slots:
         window.open_image(QString::fromStdString(image_path_.string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         const PlanResult& plan = *window.plan();
+        window.set_tab("impact");  // the impact is assessed when its tab is first shown
+        QTRY_VERIFY_WITH_TIMEOUT(plan.has(Figure::Impact) && !window.busy(), kTimeoutMs);
         QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
         QVERIFY(!plan.plan.moves.empty());
         const PlanWrites& writes = plan.impact->plan_writes;
@@ -390,7 +395,6 @@ private slots:
             "zeroing block " + format_size(j.at("provisioning").at("zero_block").get<std::uint64_t>()))));
 
         // On its tab, beside the warnings: every column in view at the default window size.
-        window.set_tab("impact");
         QApplication::processEvents();
         QVERIFY(panel.view()->isVisible());
         QCOMPARE(panel.view()->horizontalScrollBar()->maximum(), 0);

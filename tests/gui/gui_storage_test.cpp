@@ -140,9 +140,10 @@ private slots:
         QVERIFY2(window.set_device_model(file, &error), qPrintable(error));
         QCOMPARE(window.storage().device_model, file);
         window.set_strategy("defrag");
+        window.set_tab("histograms");  // the estimate is computed for its tab
         window.open_image(QString::fromStdString(image_path_.string()));
-        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
-        const IoStats& before = window.plan()->estimate.before.stats;
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr && window.plan()->estimate, kTimeoutMs);
+        const IoStats& before = window.plan()->estimate->before.stats;
         QVERIFY(before.ios > 0);
         QCOMPARE(before.writes, std::uint64_t{0});
         QVERIFY(close_to(before.device_seconds.ssd,
@@ -165,12 +166,13 @@ private slots:
         for (QLineEdit* edit : window.plan_panel()->findChildren<QLineEdit*>())
             if (edit->text() == QStringLiteral("scan")) edit->setText(QStringLiteral("write:300"));
         window.show();
+        window.set_tab("histograms");  // each plan comes with its estimate (planFinished)
         window.open_image(QString::fromStdString(image_path_.string()));
-        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr && window.plan()->estimate, kTimeoutMs);
         const LayerProvisioning detected = window.opened().image->layers().front().provisioning;
-        QCOMPARE(window.plan()->estimate.provisioning, detected);
+        QCOMPARE(window.plan()->estimate->provisioning, detected);
         QVERIFY(detected.zero_block != kZeroBlock);
-        const double default_array = window.plan()->estimate.before.stats.device_seconds.array;
+        const double default_array = window.plan()->estimate->before.stats.device_seconds.array;
         // Another type than the image's own, so that the estimate can only have it from the dialog.
         const Provisioning chosen =
             detected.type == Provisioning::Lazy ? Provisioning::Thin : Provisioning::Lazy;
@@ -188,9 +190,10 @@ private slots:
         // Accepting planned the volume again, on the new storage.
         QTRY_COMPARE_WITH_TIMEOUT(planned.count(), 1, kTimeoutMs);
         const PlanResult& plan = *window.plan();
-        QCOMPARE(plan.estimate.provisioning.type, chosen);
-        QCOMPARE(plan.estimate.provisioning.zero_block, kZeroBlock);
-        const IoStats& s = plan.estimate.before.stats;
+        QVERIFY(plan.estimate.has_value());
+        QCOMPARE(plan.estimate->provisioning.type, chosen);
+        QCOMPARE(plan.estimate->provisioning.zero_block, kZeroBlock);
+        const IoStats& s = plan.estimate->before.stats;
         QCOMPARE(s.zero_block, kZeroBlock);
         QVERIFY(s.writes > 0);
         QVERIFY2(s.first_writes > 0, "the workload pays no first write");
@@ -221,6 +224,8 @@ private slots:
         const ProvisionedModel& table = *window.histograms()->provisioned_model();
         for (int c = 0; c < table.columnCount(); ++c)
             QCOMPARE(table.column_title(c).contains(QStringLiteral("(this disk)")), table.type(c) == chosen);
+        window.set_tab("impact");
+        QTRY_VERIFY_WITH_TIMEOUT(plan.has(Figure::Impact) && !window.busy(), kTimeoutMs);
         QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
         const PlanWrites& own = plan.impact->plan_writes;
         QCOMPARE(own.provisioning.type, chosen);
@@ -229,10 +234,11 @@ private slots:
         QCOMPARE(own.stats.zero_block, kZeroBlock);
 
         // Back to what the image records: the first plan's storage again.
+        window.set_tab("histograms");
         QVERIFY(set_in_dialog(window, {}).isEmpty());
         QTRY_COMPARE_WITH_TIMEOUT(planned.count(), 2, kTimeoutMs);
-        QCOMPARE(window.plan()->estimate.provisioning, detected);
-        QCOMPARE(window.plan()->estimate.before.stats.device_seconds.array, default_array);
+        QCOMPARE(window.plan()->estimate->provisioning, detected);
+        QCOMPARE(window.plan()->estimate->before.stats.device_seconds.array, default_array);
         fs::remove(file);
     }
 

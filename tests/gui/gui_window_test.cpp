@@ -121,8 +121,15 @@ private slots:
             QCOMPARE(map->cells().cells_in(static_cast<CellState>(i)), expected.cells_in(static_cast<CellState>(i)));
         QCOMPARE(map->cells().units_in(CellState::Free) + map->cells().units_in(CellState::MftZone), before.free_clusters());
 
-        // Histograms: bar totals equal the core's estimate before and after the plan.
+        // With the Files tab in view, no other tab's figures were computed.
         const PlanResult& plan = *window.plan();
+        QVERIFY(!plan.estimate && !plan.has(Figure::Impact) && !plan.frontier);
+
+        // Histograms, computed when their tab is shown: bar totals equal the core's
+        // estimate before and after the plan.
+        window.set_tab("histograms");
+        QTRY_VERIFY_WITH_TIMEOUT(plan.estimate.has_value() && !window.busy(), kTimeoutMs);
+        QVERIFY(!plan.has(Figure::Impact) && !plan.frontier);
         const PreparedWorkload workload = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *image_, before);
         const IoStats core_before = estimate_workload(before, workload).stats;
         const IoStats core_after = estimate_workload(apply_plan(before, plan.plan), workload).stats;
@@ -137,6 +144,9 @@ private slots:
         QVERIFY(plan.plan.summary.fragments_after < plan.plan.summary.fragments_before);
 
         // Trade-off tab: the curve is the core's frontier of this plan, point by point.
+        window.set_tab("trade-off");
+        QTRY_VERIFY_WITH_TIMEOUT(plan.frontier.has_value() && !window.busy(), kTimeoutMs);
+        QCOMPARE(plan.frontier->points.size(), plan_frontier(before, plan.plan).points.size());
         const Frontier frontier = plan_frontier(before, plan.plan);
         const QChart& trade_off = *window.frontier()->chart();
         const auto series = trade_off.series();
@@ -168,6 +178,8 @@ private slots:
                  qPrintable(window.summary()->text()));
 
         // Warnings: the impact's warnings with the plan's copy advice, one row each.
+        window.set_tab("impact");
+        QTRY_VERIFY_WITH_TIMEOUT(plan.has(Figure::Impact) && !window.busy(), kTimeoutMs);
         QVERIFY2(plan.impact.has_value(), plan.impact_error.c_str());
         QCOMPARE(window.warnings_model()->rowCount(), static_cast<int>(plan.impact->warnings.size()));
         const CopyStates states = copy_states(
@@ -191,6 +203,7 @@ private slots:
         // On every tab: the Impact tab's "Carrying out the plan" figures wrap in a narrow column.
         for (const char* tab : {"files", "histograms", "trade-off", "impact"}) {
             window.set_tab(tab);
+            QTRY_VERIFY_WITH_TIMEOUT(!window.busy(), kTimeoutMs);  // the tab's figures computed
             QApplication::processEvents();
             int checked = 0;
             for (const QLabel* label : window.findChildren<QLabel*>()) {
@@ -219,10 +232,11 @@ private slots:
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         QCOMPARE(window.size(), gui::kWindowSize);
         window.set_tab("trade-off");
+        QTRY_VERIFY_WITH_TIMEOUT(window.plan()->frontier.has_value() && !window.busy(), kTimeoutMs);
         QApplication::processEvents();
         const FrontierChart& shown = *window.frontier();
         QVERIFY(shown.isVisible());
-        QVERIFY(!window.plan()->frontier.points.empty());
+        QVERIFY(!window.plan()->frontier->points.empty());
         QStringList problems = unreadable(*shown.chart());
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QStringLiteral("; "))));
 
@@ -258,7 +272,12 @@ private slots:
         QVERIFY(back.moves == plan.plan.moves);
         std::filesystem::remove(json_path);
 
-        // The HTML report embeds both charts as PNG.
+        // The HTML report embeds both charts as PNG: the estimate and the impact it shows
+        // are computed first, as File ▸ Export does.
+        for (const auto& [tab, figure] : {std::pair{"histograms", Figure::Estimate}, std::pair{"impact", Figure::Impact}}) {
+            window.set_tab(tab);
+            QTRY_VERIFY_WITH_TIMEOUT(plan.has(figure) && !window.busy(), kTimeoutMs);
+        }
         const QImage charts = window.histograms()->charts_image();
         QVERIFY(!charts.isNull());
         const QString html = html_report(window.opened(), plan, window.histograms()->headline(),
@@ -328,6 +347,45 @@ private slots:
         for (const Extent& e : analysis_.volumes.front().map.streams.at(picked).extents)
             owns = owns || (e.lcn != Extent::kSparse && e.lcn < end && e.lcn + e.clusters > first);
         QVERIFY(owns);
+    }
+
+    void figuresWaitForTheirTab() {
+        // A tab in view before the plan: planFinished comes with its figures, and only its.
+        MainWindow window(false);
+        QSignalSpy planned(&window, &MainWindow::planFinished);
+        QSignalSpy figures(&window, &MainWindow::figuresFinished);
+        QSignalSpy failed(&window, &MainWindow::failed);
+        window.set_strategy("defrag");
+        window.set_tab("trade-off");
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_COMPARE_WITH_TIMEOUT(planned.count(), 1, kTimeoutMs);
+        const PlanResult& plan = *window.plan();
+        QVERIFY(plan.frontier.has_value());
+        QVERIFY(!plan.estimate && !plan.has(Figure::Impact));
+        QVERIFY(!window.busy());
+
+        // Cancelled while the estimate is computed: the plan stays, without an estimate;
+        // shown again, the tab computes it.
+        window.set_tab("histograms");
+        QVERIFY(window.busy());
+        window.cancel();
+        QTRY_VERIFY_WITH_TIMEOUT(!window.busy(), kTimeoutMs);
+        QCOMPARE(window.plan(), &plan);
+        if (failed.count() > 0) {
+            QCOMPARE(failed.first().at(1).toString(), QStringLiteral("cancelled"));
+            QVERIFY(!plan.estimate);
+            window.set_tab("files");
+            window.set_tab("histograms");
+            QTRY_VERIFY_WITH_TIMEOUT(plan.estimate.has_value() && !window.busy(), kTimeoutMs);
+        }
+        QVERIFY(plan.estimate.has_value());
+        QCOMPARE(figures.count(), 1);
+        // Shown once more, nothing is computed again.
+        window.set_tab("files");
+        window.set_tab("histograms");
+        QVERIFY(!window.busy());
+        QCOMPARE(figures.count(), 1);
+        QCOMPARE(planned.count(), 1);
     }
 
     void cancelStopsTheWork() {
