@@ -174,6 +174,7 @@ public:
         bounds_ = {};
         by_size_ = {};
         in_order_ = {};
+        release_freed_memory();
         carry_out(best, progress);
     }
 
@@ -510,6 +511,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         }
         return FreeIndex(room);
     }();
+    release_freed_memory();  // the sorted destinations and the room's set, before the moves fill
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
     // place) the streams waiting for that place may be ready.

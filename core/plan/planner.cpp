@@ -4,10 +4,6 @@
 #include <array>
 #include <utility>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "core/error.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/strategy.hpp"
@@ -212,12 +208,7 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
             planner::plan_shrink(builder, progress);
             break;
     }
-#if defined(__GLIBC__)
-    // The strategy's tables are gone, freed as many small blocks whose pages glibc keeps:
-    // hand them back before the after-map is built (110 MB after optimize at a million
-    // streams).
-    malloc_trim(0);
-#endif
+    planner::release_freed_memory();  // the strategy's tables, before the after-map is built
 
     try {
         out.after = apply_plan(volume, plan);

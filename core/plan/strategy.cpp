@@ -6,6 +6,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "core/error.hpp"
 #include "core/model/paths.hpp"
 #include "core/plan/intervals.hpp"
@@ -245,5 +249,11 @@ std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<
 }
 
 std::string bytes_text(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+void release_freed_memory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
 
 }  // namespace guestfrag::planner
