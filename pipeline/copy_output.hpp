@@ -65,9 +65,11 @@ private:
 /// nothing else changed. `on_step` is told as each step begins; `analysed`, when given,
 /// runs with the output's map once it is analysed and before any proof reads the copy
 /// (compaction punches the free clusters there, so the proofs see the final file).
+/// Takes `planned.after` (empty afterwards): the predicted map is let go once the
+/// allocation is proved, before both disks are hashed beside the output's map.
 /// Throws Error(Corrupt, "verification failed: …") for the first difference.
 [[nodiscard]] ApplyVerification prove_moves(const OpenedImage& input, const VolumeMap& before,
-                                            const PlannedVolume& planned, const MoveOutcome& outcome,
+                                            PlannedVolume& planned, const MoveOutcome& outcome,
                                             const std::string& copy, const OpenOptions& open,
                                             const VolumeWindow& window,
                                             const std::function<void(ApplyStep)>& on_step,
