@@ -49,6 +49,22 @@ enum class Placement : std::uint8_t {
     Excluded,   ///< movable in principle but left alone (pagefile, hiberfil, VSS store)
 };
 
+/// Text that lives as long as the program: a string literal, or none (""). A pointer where
+/// a std::string_view would take 16 bytes: Stream::reason is one a stream, and a million
+/// streams are held twice while a plan is made (before and after).
+class StaticText {
+public:
+    constexpr StaticText() = default;
+    constexpr StaticText(const char* text) : text_(text) {}  // NOLINT(google-explicit-constructor): literals
+    [[nodiscard]] std::string_view view() const noexcept { return text_ == nullptr ? std::string_view() : text_; }
+    operator std::string_view() const noexcept { return view(); }  // NOLINT(google-explicit-constructor)
+    [[nodiscard]] bool empty() const noexcept { return text_ == nullptr || *text_ == '\0'; }
+    friend bool operator==(StaticText a, std::string_view b) noexcept { return a.view() == b; }
+
+private:
+    const char* text_ = nullptr;
+};
+
 /// A non-resident attribute of a file record: the unit of fragmentation (docs/design.md §3).
 /// Fields are ordered largest first so the struct has no padding holes: a volume holds one
 /// per non-resident attribute, hundreds of thousands on a system disk.
@@ -73,7 +89,7 @@ struct Stream {
     std::string_view name;
     /// Why unmovable or excluded, "" when movable: always one of classify_placement's
     /// literals, so it needs no storage.
-    std::string_view reason;
+    StaticText reason;
     std::vector<Extent> extents;   ///< runs in VCN order, holes included
 
     /// "$DATA", "$DATA:name", "$INDEX_ALLOCATION:$I30", ... (the JSON "stream" field).
@@ -127,12 +143,14 @@ inline constexpr std::uint64_t kRootRecord = 5;
 /// A file record in use (base records only), enough to name it.
 struct FileEntry {
     std::uint64_t mft_record = 0;
-    std::uint64_t parent = 0;  ///< parent directory's record number
+    /// Parent directory's record number. NTFS numbers records in 48 bits: the flag beside it
+    /// keeps an entry at 32 bytes, not 40 (a volume holds one a file, millions of them).
+    std::uint64_t parent : 63 = 0;
+    bool directory : 1 = false;
     /// Win32 (or POSIX) long name, UTF-8. Not owned: read_ntfs_volume() points it into
     /// VolumeMap::names; hand-built maps may point it at string literals or any storage
     /// that outlives the map.
     std::string_view name;
-    bool directory = false;
 };
 
 /// Clusters [first, end) that the volume's metadata gives to two owners, or to a file while

@@ -49,7 +49,7 @@ const char* pinned_system_file(std::uint64_t record) {
 // Stream::reason is a view.
 struct InUse {
     std::string_view path;  ///< lower case, as path_of gives it
-    std::string_view reason;
+    const char* reason;  // a literal: Stream::reason points at it
 };
 constexpr InUse kInUse[] = {
     {"\\pagefile.sys", "pagefile.sys is in use by Windows whenever it runs"},

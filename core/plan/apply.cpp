@@ -115,7 +115,7 @@ void split_at(Runs& runs, std::int64_t vcn) {
 /// Checks that VCNs [m.vcn, m.vcn + m.clusters) of `runs` are allocated at LCNs
 /// [m.from_lcn, ...) one after the other.
 /// "record 64 $DATA", built only for messages.
-std::string who(const Move& m) { return "record " + std::to_string(m.mft_record) + " " + m.stream; }
+std::string who(const Move& m) { return "record " + std::to_string(m.mft_record) + " " + m.stream.str(); }
 
 template <class Runs>
 void check_source(const Runs& runs, const Move& m, std::size_t index) {

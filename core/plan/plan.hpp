@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/stream_label.hpp"
 #include "core/model/volume_map.hpp"
 
 namespace guestfrag {
@@ -15,7 +16,7 @@ namespace guestfrag {
 /// move runs, the destination is free; afterwards its source is free.
 struct Move {
     std::uint64_t mft_record = 0;
-    std::string stream;  ///< Stream::label(), e.g. "$DATA", "$DATA:ads", "$INDEX_ALLOCATION:$I30"
+    StreamLabel stream;  ///< Stream::label(), e.g. "$DATA", "$DATA:ads", "$INDEX_ALLOCATION:$I30"
     std::int64_t vcn = 0;
     std::int64_t from_lcn = 0;
     std::int64_t to_lcn = 0;

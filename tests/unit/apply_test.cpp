@@ -459,7 +459,7 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
         const std::string failure = verification_failure(plan, options);
         REQUIRE(moved);
         CHECK(failure == "verification failed: the contents of record " + std::to_string(moved->mft_record) +
-                             " " + moved->stream + " differ from the input's");
+                             " " + moved->stream.str() + " differ from the input's");
     }
     SECTION("an MFT record of a file no move touched changed") {
         // The log sequence number (offset 8) of the first record past the system files that
@@ -811,7 +811,7 @@ TEST_CASE("apply --output-format qcow2 refuses another format and leaves no outp
     } catch (const Error& e) {
         CHECK(e.kind() == ErrorKind::Corrupt);
         CHECK(std::string(e.what()) == "verification failed: the contents of record " +
-                                           std::to_string(moved->mft_record) + " " + moved->stream +
+                                           std::to_string(moved->mft_record) + " " + moved->stream.str() +
                                            " differ from the input's");
     }
     CHECK(leftovers(dir, {"p.json"}).empty());

@@ -62,9 +62,9 @@ VolumeMap hand_volume() {
     v.partition_offset = 1 * MiB;
     v.cluster_size = 4096;
     v.total_clusters = 1000;
-    v.files = {{2, 5, "$LogFile", false}, {5, 5, ".", true},        {40, 5, "a.bin", false},
-               {41, 45, "b.bin", false},  {42, 5, "dir", true},     {43, 5, "empty", false},
-               {44, 5, "sparse", false},  {45, 5, "Windows", true}, {46, 99, "lost.txt", false}};
+    v.files = {{2, 5, false, "$LogFile"}, {5, 5, true, "."},        {40, 5, false, "a.bin"},
+               {41, 45, false, "b.bin"},  {42, 5, true, "dir"},     {43, 5, false, "empty"},
+               {44, 5, false, "sparse"},  {45, 5, true, "Windows"}, {46, 99, false, "lost.txt"}};
     v.streams = {
         stream(41, kData, "ads", 1000, {{0, 50, 1}}),
         stream(2, kData, "", 8192, {{0, 10, 2}}),

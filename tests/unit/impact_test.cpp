@@ -44,12 +44,12 @@ VolumeMap volume() {
     v.total_clusters = 256;
     v.free.add(ClusterSet::interval_type::right_open(100, 256));
     v.files = {
-        {5, 5, ".", true},
-        {30, 5, "System Volume Information", true},
-        {31, 30, "{3808876b-c176-4e48-b7ae-04046e6cc752}", false},
-        {32, 30, "{0a1b2c3d-0000-4000-8000-00000000abcd}{3808876B-C176-4E48-B7AE-04046E6CC752}", false},
-        {64, 5, "a.bin", false},
-        {65, 5, "b.bin", false},
+        {5, 5, true, "."},
+        {30, 5, true, "System Volume Information"},
+        {31, 30, false, "{3808876b-c176-4e48-b7ae-04046e6cc752}"},
+        {32, 30, false, "{0a1b2c3d-0000-4000-8000-00000000abcd}{3808876B-C176-4E48-B7AE-04046E6CC752}"},
+        {64, 5, false, "a.bin"},
+        {65, 5, false, "b.bin"},
     };
     v.streams = {
         stream(32, {{0, 50, 4}}, Placement::Excluded),

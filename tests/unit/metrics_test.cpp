@@ -61,10 +61,10 @@ VolumeMap worked_example() {
     VolumeMap v;
     v.cluster_size = 4096;
     v.files = {
-        {0, 5, "$MFT", false},        {5, 5, ".", true},
-        {30, 5, "a.txt", false},      {31, 40, "b.bin", false},
-        {33, 5, "sparse.dat", false}, {34, 5, "small.txt", false},
-        {40, 5, "dir", true},
+        {0, 5, false, "$MFT"},        {5, 5, true, "."},
+        {30, 5, false, "a.txt"},      {31, 40, false, "b.bin"},
+        {33, 5, false, "sparse.dat"}, {34, 5, false, "small.txt"},
+        {40, 5, true, "dir"},
     };
     v.streams = {
         stream(0, kData, "", 32 * 4096, {{0, 16, 8}, {8, 24, 8}, {16, 5000, 16}}),
@@ -152,10 +152,10 @@ TEST_CASE("the page file is pagefile.sys in the root in any case, unnamed $DATA 
     VolumeMap v;
     v.cluster_size = 4096;
     v.files = {
-        {5, 5, ".", true},
-        {20, 5, "PageFile.SYS", false},   // \PageFile.SYS: the page file
-        {21, 22, "pagefile.sys", false},  // \Windows\pagefile.sys: not at the root
-        {22, 5, "Windows", true},
+        {5, 5, true, "."},
+        {20, 5, false, "PageFile.SYS"},   // \PageFile.SYS: the page file
+        {21, 22, false, "pagefile.sys"},  // \Windows\pagefile.sys: not at the root
+        {22, 5, true, "Windows"},
     };
     v.streams = {
         // 800+2 ≠ 900, 900+2 ≠ 1000, 1000+2 ≠ 1100 → 4 fragments.
@@ -179,7 +179,7 @@ TEST_CASE("MFT and page file figures use the unnamed $DATA only", "[metrics][fil
     constexpr auto kBitmap = static_cast<std::uint32_t>(AttrType::Bitmap);
     VolumeMap v;
     v.cluster_size = 4096;
-    v.files = {{0, 5, "$MFT", false}, {5, 5, ".", true}, {20, 5, "pagefile.sys", false}};
+    v.files = {{0, 5, false, "$MFT"}, {5, 5, true, "."}, {20, 5, false, "pagefile.sys"}};
     const std::vector<Extent> three = {{0, 10, 1}, {1, 20, 1}, {2, 30, 1}};  // 3 fragments
     // $MFT::$BITMAP and a named stream of the page file, but neither has an unnamed $DATA.
     v.streams = {stream(0, kBitmap, "", 3 * 4096, three), stream(20, kData, "x", 3 * 4096, three)};
@@ -217,7 +217,7 @@ TEST_CASE("an empty volume has no fragmentation and no NaN", "[metrics][files][f
 TEST_CASE("all-sparse streams are not counted", "[metrics][files]") {
     VolumeMap v;
     v.cluster_size = 4096;
-    v.files = {{5, 5, ".", true}, {40, 5, "sparse", false}};
+    v.files = {{5, 5, true, "."}, {40, 5, false, "sparse"}};
     v.streams = {stream(40, kData, "", 1 << 30, {{0, kHole, 262144}})};
     const FileFragmentation f = analyze_file_fragmentation(v);
     CHECK(f.files == 2);

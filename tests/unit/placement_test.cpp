@@ -48,23 +48,23 @@ TEST_CASE("placement: pinned metadata, files in use and VSS stores, by whole pat
           "[placement]") {
     const std::string store = std::string(kGuid).insert(0, "{11111111-2222-3333-4444-555555555555}");
     VolumeMap v = volume_of({
-        {0, 5, "$MFT", false},
-        {2, 5, "$LogFile", false},
-        {5, 5, ".", true},
-        {11, 5, "$Extend", true},
-        {40, 11, "$UsnJrnl", false},
-        {41, 11, "$ObjId", false},
-        {42, 5, "$UsnJrnl", false},      // \$UsnJrnl: not the journal
-        {50, 5, "PageFile.SYS", false},  // \pagefile.sys in another case
-        {51, 5, "hiberfil.sys", false},
-        {52, 5, "swapfile.sys", false},
-        {53, 60, "pagefile.sys", false},  // \Windows\pagefile.sys: not the page file
-        {54, 5, "pagefile.sys.bak", false},
-        {60, 5, "Windows", true},
-        {70, 5, "System Volume Information", true},
-        {71, 70, store, false},  // a store
-        {72, 70, "tracking.log", false},
-        {73, 5, store, false},  // a store's name outside SVI
+        {0, 5, false, "$MFT"},
+        {2, 5, false, "$LogFile"},
+        {5, 5, true, "."},
+        {11, 5, true, "$Extend"},
+        {40, 11, false, "$UsnJrnl"},
+        {41, 11, false, "$ObjId"},
+        {42, 5, false, "$UsnJrnl"},      // \$UsnJrnl: not the journal
+        {50, 5, false, "PageFile.SYS"},  // \pagefile.sys in another case
+        {51, 5, false, "hiberfil.sys"},
+        {52, 5, false, "swapfile.sys"},
+        {53, 60, false, "pagefile.sys"},  // \Windows\pagefile.sys: not the page file
+        {54, 5, false, "pagefile.sys.bak"},
+        {60, 5, true, "Windows"},
+        {70, 5, true, "System Volume Information"},
+        {71, 70, false, store},  // a store
+        {72, 70, false, "tracking.log"},
+        {73, 5, false, store},  // a store's name outside SVI
     });
     guestfrag::ntfs::classify_placement(v);
 
@@ -97,13 +97,13 @@ TEST_CASE("placement: the VSS GUID in a directory's name excludes the files belo
     // Windows keeps its stores directly in System Volume Information; a directory named
     // with the GUID is not its layout, but the rule is the path's, whichever name holds it.
     VolumeMap v = volume_of({
-        {5, 5, ".", true},
-        {70, 5, "System Volume Information", true},
-        {80, 70, kGuid, true},
-        {81, 80, "a", false},
-        {82, 5, kGuid, true},  // the same name outside SVI
-        {83, 82, "b", false},
-        {84, 70, "c", false},
+        {5, 5, true, "."},
+        {70, 5, true, "System Volume Information"},
+        {80, 70, true, kGuid},
+        {81, 80, false, "a"},
+        {82, 5, true, kGuid},  // the same name outside SVI
+        {83, 82, false, "b"},
+        {84, 70, false, "c"},
     });
     guestfrag::ntfs::classify_placement(v);
     CHECK(stream_of(v, 81).placement == Placement::Excluded);

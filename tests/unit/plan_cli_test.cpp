@@ -96,7 +96,7 @@ TEST_CASE("plan --json follows guestfrag.plan.v1 and matches the core", "[plan][
         const Move& want = plan.moves[i];
         CHECK(m.size() == 6);
         CHECK(m["mft_record"] == want.mft_record);
-        CHECK(m["stream"] == want.stream);
+        CHECK(m["stream"] == want.stream.str());
         CHECK(m["vcn"] == want.vcn);
         CHECK(m["from_lcn"] == want.from_lcn);
         CHECK(m["to_lcn"] == want.to_lcn);

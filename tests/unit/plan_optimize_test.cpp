@@ -232,7 +232,7 @@ TEST_CASE("plan --frontier: every point is the volume after a prefix of the plan
     const VolumeMap& before = analysis.volumes.front().map;
     Plan plan;
     for (const auto& m : doc["moves"])
-        plan.moves.push_back({m["mft_record"], m["stream"], m["vcn"], m["from_lcn"], m["to_lcn"], m["clusters"]});
+        plan.moves.push_back({m["mft_record"], m["stream"].get<std::string>(), m["vcn"], m["from_lcn"], m["to_lcn"], m["clusters"]});
     REQUIRE(plan.moves.size() == doc["summary"]["moves"].get<std::size_t>());
     std::size_t last = 0;
     for (std::size_t k = 0; k < points.size(); ++k) {

@@ -6,15 +6,19 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/model/stream_label.hpp"
 #include "core/model/volume_map.hpp"
 
 using guestfrag::AttrType;
 using guestfrag::ClusterSet;
 using guestfrag::Extent;
 using guestfrag::FileEntry;
+using guestfrag::StaticText;
 using guestfrag::Stream;
+using guestfrag::StreamLabel;
 using guestfrag::VolumeMap;
 
 namespace {
@@ -72,6 +76,46 @@ TEST_CASE("has_label answers as comparing label() would", "[model][label]") {
             CHECK(s.has_label(l) == (s.label() == l));
         }
     }
+}
+
+TEST_CASE("a stream label is its text, held once", "[model][label]") {
+    const std::string made = std::string("$DATA:") + "Zone.Identifier";
+    const StreamLabel a = made;
+    const StreamLabel b("$DATA:Zone.Identifier");
+    CHECK(a == b);
+    CHECK(&a.str() == &b.str());  // one text for both
+    CHECK(a == "$DATA:Zone.Identifier");
+    CHECK(a == std::string_view("$DATA:Zone.Identifier"));
+    CHECK_FALSE(a == StreamLabel("$DATA"));
+    CHECK(a.size() == made.size());
+    CHECK(StreamLabel().empty());
+    CHECK(StreamLabel() == StreamLabel(""));
+    // Ordered by text, as the strings they stand for.
+    CHECK(StreamLabel("$BITMAP:$I30") < StreamLabel("$DATA"));
+    CHECK(StreamLabel("$DATA") < StreamLabel("$DATA:a"));
+    CHECK((StreamLabel("$DATA") <=> StreamLabel("$DATA")) == std::strong_ordering::equal);
+
+    // Threads naming the same texts at once get the same ones.
+    std::vector<const std::string*> seen(8);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < seen.size(); ++t)
+        threads.emplace_back([&seen, t] {
+            for (int i = 0; i < 1000; ++i) (void)StreamLabel("$DATA:t" + std::to_string((i + t) % 50));
+            seen[t] = &StreamLabel("$DATA:t7").str();
+        });
+    for (std::thread& t : threads) t.join();
+    for (const std::string* p : seen) CHECK(p == &StreamLabel("$DATA:t7").str());
+}
+
+TEST_CASE("a stream's reason is static text or none", "[model][label]") {
+    Stream s;
+    CHECK(s.reason.empty());
+    CHECK(s.reason == "");
+    s.reason = "$MFT";
+    CHECK(s.reason == "$MFT");
+    CHECK(s.reason.view().size() == 4);
+    CHECK_FALSE(s.reason.empty());
+    CHECK(StaticText("").empty());
 }
 
 TEST_CASE("fragments merge LCN-contiguous runs", "[model][fragments]") {
@@ -149,10 +193,10 @@ namespace {
 VolumeMap tree() {
     VolumeMap v;
     v.files = {
-        {5, 5, ".", true},          {30, 5, "pagefile.sys", false},  {40, 5, "Windows", true},
-        {41, 40, "System32", true}, {42, 41, "kernel32.dll", false}, {60, 61, "a", true},
-        {61, 60, "b", true},        {62, 62, "selfish", true},       {63, 60, "c", false},
-        {99, 77, "lost", false},    {100, 99, "found", false},
+        {5, 5, true, "."},          {30, 5, false, "pagefile.sys"},  {40, 5, true, "Windows"},
+        {41, 40, true, "System32"}, {42, 41, false, "kernel32.dll"}, {60, 61, true, "a"},
+        {61, 60, true, "b"},        {62, 62, true, "selfish"},       {63, 60, false, "c"},
+        {99, 77, false, "lost"},    {100, 99, false, "found"},
     };
     return v;
 }
@@ -199,7 +243,7 @@ TEST_CASE("paths deeper than 1024 components are orphans", "[model][path]") {
     const auto chain = [](std::uint64_t depth) {
         VolumeMap v;
         for (std::uint64_t i = 0; i < depth; ++i) {
-            v.files.push_back({1000 + i, i == 0 ? 5 : 1000 + i - 1, "d", true});
+            v.files.push_back({1000 + i, i == 0 ? 5 : 1000 + i - 1, true, "d"});
         }
         return v;
     };
@@ -250,13 +294,13 @@ TEST_CASE("the name pool keeps every name intact and packs them into 64 KiB bloc
 
 TEST_CASE("copies of a map share its file table until one of them changes it", "[model][files]") {
     VolumeMap a;
-    a.files = {{5, 5, ".", true}, {40, 5, "a.txt", false}};
+    a.files = {{5, 5, true, "."}, {40, 5, false, "a.txt"}};
     const VolumeMap b = a;  // an after-map, say
     CHECK(b.files.data() == a.files.data());
     CHECK(b.files.size() == 2);
 
     VolumeMap c = a;
-    c.files.push_back({41, 5, "b.txt", false});  // unshares: the others keep their table
+    c.files.push_back({41, 5, false, "b.txt"});  // unshares: the others keep their table
     CHECK(c.files.data() != a.files.data());
     CHECK(c.files.size() == 3);
     CHECK(a.files.size() == 2);
