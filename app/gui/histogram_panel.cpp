@@ -70,7 +70,7 @@ void HistogramPanel::show_result(const PlanResult* result) {
     provisioned_view_->resizeColumnsToContents();
     fit_table();
     headline_->setText(estimate ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
-                       : result ? tr("Estimating the workload before and after the plan…")
+                       : result ? tr("No estimate of this plan yet: it is made when this tab is shown.")
                                 : tr("Plan a volume to compare its IO before and after."));
 }
 
