@@ -3,7 +3,6 @@
 
 #include <compare>
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,10 +38,3 @@ private:
 };
 
 }  // namespace guestfrag
-
-template <>
-struct std::hash<guestfrag::StreamLabel> {
-    std::size_t operator()(guestfrag::StreamLabel label) const noexcept {
-        return std::hash<const void*>{}(&label.str());
-    }
-};
