@@ -161,8 +161,9 @@ private:
     [[nodiscard]] Figures tab_figures() const;
     /// Shows the plan's figures in their tabs, empty where not computed yet.
     void show_figures();
-    /// One File ▸ Export: nothing without a plan, or while work runs; otherwise computes
-    /// `needed`, asks where, runs `write` there and shows its Error in a dialog titled `title`.
+    /// One File ▸ Export: nothing without a plan, or while work runs and `needed` lacks;
+    /// otherwise computes `needed`, asks where, runs `write` there and shows its Error in a
+    /// dialog titled `title`.
     void export_to(Figures needed, const QString& title, const QString& default_name, const QString& filter,
                    const std::function<void(const QString&)>& write);
     void show_map();

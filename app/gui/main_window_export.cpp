@@ -18,7 +18,7 @@ void MainWindow::export_to(Figures needed, const QString& title, const QString& 
                            const QString& filter, const std::function<void(const QString&)>& write) {
     if (!plan_) return (void)QMessageBox::information(this, title, tr("There is no plan yet."));
     // Figures are computed on the one worker: a running analysis or plan is not replaced.
-    if (job_->running())
+    if (plan_->missing(needed) != 0 && job_->running())
         return (void)QMessageBox::information(this, title, tr("Wait until the work in progress ends."));
     assess(needed, [this, title, default_name, filter, write] {
         const QString path = QFileDialog::getSaveFileName(this, title, default_name, filter);
