@@ -129,7 +129,7 @@ ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
     result.attribute_list_clusters_taken = lists.taken;
     if (const auto d = allocation_difference(*predicted, after, lists)) verification_failed(*d);
     result.fragments_predicted = total_fragments(*predicted);
-    predicted.reset();  // proved: the hashing below holds three maps otherwise (100 MB a million streams)
+    predicted.reset();  // proved: the hashing below would hold three maps (the prediction: ~90 MB at 806k streams)
     if (const auto d = bitmap_difference(after)) verification_failed(*d);
     if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
     const ChangedRecords records = changed_records(*input.image, before, *output.image, after, moved);

@@ -54,7 +54,7 @@ struct PlanFigures {
 /// A plan for one volume, the volume after it, the settings its figures are computed on and
 /// those computed so far: the figures of `guestfrag report` and `guestfrag impact`.
 struct PlanResult : PlannedVolume, PlanFigures {
-    Workload workload;     ///< the request's, parsed
+    Workload workload;             ///< the request's, parsed
     ImpactOptions impact_options;  ///< with the top layer's effective provisioning
 };
 
