@@ -5,10 +5,12 @@
 
 namespace guestfrag {
 
-ByteSet free_bytes_on_disk(const VolumeMap& volume) {
+ByteSet free_bytes_on_disk(const VolumeMap& volume) { return free_bytes_on_disk(volume, volume.free); }
+
+ByteSet free_bytes_on_disk(const VolumeMap& volume, const ClusterSet& clusters) {
     ByteSet bytes;
     const std::uint64_t cs = volume.cluster_size;
-    for (const auto& free : volume.free)
+    for (const auto& free : clusters)
         bytes.add(bytes.end(), ByteSet::interval_type::right_open(
                                    volume.partition_offset + static_cast<std::uint64_t>(free.lower()) * cs,
                                    volume.partition_offset + static_cast<std::uint64_t>(free.upper()) * cs));

@@ -30,4 +30,8 @@ struct LayerUsage {
 /// The volume's NTFS-free clusters as byte ranges of the virtual disk.
 [[nodiscard]] ByteSet free_bytes_on_disk(const VolumeMap& volume);
 
+/// Clusters `free` of the volume `volume` places (its offset and cluster size) as byte
+/// ranges of the virtual disk.
+[[nodiscard]] ByteSet free_bytes_on_disk(const VolumeMap& volume, const ClusterSet& free);
+
 }  // namespace guestfrag

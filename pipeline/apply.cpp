@@ -19,6 +19,7 @@
 #include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/io/heap.hpp"
 #include "pipeline/copy_output.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -52,7 +53,8 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     check_output_path(options.output, options.replace);  // before the analysis: it takes a while
     std::vector<std::string> removed = remove_dead_leftovers(options.output, "an apply");
     if (options.on_step) options.on_step(ApplyStep::Analyse);
-    const OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
+    // Not const: its map is let go before the output is analysed.
+    OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
     VolumeWindow window;
     for (const Partition& p : input.analysis->table.partitions)
@@ -63,6 +65,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     // Everything that may refuse runs before the first byte is written.
     check_volume_state(*input.image, window, before, options.allow_vss);
     PlannedVolume adopted = adopt_plan(input, 0, std::move(plan));
+    adopted.after.reset();  // the proofs replay the moves done themselves (expect_moves)
 
     const bool overlay = options.format == ApplyOutputFormat::Qcow2;
     const std::optional<Qcow2Backing> backing =
@@ -75,6 +78,8 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.format = options.format;
     result.warnings = layer_warnings(*input.image);
     result.warnings.insert(result.warnings.end(), removed.begin(), removed.end());
+    std::optional<InputHashing> hashing;
+    if (options.verify) hashing.emplace(*input.image, before);
     TemporaryDisk disk(options.output, options.replace);
     if (overlay) {
         Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);
@@ -107,9 +112,14 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
 
     if (options.verify) {
         if (options.before_verify) options.before_verify(disk.path());
-        result.verification =
-            prove_moves(input, before, adopted, result.moves, disk.path(),
-                        apply_output_open_options(open, options.format), window, options.on_step, progress);
+        if (options.on_step) options.on_step(ApplyStep::HashInput);
+        const ExpectedVolume expected = expect_moves(before, adopted.plan, result.moves, hashing->wait(progress));
+        hashing.reset();
+        input.analysis.reset();  // `before` is gone: the proofs need only `expected` of it
+        release_freed_memory();  // its runs, before the output's are read
+        result.verification = verify_copy(*input.image, expected, disk.path(),
+                                          apply_output_open_options(open, options.format), window,
+                                          options.on_step, progress);
     }
     disk.commit();
     result.plan = std::move(adopted.plan);
@@ -124,7 +134,7 @@ std::vector<ApplyStep> apply_steps(const ApplyOptions& options) {
     else
         steps.insert(steps.end(), {ApplyStep::Copy, ApplyStep::Move});
     if (options.verify)
-        steps.insert(steps.end(), {ApplyStep::AnalyseOutput, ApplyStep::HashInput, ApplyStep::HashOutput});
+        steps.insert(steps.end(), {ApplyStep::HashInput, ApplyStep::AnalyseOutput, ApplyStep::HashOutput});
     return steps;
 }
 

@@ -39,8 +39,10 @@ enum class ApplyStep {
     Analyse,        ///< the input's analysis: MFT records
     Copy,           ///< the raw copy: how far into the virtual disk, in bytes (holes are passed over)
     Move,           ///< the moves: moves of the plan
+    /// hashing the input's streams: streams. It starts with the copy (or the moves), on a
+    /// thread of its own; the step is what is left of it when the moves are done.
+    HashInput,
     AnalyseOutput,  ///< the output's analysis: MFT records
-    HashInput,      ///< hashing the input's streams: streams
     HashOutput,     ///< hashing the output's streams: streams
 };
 
@@ -130,7 +132,7 @@ struct ApplyResult {
 
 /// The steps apply_to_copy runs with `options`, in order: Analyse, then Copy and Move for a
 /// raw output or Move for a qcow2 one (the moves write into the overlay), then unless `options.verify` is false
-/// AnalyseOutput, HashInput and HashOutput.
+/// HashInput, AnalyseOutput and HashOutput.
 [[nodiscard]] std::vector<ApplyStep> apply_steps(const ApplyOptions& options);
 
 /// Throws Error(Unsupported) when `output` exists and is not a regular file (a directory, a

@@ -23,6 +23,7 @@
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
 #include "core/io/child_process.hpp"
+#include "core/io/heap.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "core/plan/growth.hpp"
 #include "pipeline/copy_output.hpp"
@@ -223,7 +224,7 @@ std::vector<CompactStep> compact_steps(const CompactOptions& options) {
     steps.push_back(CompactStep::Copy);
     if (options.pack) steps.push_back(CompactStep::Move);
     if (options.verify)
-        steps.insert(steps.end(), {CompactStep::AnalyseOutput, CompactStep::Sparsify, CompactStep::HashInput,
+        steps.insert(steps.end(), {CompactStep::HashInput, CompactStep::AnalyseOutput, CompactStep::Sparsify,
                                    CompactStep::HashOutput});
     else
         steps.push_back(CompactStep::Sparsify);
@@ -245,7 +246,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     result.warnings = remove_dead_leftovers(options.output, "a compact");
 
     begin(options, CompactStep::Analyse);
-    const OpenedImage input = open_and_analyze(path, open, std::nullopt, progress);
+    // Not const: its maps are let go before the output is analysed.
+    OpenedImage input = open_and_analyze(path, open, std::nullopt, progress);
     check_apply_output(options.output, *input.image, options.replace);
     const DiskImage& image = *input.image;
     const ImageAnalysis& analysis = *input.analysis;
@@ -294,6 +296,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         free_before += free_bytes_on_disk(analysis.volumes[i].map);
         free_after += free_bytes_on_disk(*planned[i].after);
         written += destination_bytes(analysis.volumes[i].map, planned[i].plan);
+        planned[i].after.reset();  // the proofs replay the moves done themselves (expect_moves)
     }
     result.granules_input = granules(stored, result.granule);
     result.granules_sparsified = granules(stored - free_before, result.granule);
@@ -309,6 +312,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
                     "the file system of " + directory_of(options.output).string() +
                         " cannot punch holes, so a raw output would store the whole disk: "
                         "use --output-format qcow2");
+    std::vector<std::unique_ptr<InputHashing>> hashing;
+    if (options.verify)
+        for (const VolumeAnalysis& v : analysis.volumes) hashing.push_back(std::make_unique<InputHashing>(image, v.map));
     begin(options, CompactStep::Copy);
     // Copied in the file system's blocks, each tested for zeros as it is read: afterwards
     // only the blocks written since (the moves, libntfs-3g's records) and those a discard
@@ -328,6 +334,21 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         result.volumes.push_back(std::move(volume));
     }
     disk_file.sync();
+    release_freed_memory();  // what the copy and the mover freed, before the proofs' tables fill
+    // Each volume as the moves done leave it; without verification, its free clusters are
+    // what sparsifying punches out.
+    std::vector<ExpectedVolume> expected;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        std::vector<std::optional<std::uint64_t>> digests;
+        if (options.verify) {
+            begin(options, CompactStep::HashInput);
+            digests = hashing[i]->wait(progress);
+            hashing[i].reset();
+        }
+        expected.push_back(expect_moves(analysis.volumes[i].map, planned[i].plan, result.volumes[i].moves, digests));
+    }
+    input.analysis.reset();  // the input's maps are gone: the proofs need only `expected` of them
+    release_freed_memory();  // their runs, before the output's are read
 
     // Each volume's free clusters and zero blocks go before its proofs read the file, so
     // that they prove the file as it is kept. `data` is what the file stores, block by
@@ -339,9 +360,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, blocks, block, holes, progress);
         unchecked -= blocks;
     };
-    const auto sparsify_volume = [&](std::size_t i, const VolumeMap& after) {
+    const auto sparsify_volume = [&](std::size_t i, const ByteSet& free) {
         begin(options, CompactStep::Sparsify);
-        const ByteSet free = free_bytes_on_disk(after);
         discard_stored(disk_file.fd(), disk_file.path(), size, free, holes);
         const ByteSet gone = whole_granules_within(free, block);
         data -= gone;
@@ -352,21 +372,20 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         drop_zero_blocks((unchecked + (whole_granules_touching(free, block) - gone)) &
                          whole_granules_touching(window, block) & data);
         result.volumes[i].free_bytes = boost::icl::length(free);
+        release_freed_memory();  // the byte sets above, before the proofs' tables fill
     };
     const OpenOptions output_open;  // the raw file stands alone
     const auto relay = [&](ApplyStep step) {
         if (step == ApplyStep::AnalyseOutput) begin(options, CompactStep::AnalyseOutput);
-        if (step == ApplyStep::HashInput) begin(options, CompactStep::HashInput);
         if (step == ApplyStep::HashOutput) begin(options, CompactStep::HashOutput);
     };
     for (std::size_t i = 0; i < planned.size(); ++i) {
-        const VolumeMap& before = analysis.volumes[i].map;
         if (options.verify)
-            result.volumes[i].verification = prove_moves(
-                input, before, planned[i], result.volumes[i].moves, disk_file.path(), output_open, windows[i],
-                relay, progress, [&](const VolumeMap& after) { sparsify_volume(i, after); });
+            result.volumes[i].verification =
+                verify_copy(image, expected[i], disk_file.path(), output_open, windows[i], relay, progress,
+                            [&](const VolumeMap& after) { sparsify_volume(i, free_bytes_on_disk(after)); });
         else
-            sparsify_volume(i, *planned[i].after);
+            sparsify_volume(i, free_bytes_on_disk(expected[i].input_mft, expected[i].free));
         result.volumes[i].plan = std::move(planned[i].plan);
     }
     drop_zero_blocks(unchecked);  // written outside every volume: nothing libntfs-3g does

@@ -42,9 +42,11 @@ enum class CompactStep {
     Plan,           ///< the packing plans: streams considered
     Copy,           ///< the used clusters into a sparse raw file: bytes of the virtual disk
     Move,           ///< the packing moves: moves
+    /// per volume, the input's streams. Hashing starts with the copy, on a thread of its own;
+    /// the step is what is left of it when the moves are done.
+    HashInput,
     AnalyseOutput,  ///< per volume, the output's analysis: MFT records
     Sparsify,       ///< per volume, free clusters and zero blocks punched out: bytes of the virtual disk
-    HashInput,      ///< per volume, the input's streams
     HashOutput,     ///< per volume, the output's streams
     Convert,        ///< qemu-img convert into the container, then its check (no counts)
 };
@@ -123,9 +125,9 @@ struct CompactResult {
                                             const CompactOptions& options, const Progress& progress = {});
 
 /// The steps compact_to_copy runs with `options`, in order: Analyse, Plan (packing), Copy,
-/// Move (packing), then AnalyseOutput, Sparsify, HashInput and HashOutput (without verify,
-/// Sparsify alone) once per NTFS volume, the last Sparsify going on over the disk outside
-/// the volumes, and Convert for a container.
+/// Move (packing), then HashInput once per NTFS volume, then AnalyseOutput, Sparsify and
+/// HashOutput (without verify, Sparsify alone) once per volume, the last Sparsify going on
+/// over the disk outside the volumes, and Convert for a container.
 [[nodiscard]] std::vector<CompactStep> compact_steps(const CompactOptions& options);
 
 }  // namespace guestfrag

@@ -7,20 +7,22 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <future>
 #include <optional>
-#include <set>
 #include <stop_token>
 #include <utility>
 
 #include "core/apply/verify.hpp"
 #include "core/error.hpp"
 #include "core/image/open_image.hpp"
+#include "core/io/heap.hpp"
 #include "core/io/process_owner.hpp"
-#include "core/plan/apply.hpp"
+#include "core/ntfs/volume_reader.hpp"
+#include "core/partition/partition.hpp"
 
 namespace guestfrag {
 
@@ -99,73 +101,30 @@ void begin(const std::function<void(ApplyStep)>& on_step, ApplyStep step) {
     if (on_step) on_step(step);
 }
 
-/// Whether the contents of stream `key` of the input may differ in the output by design: the
+/// Whether the contents of `stream` of the input may differ in the output by design: the
 /// streams that record the moves, each proved another way. $MFT (every record compared,
 /// changed_records), its $BITMAP (likewise), $MFTMirr (mirrors the new $MFT,
 /// mft_mirror_difference), $Bitmap (the union of the runlists, bitmap_difference), and the
 /// attribute list of a file whose streams moved (its entries name the records the new runlist
 /// lies in).
-bool records_moves(const std::pair<std::uint64_t, std::string>& key, const std::set<std::uint64_t>& moved) {
-    const auto& [record, label] = key;
-    if (record == kMftRecord) return label == "$DATA" || label == "$BITMAP";
-    if (record == kMftMirrRecord || record == kBitmapRecord) return label == "$DATA";
-    return label == "$ATTRIBUTE_LIST" && moved.count(record) != 0;
+bool records_moves(const Stream& stream, const std::vector<std::uint64_t>& moved) {
+    const std::uint64_t record = stream.mft_record;
+    if (record == kMftRecord) return stream.has_label("$DATA") || stream.has_label("$BITMAP");
+    if (record == kMftMirrRecord || record == kBitmapRecord) return stream.has_label("$DATA");
+    return stream.has_label("$ATTRIBUTE_LIST") && std::ranges::binary_search(moved, record);
 }
 
-ApplyVerification verify_copy(const OpenedImage& input, const VolumeMap& before,
-                              std::shared_ptr<const VolumeMap> predicted,
-                              const std::set<std::uint64_t>& moved, const std::string& copy,
-                              const OpenOptions& open, const VolumeWindow& window,
-                              const std::function<void(ApplyStep)>& on_step, const Progress& progress,
-                              const std::function<void(const VolumeMap&)>& analysed) {
-    begin(on_step, ApplyStep::AnalyseOutput);
-    const OpenedImage output = analyze_opened(open_image(copy, open), before.partition, progress);
-    if (output.analysis->volumes.empty()) verification_failed("the output has no NTFS volume");
-    const VolumeMap& after = output.analysis->volumes.front().map;
-    if (analysed) analysed(after);
-    ApplyVerification result;
-    const AttributeListChanges lists = attribute_list_changes(*predicted, after, moved);
-    result.attribute_list_clusters_freed = lists.freed;
-    result.attribute_list_clusters_taken = lists.taken;
-    if (const auto d = allocation_difference(*predicted, after, lists)) verification_failed(*d);
-    result.fragments_predicted = total_fragments(*predicted);
-    predicted.reset();  // proved: the hashing below would hold three maps (the prediction: ~90 MB at 806k streams)
-    if (const auto d = bitmap_difference(after)) verification_failed(*d);
-    if (const auto d = mft_mirror_difference(*output.image, window)) verification_failed(*d);
-    const ChangedRecords records = changed_records(*input.image, before, *output.image, after, moved);
-    if (records.difference) verification_failed(*records.difference);
-    result.records_changed = records.records;
-    result.records_freed = records.freed;
-    result.records_added = records.added;
-    // The streams that record the moves are proved above, and not read again here.
-    const auto recording = [&moved](const Stream& s) {
-        return records_moves({s.mft_record, s.label()}, moved);
-    };
-    // The two disks are hashed at once, the input on a thread of its own: each pass is
-    // bound by reading and hashing on one core. Whatever ends this scope (an error of the
-    // output's pass, a cancel) stops the input's pass before its future is waited for.
-    begin(on_step, ApplyStep::HashInput);
-    std::stop_source halt;
-    const std::stop_callback forward_cancel(progress.stop, [&halt] { halt.request_stop(); });
-    std::future<std::vector<std::optional<std::uint64_t>>> want = std::async(std::launch::async, [&] {
-        Progress quiet;
-        quiet.stop = halt.get_token();
-        return stream_digests(*input.image, before, quiet, recording);
-    });
-    const struct Halt {
-        std::stop_source& source;
-        ~Halt() { source.request_stop(); }
-    } halt_on_exit{halt};
-    begin(on_step, ApplyStep::HashOutput);
-    const auto got = stream_digests(*output.image, after, progress, recording);
-    const auto wanted = want.get();
-    if (const auto d = digest_difference(before, wanted, after, got))
-        verification_failed("the contents of " + *d + " differ from the input's");
-    result.streams_hashed = static_cast<std::uint64_t>(
-        std::count_if(wanted.begin(), wanted.end(), [](const auto& d) { return d.has_value(); }));
-    result.fragments_before = total_fragments(before);
-    result.fragments_after = total_fragments(after);
-    return result;
+/// The output's map of the volume the input has in `window` as partition `partition`, read
+/// as the input's was: its partition table, then its MFT. Without the file table, which no
+/// proof reads (VolumeDetail::Allocation).
+VolumeMap output_volume(const DiskImage& output, int partition, const VolumeWindow& window,
+                        const Progress& progress) {
+    for (const Partition& p : read_partitions(output).partitions)
+        if (p.number == partition && p.start == window.offset && p.length == window.length) {
+            return read_ntfs_volume(output, p, progress, VolumeDetail::Allocation);
+        }
+    verification_failed("the output's partition table has no partition " + std::to_string(partition) +
+                        " where the input's was");
 }
 
 }  // namespace
@@ -227,29 +186,84 @@ bool TemporaryDisk::rename_no_replace() const {
     return true;
 }
 
-ApplyVerification prove_moves(const OpenedImage& input, const VolumeMap& before, PlannedVolume& planned,
-                              const MoveOutcome& outcome, const std::string& copy, const OpenOptions& open,
-                              const VolumeWindow& window, const std::function<void(ApplyStep)>& on_step,
-                              const Progress& progress,
-                              const std::function<void(const VolumeMap&)>& analysed) {
-    // The after-state of the moves that were done; skipped ones are left out, and what
-    // remains must still replay on the volume as it was.
-    std::shared_ptr<const VolumeMap> predicted = std::move(planned.after);
-    if (!outcome.skipped.empty()) {
-        predicted.reset();
-        Plan done = planned.plan;
-        done.moves.clear();
-        for (const std::size_t i : outcome.done) done.moves.push_back(planned.plan.moves[i]);
-        try {
-            predicted = std::make_shared<const VolumeMap>(apply_plan(before, done));
-        } catch (const Error& e) {
-            verification_failed(std::string("the moves done do not replay without the skipped ones: ") +
-                                e.what());
-        }
+InputHashing::InputHashing(const DiskImage& image, const VolumeMap& before) {
+    digests_ = std::async(std::launch::async, [this, &image, &before] {
+        Progress progress;
+        progress.stop = halt_.get_token();
+        progress.report = [this](std::uint64_t done, std::uint64_t total) {
+            done_ = done;
+            total_ = total;
+        };
+        return stream_digests(image, before, progress, [](const Stream& s) { return records_moves(s, {}); });
+    });
+}
+
+InputHashing::~InputHashing() {
+    halt_.request_stop();
+    if (digests_.valid()) digests_.wait();
+}
+
+std::vector<std::optional<std::uint64_t>> InputHashing::wait(const Progress& progress) {
+    while (digests_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+        progress.update(done_, total_);
+    progress.update(total_, total_);
+    return digests_.get();
+}
+
+ExpectedVolume expect_moves(const VolumeMap& before, const Plan& plan, const MoveOutcome& outcome,
+                            const std::vector<std::optional<std::uint64_t>>& digests) {
+    // The moves that were done; skipped ones are left out, and what remains must still
+    // replay on the volume as it was.
+    Plan done;
+    done.moves.reserve(outcome.done.size());
+    std::vector<std::uint64_t> moved;
+    for (const std::size_t i : outcome.done) {
+        done.moves.push_back(plan.moves[i]);
+        moved.push_back(plan.moves[i].mft_record);
     }
-    std::set<std::uint64_t> moved;
-    for (const std::size_t i : outcome.done) moved.insert(planned.plan.moves[i].mft_record);
-    return verify_copy(input, before, std::move(predicted), moved, copy, open, window, on_step, progress, analysed);
+    std::ranges::sort(moved);
+    moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
+    try {
+        return expect_volume(before, done, std::move(moved), digests);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Corrupt) throw;
+        verification_failed(std::string("the moves done do not replay without the skipped ones: ") + e.what());
+    }
+}
+
+ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expected, const std::string& copy,
+                              const OpenOptions& open, const VolumeWindow& window,
+                              const std::function<void(ApplyStep)>& on_step, const Progress& progress,
+                              const std::function<void(const VolumeMap&)>& analysed) {
+    begin(on_step, ApplyStep::AnalyseOutput);
+    const std::shared_ptr<const DiskImage> output = open_image(copy, open);
+    const VolumeMap after = output_volume(*output, expected.input_mft.partition, window, progress);
+    release_freed_memory();  // the scan's own tables (its file entries), before the proofs' fill
+    if (analysed) analysed(after);
+    ApplyVerification result;
+    const AttributeListChanges lists = attribute_list_changes(expected, after);
+    result.attribute_list_clusters_freed = lists.freed;
+    result.attribute_list_clusters_taken = lists.taken;
+    if (const auto d = allocation_difference(expected, after, lists)) verification_failed(*d);
+    if (const auto d = bitmap_difference(after)) verification_failed(*d);
+    if (const auto d = mft_mirror_difference(*output, window)) verification_failed(*d);
+    const ChangedRecords records = changed_records(input, expected.input_mft, *output, after, expected.moved);
+    if (records.difference) verification_failed(*records.difference);
+    result.records_changed = records.records;
+    result.records_freed = records.freed;
+    result.records_added = records.added;
+    // The streams that record the moves are proved above, and not read again here.
+    begin(on_step, ApplyStep::HashOutput);
+    const auto got =
+        stream_digests(*output, after, progress, [&](const Stream& s) { return records_moves(s, expected.moved); });
+    if (const auto d = digest_difference(expected, after, got))
+        verification_failed("the contents of " + *d + " differ from the input's");
+    result.streams_hashed =
+        static_cast<std::uint64_t>(std::count_if(got.begin(), got.end(), [](const auto& d) { return d.has_value(); }));
+    result.fragments_before = expected.fragments_before;
+    result.fragments_predicted = expected.fragments_expected;
+    result.fragments_after = total_fragments(after);
+    return result;
 }
 
 }  // namespace guestfrag

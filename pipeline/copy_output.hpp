@@ -4,12 +4,18 @@
 // plan's moves predicted (docs/apply.md, "What happens").
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <future>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
 #include "core/apply/mover.hpp"
+#include "core/apply/verify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/pipeline.hpp"
@@ -60,16 +66,45 @@ private:
 /// Error(Corrupt, "verification failed: WHAT").
 [[noreturn]] void verification_failed(const std::string& what);
 
-/// The proofs of docs/apply.md step 5 for one volume: `copy` (opened with `open`) holds
-/// `before` (read from `input`) with the moves `outcome` did of `planned`'s plan, and
-/// nothing else changed. `on_step` is told as each step begins; `analysed`, when given,
-/// runs with the output's map once it is analysed and before any proof reads the copy
-/// (compaction punches the free clusters there, so the proofs see the final file).
-/// Takes `planned.after` (empty afterwards): the predicted map is let go once the
-/// allocation is proved, before both disks are hashed beside the output's map.
-/// Throws Error(Corrupt, "verification failed: …") for the first difference.
-[[nodiscard]] ApplyVerification prove_moves(const OpenedImage& input, const VolumeMap& before,
-                                            PlannedVolume& planned, const MoveOutcome& outcome,
+/// stream_digests of one volume of the input, computed on a thread of its own from when the
+/// object is made: hashing the input overlaps the copy and the moves, which wait on writes
+/// (docs/apply.md step 5). Every stream is hashed but $MFT's, $MFTMirr's and $Bitmap's:
+/// which files' attribute lists record the moves is known only after them.
+class InputHashing {
+public:
+    /// `image` and `before` must outlive the object.
+    InputHashing(const DiskImage& image, const VolumeMap& before);
+    /// Stops the hashing and waits for its thread.
+    ~InputHashing();
+    InputHashing(const InputHashing&) = delete;
+    InputHashing& operator=(const InputHashing&) = delete;
+
+    /// The digests, one per stream of `before`, once computed (call once); meanwhile
+    /// `progress` hears how many streams are hashed, and its stop cancels the hashing.
+    /// Throws what stream_digests throws.
+    [[nodiscard]] std::vector<std::optional<std::uint64_t>> wait(const Progress& progress);
+
+private:
+    std::stop_source halt_;
+    std::atomic<std::uint64_t> done_{0};
+    std::atomic<std::uint64_t> total_{0};
+    std::future<std::vector<std::optional<std::uint64_t>>> digests_;
+};
+
+/// What the proofs of one volume need of the input: `before` as the moves `outcome` did of
+/// `plan` leave it (expect_volume), with the input's `digests` (InputHashing). After this,
+/// neither `before` nor the plan's after-map need be held. Throws Error(Corrupt,
+/// "verification failed: …") when the moves done do not replay without the skipped ones.
+[[nodiscard]] ExpectedVolume expect_moves(const VolumeMap& before, const Plan& plan, const MoveOutcome& outcome,
+                                          const std::vector<std::optional<std::uint64_t>>& digests);
+
+/// The proofs of docs/apply.md step 5 for one volume: `copy` (opened with `open`) holds what
+/// `expected` (expect_moves) says of the volume on `input`, and nothing else changed.
+/// `on_step` is told as each step begins; `analysed`, when given, runs with the output's map
+/// once it is analysed and before any proof reads the copy (compaction punches the free
+/// clusters there, so the proofs see the final file). Throws Error(Corrupt, "verification
+/// failed: …") for the first difference.
+[[nodiscard]] ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expected,
                                             const std::string& copy, const OpenOptions& open,
                                             const VolumeWindow& window,
                                             const std::function<void(ApplyStep)>& on_step,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <compare>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <tuple>
@@ -12,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/plan/apply.hpp"
 
 namespace guestfrag {
 namespace {
@@ -24,7 +26,7 @@ struct FreeState {
 
 /// Runs with neighbours contiguous in both VCN and LCN merged: two readers (or a prediction
 /// and a reader) may split the same allocation differently.
-std::vector<Extent> merged(const std::vector<Extent>& extents) {
+std::vector<Extent> merged(std::span<const Extent> extents) {
     std::vector<Extent> out;
     for (const Extent& e : extents) {
         if (!out.empty()) {
@@ -86,6 +88,12 @@ std::uint64_t base_of(std::span<const std::byte> record, std::uint64_t number) {
     return reference == 0 ? number : reference;
 }
 
+/// Where `value` is in `sorted`, or its end.
+std::span<const std::uint64_t>::iterator find_sorted(std::span<const std::uint64_t> sorted, std::uint64_t value) {
+    const auto it = std::ranges::lower_bound(sorted, value);
+    return it != sorted.end() && *it == value ? it : sorted.end();
+}
+
 std::string first_interval(const ClusterSet& set) {
     const auto& i = *set.begin();
     return "LCN " + std::to_string(i.lower()) + "-" + std::to_string(i.upper() - 1);
@@ -105,15 +113,17 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     // bytes it serves (4 KiB runs with 64 KiB between them), and nearly nothing more on a
     // packed volume.
     constexpr std::uint64_t kGap = 64 << 10;
-    struct First {
-        std::uint64_t lo = 0;  // disk bytes of the stream's first run (its first MiB)
-        std::uint64_t hi = 0;
-        std::size_t stream = 0;
+    struct First {  // 16 bytes: a million streams are ordered at once
+        std::uint64_t lo = 0;     // disk bytes of the stream's first run (its first MiB)
+        std::uint32_t bytes = 0;  // ≤ kBlock
+        std::uint32_t stream = 0;
+        [[nodiscard]] std::uint64_t hi() const { return lo + bytes; }
         auto operator<=>(const First&) const = default;
     };
+    require_32bit(volume.streams.size(), "streams");
     std::vector<First> order;
     order.reserve(volume.streams.size());
-    for (std::size_t i = 0; i < volume.streams.size(); ++i) {
+    for (std::uint32_t i = 0; i < volume.streams.size(); ++i) {
         const Stream& s = volume.streams[i];
         if (skip && skip(s)) continue;
         const auto run = std::ranges::find_if(s.extents, [](const Extent& e) { return e.lcn != Extent::kSparse; });
@@ -122,7 +132,8 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
             continue;
         }
         const std::uint64_t lo = volume.partition_offset + static_cast<std::uint64_t>(run->lcn) * cs;
-        order.push_back({lo, lo + std::min(kBlock, static_cast<std::uint64_t>(run->clusters) * cs), i});
+        order.push_back(
+            {lo, static_cast<std::uint32_t>(std::min(kBlock, static_cast<std::uint64_t>(run->clusters) * cs)), i});
     }
     std::ranges::sort(order);
 
@@ -139,10 +150,10 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
             window_lo = at;
             window_hi = at + n;
             for (std::size_t j = k + 1; j < order.size() && order[j].lo >= window_lo &&
-                                        order[j].lo <= window_hi + kGap && order[j].hi - window_lo <= kBlock &&
-                                        order[j].hi <= image.size();
+                                        order[j].lo <= window_hi + kGap && order[j].hi() - window_lo <= kBlock &&
+                                        order[j].hi() <= image.size();
                  ++j)
-                window_hi = std::max(window_hi, order[j].hi);
+                window_hi = std::max(window_hi, order[j].hi());
             try {
                 image.read(window_lo, std::span<std::byte>(window.data(), window_hi - window_lo));
             } catch (const Error&) {
@@ -175,22 +186,93 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     return out;
 }
 
-std::optional<std::string> digest_difference(const VolumeMap& before,
-                                             const std::vector<std::optional<std::uint64_t>>& want,
-                                             const VolumeMap& after,
+std::uint64_t runs_digest(std::span<const Extent> runs) {
+    const std::vector<Extent> whole = merged(runs);
+    std::vector<std::int64_t> fields;
+    fields.reserve(whole.size() * 3);
+    for (const Extent& e : whole) fields.insert(fields.end(), {e.vcn, e.lcn, e.clusters});
+    return XXH3_64bits(fields.data(), fields.size() * sizeof(std::int64_t));
+}
+
+ExpectedVolume expect_volume(const VolumeMap& before, const Plan& plan, std::vector<std::uint64_t> moved,
+                             const std::vector<std::optional<std::uint64_t>>& contents) {
+    if (!contents.empty() && contents.size() != before.streams.size())
+        throw Error(ErrorKind::Internal, "expect_volume: a digest a stream");
+    ExpectedVolume out;
+    out.moved = std::move(moved);
+    VolumeMap& mft = out.input_mft;
+    mft.partition = before.partition;
+    mft.partition_offset = before.partition_offset;
+    mft.cluster_size = before.cluster_size;
+    mft.mft_record_size = before.mft_record_size;
+    mft.total_clusters = before.total_clusters;
+    mft.mft_records_total = before.mft_records_total;
+    mft.mft_records_in_use = before.mft_records_in_use;
+    std::ranges::copy_if(before.streams, std::back_inserter(mft.streams),
+                         [](const Stream& s) { return s.mft_record == 0; });  // $MFT
+
+    out.streams.reserve(before.streams.size());
+    // Where each expected list sits in `lists`, by its index in before.streams.
+    std::vector<std::pair<std::size_t, std::size_t>> list_at;
+    for (std::size_t i = 0; i < before.streams.size(); ++i) {
+        const Stream& s = before.streams[i];
+        ExpectedVolume::Entry& e = out.streams.emplace_back();
+        e.record = s.mft_record;
+        e.type = s.type;
+        e.name = StreamLabel(s.name);
+        e.runs = runs_digest(s.extents);
+        if (!contents.empty() && contents[i]) {
+            e.hashed = true;
+            e.contents = *contents[i];
+        }
+        const std::uint64_t fragments = s.fragments();
+        out.fragments_before += fragments;
+        out.fragments_expected += fragments;
+        if (s.type == static_cast<std::uint32_t>(AttrType::AttributeList) &&
+            std::ranges::binary_search(out.moved, s.mft_record)) {
+            list_at.emplace_back(i, out.lists.size());
+            out.lists.push_back(s);
+        }
+    }
+    out.free = replay_plan(before, plan, [&](std::size_t i, std::span<const Extent> runs) {
+        out.streams[i].runs = runs_digest(runs);
+        out.fragments_expected -= before.streams[i].fragments();
+        out.fragments_expected += fragments_of(runs);
+        const auto at = std::ranges::lower_bound(list_at, std::pair{i, std::size_t{0}});
+        if (at != list_at.end() && at->first == i) out.lists[at->second].extents.assign(runs.begin(), runs.end());
+    });
+    return out;
+}
+
+namespace {
+
+/// map_order of an expected stream against a map's stream.
+std::strong_ordering compare(const ExpectedVolume::Entry& e, const Stream& s) {
+    using Key = std::tuple<std::uint64_t, std::uint32_t, std::string_view>;
+    return Key(e.record, e.type, e.name) <=> Key(s.mft_record, s.type, s.name);
+}
+
+std::string name_of(const ExpectedVolume::Entry& e) {
+    return "record " + std::to_string(e.record) + " " + stream_label(e.type, e.name);
+}
+
+std::string name_of(const Stream& s) { return "record " + std::to_string(s.mft_record) + " " + s.label(); }
+
+}  // namespace
+
+std::optional<std::string> digest_difference(const ExpectedVolume& expected, const VolumeMap& after,
                                              const std::vector<std::optional<std::uint64_t>>& got) {
     std::size_t j = 0;
-    for (std::size_t i = 0; i < before.streams.size(); ++i) {
-        if (!want.at(i)) continue;
-        const Stream& s = before.streams[i];
-        while (j < after.streams.size() && map_order(after.streams[j]) < map_order(s)) ++j;
-        if (j == after.streams.size() || map_order(after.streams[j]) != map_order(s) || got.at(j) != want[i])
-            return "record " + std::to_string(s.mft_record) + " " + s.label();
+    for (const ExpectedVolume::Entry& e : expected.streams) {
+        if (!e.hashed) continue;
+        while (j < after.streams.size() && compare(e, after.streams[j]) > 0) ++j;
+        if (j == after.streams.size() || compare(e, after.streams[j]) != 0) return name_of(e);
+        if (got.at(j) && *got[j] != e.contents) return name_of(e);
     }
     return std::nullopt;
 }
 
-std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
+std::optional<std::string> allocation_difference(const ExpectedVolume& expected, const VolumeMap& actual,
                                                  const AttributeListChanges& adopted) {
     const ClusterSet free = (expected.free + adopted.gone) - adopted.added;
     if (free != actual.free) {
@@ -201,33 +283,30 @@ std::optional<std::string> allocation_difference(const VolumeMap& expected, cons
                    : "free space differs: " + first_interval(missing) + " is used but should be free";
     }
     // An adopted list is as `actual` holds it, on both sides alike: left out of the walk.
-    const auto adopted_list = [&adopted](const Stream& s) {
-        return s.type == static_cast<std::uint32_t>(AttrType::AttributeList) && adopted.records.count(s.mft_record) != 0;
+    const auto adopted_list = [&adopted](std::uint64_t record, std::uint32_t type) {
+        return type == static_cast<std::uint32_t>(AttrType::AttributeList) && adopted.records.count(record) != 0;
     };
-    const auto name = [](const Stream& s) { return "record " + std::to_string(s.mft_record) + " " + s.label(); };
+    const auto adopted_stream = [&](const Stream& s) { return adopted_list(s.mft_record, s.type); };
     std::size_t j = 0;
     std::optional<std::size_t> first_extra;  // the first stream of `actual` that `expected` lacks
-    const auto skip_to = [&](const Stream& s) {
-        for (; j < actual.streams.size() && map_order(actual.streams[j]) < map_order(s); ++j)
-            if (!first_extra && !adopted_list(actual.streams[j])) first_extra = j;
-    };
-    for (const Stream& s : expected.streams) {
-        if (adopted_list(s)) continue;
-        skip_to(s);
-        if (j == actual.streams.size() || map_order(actual.streams[j]) != map_order(s)) return name(s) + " is missing";
-        const std::vector<Extent> want = merged(s.extents);
-        const std::vector<Extent> got = merged(actual.streams[j].extents);
-        if (want != got) return name(s) + " has runs " + runs_text(got) + ", the plan predicted " + runs_text(want);
+    for (const ExpectedVolume::Entry& e : expected.streams) {
+        if (adopted_list(e.record, e.type)) continue;
+        for (; j < actual.streams.size() && compare(e, actual.streams[j]) > 0; ++j)
+            if (!first_extra && !adopted_stream(actual.streams[j])) first_extra = j;
+        if (j == actual.streams.size() || compare(e, actual.streams[j]) != 0) return name_of(e) + " is missing";
+        const Stream& got = actual.streams[j];
+        if (runs_digest(got.extents) != e.runs)
+            return name_of(got) + " has runs " + runs_text(merged(got.extents)) + ", not those the plan predicted";
         ++j;
     }
     for (; !first_extra && j < actual.streams.size(); ++j)
-        if (!adopted_list(actual.streams[j])) first_extra = j;
-    if (first_extra) return name(actual.streams[*first_extra]) + " was not there before";
+        if (!adopted_stream(actual.streams[j])) first_extra = j;
+    if (first_extra) return name_of(actual.streams[*first_extra]) + " was not there before";
     return std::nullopt;
 }
 
 ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
-                               const VolumeMap& after, const std::set<std::uint64_t>& moved) {
+                               const VolumeMap& after, std::span<const std::uint64_t> moved) {
     ChangedRecords out;
     std::optional<std::string>& difference = out.difference;
     const std::uint64_t size = before.mft_record_size;
@@ -246,7 +325,7 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
         return (std::to_integer<unsigned>(bits[r / 8]) >> (r % 8) & 1u) != 0;
     };
 
-    std::set<std::uint64_t> unchanged = moved;  // moved files none of whose records changed yet
+    std::vector<bool> changed(moved.size());  // by index in `moved`: a record of the file changed
     const std::uint64_t per_block = kBlock / size;
     std::vector<std::byte> a(per_block * size);
     std::vector<std::byte> b(a.size());
@@ -263,35 +342,35 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
             if (was == is && std::equal(ra.begin(), ra.end(), rb.begin())) continue;
             const std::uint64_t base_in = base_of(ra, r);
             const std::uint64_t base_out = base_of(rb, r);
-            const std::uint64_t base = moved.count(base_in) != 0 ? base_in : base_out;
-            if (moved.count(base) == 0) {
+            auto file = find_sorted(moved, base_in);
+            if (file == moved.end()) file = find_sorted(moved, base_out);
+            if (file == moved.end()) {
                 const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
                 difference = "MFT record " + std::to_string(r) + what +
                              ", but it is no record of a file whose streams moved";
                 break;
             }
-            unchanged.erase(base);
+            changed[static_cast<std::size_t>(file - moved.begin())] = true;
             ++out.records;
             if (was && !is) ++out.freed;
             if (!was && is) ++out.added;
         }
     }
-    if (!difference && !unchanged.empty())
-        difference =
-            "no MFT record of file " + std::to_string(*unchanged.begin()) + " changed, but its streams moved";
+    if (const auto first = std::ranges::find(changed, false); !difference && first != changed.end())
+        difference = "no MFT record of file " + std::to_string(moved[static_cast<std::size_t>(first - changed.begin())]) +
+                     " changed, but its streams moved";
     return out;
 }
 
-AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const VolumeMap& actual,
-                                            const std::set<std::uint64_t>& moved) {
+AttributeListChanges attribute_list_changes(const ExpectedVolume& expected, const VolumeMap& actual) {
     const auto is_list = [](const Stream& s) {
         return s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
     };
-    // The list of `record` in `map` (streams sorted by record), or null when it has none.
-    const auto list_of = [&](const VolumeMap& map, std::uint64_t record) -> const Stream* {
-        auto it = std::lower_bound(map.streams.begin(), map.streams.end(), record,
+    // The list of `record` among `streams` (sorted by record), or null when it has none.
+    const auto list_of = [&](const std::vector<Stream>& streams, std::uint64_t record) -> const Stream* {
+        auto it = std::lower_bound(streams.begin(), streams.end(), record,
                                    [](const Stream& s, std::uint64_t r) { return s.mft_record < r; });
-        for (; it != map.streams.end() && it->mft_record == record; ++it)
+        for (; it != streams.end() && it->mft_record == record; ++it)
             if (is_list(*it)) return &*it;
         return nullptr;
     };
@@ -316,9 +395,9 @@ AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const Vo
         return runs.empty() ? std::int64_t{0} : runs.back().vcn + runs.back().clusters;
     };
     AttributeListChanges changes;
-    for (const std::uint64_t record : moved) {
-        const Stream* was_stream = list_of(predicted, record);
-        const Stream* now = list_of(actual, record);
+    for (const std::uint64_t record : expected.moved) {
+        const Stream* was_stream = list_of(expected.lists, record);
+        const Stream* now = list_of(actual.streams, record);
         const std::vector<Extent> was =
             was_stream == nullptr ? std::vector<Extent>{} : merged(was_stream->extents);
         const std::vector<Extent> kept = now == nullptr ? std::vector<Extent>{} : merged(now->extents);
@@ -334,7 +413,7 @@ AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const Vo
             // runlist needed more entries: the clusters it took must have been free.
             // Free as amended so far: another list may have freed them, or taken them.
             const ClusterSet added = clusters(kept) - clusters(was);
-            if (!boost::icl::contains(predicted.free, added - changes.gone) ||
+            if (!boost::icl::contains(expected.free, added - changes.gone) ||
                 boost::icl::intersects(changes.added, added))
                 continue;
             changes.taken += static_cast<std::uint64_t>(boost::icl::length(added));
@@ -348,11 +427,16 @@ AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const Vo
 }
 
 std::optional<std::string> bitmap_difference(const VolumeMap& volume) {
-    ClusterSet claimed;
+    // The runs sorted by LCN, then merged into the claimed set from its end: inserted in the
+    // map's order, a million runs would be a million intervals before they merge.
+    std::vector<std::pair<std::int64_t, std::int64_t>> runs;
     for (const Stream& s : volume.streams)
         for (const Extent& e : s.extents)
-            if (e.lcn != Extent::kSparse)
-                claimed += boost::icl::interval<std::int64_t>::right_open(e.lcn, e.lcn + e.clusters);
+            if (e.lcn != Extent::kSparse) runs.emplace_back(e.lcn, e.lcn + e.clusters);
+    std::ranges::sort(runs);
+    ClusterSet claimed;
+    for (const auto& [lo, hi] : runs) claimed.add(claimed.end(), boost::icl::interval<std::int64_t>::right_open(lo, hi));
+    runs = {};
     ClusterSet used(boost::icl::interval<std::int64_t>::right_open(0, volume.total_clusters));
     used -= volume.free;
     if (claimed == used) return std::nullopt;

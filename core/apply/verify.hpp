@@ -9,11 +9,14 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/model/stream_label.hpp"
 #include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
 #include "core/progress.hpp"
 
 namespace guestfrag {
@@ -29,12 +32,48 @@ class DiskImage;
     const DiskImage& image, const VolumeMap& volume, const Progress& progress = {},
     const std::function<bool(const Stream&)>& skip = {});
 
-/// The first stream of `before` with a digest in `want` that `after` lacks or holds with
-/// another digest in `got` (each stream_digests of its own map), as "record R LABEL";
-/// nothing when every one matches. Streams are matched in map_order. O(streams).
-[[nodiscard]] std::optional<std::string> digest_difference(const VolumeMap& before,
-                                                           const std::vector<std::optional<std::uint64_t>>& want,
-                                                           const VolumeMap& after,
+/// A volume as the proofs of a copy expect to find it (docs/apply.md step 5), reduced to
+/// what they compare: the free clusters; each stream's key, a digest of its runs and the
+/// digest of the input's contents; whole, the attribute lists of the files whose streams
+/// moved; and the input's $MFT. About 50 bytes a stream where a map takes over 110: neither
+/// the input's map nor the prediction is held while the copy is analysed and hashed (at a
+/// million streams each is about 90 MB).
+struct ExpectedVolume {
+    struct Entry {
+        std::uint64_t record = 0;
+        std::uint32_t type = 0;
+        bool hashed = false;         ///< `contents` holds the input stream's digest
+        StreamLabel name;            ///< the attribute's name, "" when unnamed
+        std::uint64_t runs = 0;      ///< runs_digest of the runs expected
+        std::uint64_t contents = 0;  ///< stream_digests of the input's stream
+    };
+    /// The input's map with only $MFT's streams and no files: what changed_records reads.
+    VolumeMap input_mft;
+    std::vector<std::uint64_t> moved;  ///< files whose streams moved (base records), sorted
+    ClusterSet free;                ///< the free clusters expected
+    std::vector<Entry> streams;     ///< every stream, in map_order
+    /// The $ATTRIBUTE_LIST streams of `moved` files as expected, by record: libntfs-3g may
+    /// lay them out anew (attribute_list_changes).
+    std::vector<Stream> lists;
+    std::uint64_t fragments_before = 0;    ///< Stream::fragments summed over the input
+    std::uint64_t fragments_expected = 0;  ///< likewise over the runs expected
+};
+
+/// XXH3-64 of `runs` with LCN-contiguous neighbours merged: two readers (or a prediction and
+/// a reader) may split the same allocation differently. O(runs).
+[[nodiscard]] std::uint64_t runs_digest(std::span<const Extent> runs);
+
+/// `before` as `plan` leaves it (replay_plan), for the proofs: `moved` the files of the moves
+/// done (sorted), `contents` the input's stream_digests of `before` (empty: none). Throws
+/// apply_plan's errors. O(streams + runs + moves · log).
+[[nodiscard]] ExpectedVolume expect_volume(const VolumeMap& before, const Plan& plan, std::vector<std::uint64_t> moved,
+                                           const std::vector<std::optional<std::uint64_t>>& contents = {});
+
+/// The first stream of `expected` with the input's digest that `after` lacks or holds with
+/// another digest in `got` (stream_digests of `after`; a stream it skipped is proved
+/// otherwise), as "record R LABEL"; nothing when every one matches. Streams are matched
+/// in map_order. O(streams).
+[[nodiscard]] std::optional<std::string> digest_difference(const ExpectedVolume& expected, const VolumeMap& after,
                                                            const std::vector<std::optional<std::uint64_t>>& got);
 
 /// Where $Bitmap (the map's free space) and the union of every stream's runs disagree, as
@@ -56,11 +95,11 @@ struct ChangedRecords {
 
 /// Compares every $MFT record of `before` (on `input`) with `after` (on `output`), each read
 /// through its own disk's $MFT runlist, and $MFT's $BITMAP bit by bit, against the files in
-/// `moved` (base record numbers). Throws what DiskImage::read throws and Error(Corrupt) for a
+/// `moved` (base record numbers, sorted). Throws what DiskImage::read throws and Error(Corrupt) for a
 /// map without $MFT's streams. Cost: reads both disks' $MFT once, 2 MiB of memory.
 [[nodiscard]] ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before,
                                              const DiskImage& output, const VolumeMap& after,
-                                             const std::set<std::uint64_t>& moved);
+                                             std::span<const std::uint64_t> moved);
 
 /// What libntfs-3g did to the attribute lists of moved files that the prediction adopts
 /// (attribute_list_changes).
@@ -72,24 +111,22 @@ struct AttributeListChanges {
     std::set<std::uint64_t> records;  ///< files whose $ATTRIBUTE_LIST is as `actual` holds it
 };
 
-/// The first difference between two maps of a volume as text (free space, the set of
-/// streams, a stream's runs with LCN-contiguous neighbours merged), or nothing when the
-/// allocation is the same. `adopted` (attribute_list_changes) amends `expected`: its free
-/// clusters, and the attribute lists it takes from `actual`. Streams are matched in
-/// map_order, the order both maps are sorted in. O(streams + runs).
-[[nodiscard]] std::optional<std::string> allocation_difference(const VolumeMap& expected, const VolumeMap& actual,
+/// The first difference between the allocation `expected` and the map `actual` as text
+/// (free space, the set of streams, a stream's runs), or nothing when they are the same.
+/// `adopted` (attribute_list_changes) amends `expected`: its free clusters, and the
+/// attribute lists it takes from `actual`. Streams are matched in map_order, the order both
+/// are sorted in. O(streams + runs).
+[[nodiscard]] std::optional<std::string> allocation_difference(const ExpectedVolume& expected, const VolumeMap& actual,
                                                                const AttributeListChanges& adopted = {});
 
-/// What libntfs-3g does to the attribute lists of the files in `moved` when it lays their
-/// new runlists out, as amendments to `predicted`: a non-resident $ATTRIBUTE_LIST that
-/// `actual` holds shorter (a VCN prefix of the predicted runs) or not at all has the rest of
-/// its clusters freed (ntfs_attr_record_rm); one that `actual` holds longer (the predicted
+/// What libntfs-3g does to the attribute lists of `expected.moved` files when it lays their
+/// new runlists out, as amendments to `expected`: a non-resident $ATTRIBUTE_LIST that
+/// `actual` holds shorter (a VCN prefix of the expected runs) or not at all has the rest of
+/// its clusters freed (ntfs_attr_record_rm); one that `actual` holds longer (the expected
 /// runs a VCN prefix of it), or non-resident where it was resident or absent, because the
 /// longer runlist needed more entries, takes the clusters it added, which must have been
-/// free. Anything else is left for allocation_difference to report. An overlay rather than
-/// an edited copy: the prediction of a large volume is not held twice.
-/// O(moved files · log streams).
-[[nodiscard]] AttributeListChanges attribute_list_changes(const VolumeMap& predicted, const VolumeMap& actual,
-                                                          const std::set<std::uint64_t>& moved);
+/// free. Anything else is left for allocation_difference to report.
+/// O(moved files · log moved files).
+[[nodiscard]] AttributeListChanges attribute_list_changes(const ExpectedVolume& expected, const VolumeMap& actual);
 
 }  // namespace guestfrag

@@ -72,7 +72,7 @@ std::string_view type_text(std::uint32_t type, std::array<char, 16>& buffer) {
 
 }  // namespace
 
-std::string Stream::label() const {
+std::string stream_label(std::uint32_t type, std::string_view name) {
     std::array<char, 16> buffer{};
     std::string out(type_text(type, buffer));
     if (!name.empty()) {
@@ -81,6 +81,8 @@ std::string Stream::label() const {
     }
     return out;
 }
+
+std::string Stream::label() const { return stream_label(type, name); }
 
 bool Stream::has_label(std::string_view label) const {
     std::array<char, 16> buffer{};

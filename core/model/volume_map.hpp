@@ -105,6 +105,9 @@ struct Stream {
     [[nodiscard]] std::int64_t unit_clusters() const;
 };
 
+/// Stream::label of a stream of attribute type `type` named `name`.
+[[nodiscard]] std::string stream_label(std::uint32_t type, std::string_view name);
+
 /// Stream::fragments of `runs` (in VCN order): a stream's own, or those of one a plan is
 /// editing.
 [[nodiscard]] std::uint64_t fragments_of(std::span<const Extent> runs);

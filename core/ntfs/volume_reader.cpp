@@ -336,7 +336,9 @@ bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition) {
     return is_ntfs_boot_sector(read_boot_sector(image, partition));
 }
 
-VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, const Progress& progress) {
+VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, const Progress& progress,
+                           VolumeDetail detail) {
+    const bool names = detail == VolumeDetail::Full;
     const auto boot = read_boot_sector(image, partition);
     if (!is_ntfs_boot_sector(boot))
         throw Error(ErrorKind::Unsupported,
@@ -428,8 +430,9 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                 }
             }
             if (extension) {
-                for (auto& name : record.names)
-                    extension_names.emplace_back(record.base, record.base_sequence, std::move(name));
+                if (names)
+                    for (auto& name : record.names)
+                        extension_names.emplace_back(record.base, record.base_sequence, std::move(name));
             } else {
                 FileEntry& entry = map.files.emplace_back();
                 NameChoice& choice = choices.emplace_back();
@@ -437,7 +440,8 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                 entry.parent = kRootRecord;
                 entry.directory = record.directory;
                 choice.sequence = record.sequence;
-                if (const ntfs::NameAttribute* name = best_name(record.names)) offer(entry, choice, *name, *pool);
+                if (const ntfs::NameAttribute* name = best_name(record.names); name != nullptr && names)
+                    offer(entry, choice, *name, *pool);
             }
         }
     }
@@ -470,6 +474,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
         map.total_clusters);
     find_cluster_conflicts(map);
     ntfs::classify_placement(map);
+    if (!names) map.files = {};  // the scan needed them to match extension records to their files
     return map;
 }
 

@@ -9,6 +9,15 @@ namespace guestfrag {
 
 class DiskImage;
 
+/// What read_ntfs_volume keeps besides the allocation.
+enum class VolumeDetail {
+    Full,        ///< everything below
+    /// Streams, their runs and names, free space and the MFT's figures; no file table
+    /// (VolumeMap::files empty) and no placement by path (pagefile, VSS stores): what
+    /// proving a copy's allocation and contents needs, without 32 bytes and a name a file.
+    Allocation,
+};
+
 /// Reads the cluster map of the NTFS volume in `partition`: every in-use file's
 /// non-resident streams with their runs (attribute lists and runlists spread over extension
 /// records merged), names, free space from $Bitmap, the MFT zone, and unmovable/excluded
@@ -16,7 +25,7 @@ class DiskImage;
 /// MFT or runlists inconsistent), Unsafe (dirty or hibernated volume), Io, Cancelled.
 /// Cost: one sequential pass over $MFT and $Bitmap; memory O(files + extents).
 [[nodiscard]] VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition,
-                                         const Progress& progress = {});
+                                         const Progress& progress = {}, VolumeDetail detail = VolumeDetail::Full);
 
 /// Whether the first sector of `partition` is an NTFS boot sector (cheap check, no mount).
 [[nodiscard]] bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition);

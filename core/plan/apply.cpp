@@ -419,6 +419,15 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
     return after;
 }
 
+ClusterSet replay_plan(const VolumeMap& before, const Plan& plan,
+                       const std::function<void(std::size_t, std::span<const Extent>)>& visit) {
+    Replay replay(before);
+    for (std::size_t index = 0; index < plan.moves.size(); ++index) replay.step(plan, index);
+    replay.finish(plan, plan.moves.size());
+    replay.for_each_edited(visit);
+    return replay.free().to_set();
+}
+
 std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& plan, std::span<const std::size_t> ends) {
     if (!std::is_sorted(ends.begin(), ends.end()) || (!ends.empty() && ends.back() > plan.moves.size()))
         throw Error(ErrorKind::Internal, "replay_prefixes: prefixes must grow and lie within the plan");

@@ -11,6 +11,7 @@
 #include <span>
 #include <tuple>
 
+#include "core/io/heap.hpp"
 #include "core/model/free_space.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/intervals.hpp"

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/io/heap.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/strategy.hpp"
 
@@ -208,7 +209,7 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
             planner::plan_shrink(builder, progress);
             break;
     }
-    planner::release_freed_memory();  // the strategy's tables, before the after-map is built
+    release_freed_memory();  // the strategy's tables, before the after-map is built
 
     try {
         out.after = apply_plan(volume, plan);

@@ -7,7 +7,6 @@
 #include <unordered_set>
 
 #if defined(__GLIBC__)
-#include <malloc.h>
 #endif
 
 #include "core/error.hpp"
@@ -249,28 +248,5 @@ std::vector<std::pair<std::uint64_t, std::string>> streams_in(const std::vector<
 }
 
 std::string bytes_text(std::uint64_t bytes) { return std::to_string(bytes) + " bytes"; }
-
-// AddressSanitizer's allocator replaces glibc's: glibc's trim would walk arenas nobody
-// set up (a SEGV in a worker thread's mtrim), and there is nothing of glibc's to hand back.
-#if defined(__GLIBC__)
-#define GUESTFRAG_GLIBC_HEAP 1
-#else
-#define GUESTFRAG_GLIBC_HEAP 0
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#undef GUESTFRAG_GLIBC_HEAP
-#define GUESTFRAG_GLIBC_HEAP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#undef GUESTFRAG_GLIBC_HEAP
-#define GUESTFRAG_GLIBC_HEAP 0
-#endif
-#endif
-
-void release_freed_memory() {
-#if GUESTFRAG_GLIBC_HEAP
-    malloc_trim(0);
-#endif
-}
 
 }  // namespace guestfrag::planner

@@ -133,10 +133,5 @@ inline constexpr std::uint64_t kProgressEvery = 4096;
 /// Byte counts in reasons and notes: "12582912 bytes" (exact, so tests and scripts can parse it).
 [[nodiscard]] std::string bytes_text(std::uint64_t bytes);
 
-/// Hands the pages of freed heap blocks back to the system. A strategy frees its tables as
-/// many small blocks whose pages glibc keeps; the next phase would otherwise peak with
-/// them still resident (optimize: about 45 MB after its layout search and 110 MB after its
-/// moves, at a million streams).
-void release_freed_memory();
 
 }  // namespace guestfrag::planner

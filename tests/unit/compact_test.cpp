@@ -27,6 +27,7 @@
 #include "core/image/raw_image.hpp"
 #include "core/image/unique_fd.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/plan/apply.hpp"
 #include "pipeline/compact.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
@@ -326,26 +327,94 @@ TEST_CASE(
     actual.streams.insert(actual.streams.begin(), list);
     actual.free.subtract(test::r(9, 10));
 
-    const AttributeListChanges changes = attribute_list_changes(predicted, actual, {70});
+    // As the proofs hold a prediction: reduced (expect_volume) with `moved` the files moved.
+    const auto expect = [](const VolumeMap& map, std::vector<std::uint64_t> moved) {
+        return expect_volume(map, Plan{}, std::move(moved));
+    };
+    const AttributeListChanges changes = attribute_list_changes(expect(predicted, {70}), actual);
     CHECK(changes.taken == 1);
     CHECK(changes.freed == 0);
     CHECK(changes.added == ClusterSet(test::r(9, 10)));
     CHECK(changes.records == std::set<std::uint64_t>{70});
-    CHECK_FALSE(allocation_difference(predicted, actual, changes));
-    CHECK(*allocation_difference(predicted, actual) == "free space differs: LCN 9-9 is used but should be free");
+    CHECK_FALSE(allocation_difference(expect(predicted, {70}), actual, changes));
+    CHECK(*allocation_difference(expect(predicted, {70}), actual) ==
+          "free space differs: LCN 9-9 is used but should be free");
     // Not for a file that did not move, nor on clusters the plan had given to something.
-    const AttributeListChanges other = attribute_list_changes(predicted, actual, {71});
+    const AttributeListChanges other = attribute_list_changes(expect(predicted, {71}), actual);
     CHECK(other.taken == 0);
     CHECK(other.records.empty());
-    CHECK(allocation_difference(predicted, actual, other));
+    CHECK(allocation_difference(expect(predicted, {71}), actual, other));
     VolumeMap taken = predicted;
     taken.free.subtract(test::r(9, 10));
-    CHECK(attribute_list_changes(taken, actual, {70}).taken == 0);
-    CHECK(*allocation_difference(taken, actual) == "record 70 $ATTRIBUTE_LIST was not there before");
+    CHECK(attribute_list_changes(expect(taken, {70}), actual).taken == 0);
+    CHECK(*allocation_difference(expect(taken, {70}), actual) == "record 70 $ATTRIBUTE_LIST was not there before");
     // And the shrink the other way round: the list goes, its cluster is free again.
-    const AttributeListChanges back = attribute_list_changes(actual, predicted, {70});
+    const AttributeListChanges back = attribute_list_changes(expect(actual, {70}), predicted);
     CHECK(back.freed == 1);
-    CHECK_FALSE(allocation_difference(actual, predicted, back));
+    CHECK_FALSE(allocation_difference(expect(actual, {70}), predicted, back));
+}
+
+TEST_CASE("the proofs' prediction: the plan replayed, each stream's runs as a digest, the moved files' lists whole",
+          "[compact][apply]") {
+    // Files 70 (two runs, and an attribute list in cluster 12) and 71 (one run); the plan
+    // joins 70's runs in clusters 8-11.
+    VolumeMap before = test::empty_volume(16);
+    before.free.add(test::r(6, 12));
+    before.free.add(test::r(13, 16));
+    before.streams.push_back(test::stream(70, {{0, 0, 2}, {2, 4, 2}}));
+    Stream list = test::stream(70, {{0, 12, 1}});
+    list.type = static_cast<std::uint32_t>(AttrType::AttributeList);
+    before.streams.insert(before.streams.begin(), list);
+    before.streams.push_back(test::stream(71, {{0, 2, 2}}));
+    Plan plan;
+    plan.moves = {{70, "$DATA", 0, 0, 8, 2}, {70, "$DATA", 2, 4, 10, 2}};
+    const VolumeMap after = apply_plan(before, plan);
+
+    const ExpectedVolume expected = expect_volume(before, plan, {70}, {std::nullopt, 0x1234, 0x5678});
+    REQUIRE(expected.streams.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(expected.streams[i].record == after.streams[i].mft_record);
+        CHECK(expected.streams[i].type == after.streams[i].type);
+        CHECK(expected.streams[i].runs == runs_digest(after.streams[i].extents));
+    }
+    CHECK_FALSE(expected.streams[0].hashed);
+    CHECK(expected.streams[1].contents == 0x1234);
+    CHECK(expected.streams[2].contents == 0x5678);
+    CHECK(expected.free == after.free);
+    CHECK(expected.fragments_before == 4);    // 1 + 2 + 1
+    CHECK(expected.fragments_expected == 3);  // 70's $DATA in one run
+    REQUIRE(expected.lists.size() == 1);
+    CHECK(expected.lists.front().extents == list.extents);
+    CHECK(expected.input_mft.streams.empty());  // no $MFT in this hand-made map
+    // The runs are compared merged: a reader may split them otherwise.
+    CHECK(runs_digest(std::vector<Extent>{{0, 8, 4}}) == runs_digest(std::vector<Extent>{{0, 8, 1}, {1, 9, 3}}));
+    CHECK(runs_digest(std::vector<Extent>{{0, 8, 4}}) != runs_digest(std::vector<Extent>{{0, 9, 4}}));
+
+    CHECK_FALSE(allocation_difference(expected, after));
+    VolumeMap elsewhere = after;
+    elsewhere.streams[1].extents = {{0, 8, 2}, {2, 13, 2}};
+    elsewhere.free = ClusterSet(test::r(0, 2)) + test::r(4, 8) + test::r(10, 12) + test::r(15, 16);
+    CHECK(*allocation_difference(expected, elsewhere) == "free space differs: LCN 13-14 is used but should be free");
+    elsewhere.free = after.free;
+    CHECK(*allocation_difference(expected, elsewhere) ==
+          "record 70 $DATA has runs 0:8+2 2:13+2, not those the plan predicted");
+    VolumeMap without = after;
+    without.streams.pop_back();
+    without.free.add(test::r(2, 4));
+    CHECK(*allocation_difference(expected, without) == "free space differs: LCN 2-3 is free but should be used");
+    without.free = after.free;
+    CHECK(*allocation_difference(expected, without) == "record 71 $DATA is missing");
+
+    // Contents: the input's digests against the output's; a stream the output's pass
+    // skipped (nullopt: it records the moves) is proved otherwise.
+    CHECK_FALSE(digest_difference(expected, after, {std::nullopt, 0x1234, 0x5678}));
+    CHECK_FALSE(digest_difference(expected, after, {0x9999, std::nullopt, 0x5678}));
+    CHECK(*digest_difference(expected, after, {std::nullopt, 0x1234, 0x5679}) == "record 71 $DATA");
+    CHECK(*digest_difference(expected, without, {std::nullopt, 0x1234}) == "record 71 $DATA");
+    // A plan that does not replay is refused as apply_plan refuses it.
+    Plan wrong;
+    wrong.moves = {{70, "$DATA", 0, 0, 12, 1}};
+    CHECK(test::kind_of([&] { (void)expect_volume(before, wrong, {70}); }) == ErrorKind::Corrupt);
 }
 
 TEST_CASE("compact: SIGINT during the copy exits 130 and leaves nothing beside the output", "[compact]") {

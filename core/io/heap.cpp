@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/io/heap.hpp"
+
+#include <cstdlib>  // defines __GLIBC__ where the C library is glibc
+
+// AddressSanitizer's allocator replaces glibc's: glibc's trim would walk arenas nobody set
+// up (a SEGV in a worker thread's mtrim), and there is nothing of glibc's to hand back.
+#if defined(__GLIBC__)
+#define GUESTFRAG_GLIBC_HEAP 1
+#else
+#define GUESTFRAG_GLIBC_HEAP 0
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#undef GUESTFRAG_GLIBC_HEAP
+#define GUESTFRAG_GLIBC_HEAP 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#undef GUESTFRAG_GLIBC_HEAP
+#define GUESTFRAG_GLIBC_HEAP 0
+#endif
+#endif
+
+#if GUESTFRAG_GLIBC_HEAP
+#include <malloc.h>
+#endif
+
+namespace guestfrag {
+
+void release_freed_memory() {
+#if GUESTFRAG_GLIBC_HEAP
+    malloc_trim(0);
+#endif
+}
+
+}  // namespace guestfrag
