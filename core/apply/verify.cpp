@@ -194,6 +194,8 @@ std::uint64_t runs_digest(std::span<const Extent> runs) {
     return XXH3_64bits(fields.data(), fields.size() * sizeof(std::int64_t));
 }
 
+static_assert(sizeof(ExpectedVolume::Entry) == 40, "docs/apply.md: 40 bytes a stream");
+
 ExpectedVolume expect_volume(const VolumeMap& before, const Plan& plan, std::vector<std::uint64_t> moved,
                              const std::vector<std::optional<std::uint64_t>>& contents) {
     if (!contents.empty() && contents.size() != before.streams.size())

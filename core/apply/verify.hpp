@@ -35,7 +35,7 @@ class DiskImage;
 /// A volume as the proofs of a copy expect to find it (docs/apply.md step 5), reduced to
 /// what they compare: the free clusters; each stream's key, a digest of its runs and the
 /// digest of the input's contents; whole, the attribute lists of the files whose streams
-/// moved; and the input's $MFT. About 50 bytes a stream where a map takes over 110: neither
+/// moved; and the input's $MFT. 40 bytes a stream where a map takes over 110: neither
 /// the input's map nor the prediction is held while the copy is analysed and hashed (at a
 /// million streams each is about 90 MB).
 struct ExpectedVolume {
@@ -50,8 +50,8 @@ struct ExpectedVolume {
     /// The input's map with only $MFT's streams and no files: what changed_records reads.
     VolumeMap input_mft;
     std::vector<std::uint64_t> moved;  ///< files whose streams moved (base records), sorted
-    ClusterSet free;                ///< the free clusters expected
-    std::vector<Entry> streams;     ///< every stream, in map_order
+    ClusterSet free;                   ///< the free clusters expected
+    std::vector<Entry> streams;        ///< every stream, in map_order
     /// The $ATTRIBUTE_LIST streams of `moved` files as expected, by record: libntfs-3g may
     /// lay them out anew (attribute_list_changes).
     std::vector<Stream> lists;
