@@ -440,7 +440,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                 entry.parent = kRootRecord;
                 entry.directory = record.directory;
                 choice.sequence = record.sequence;
-                if (const ntfs::NameAttribute* name = best_name(record.names); name != nullptr && names)
+                if (const ntfs::NameAttribute* name = names ? best_name(record.names) : nullptr)
                     offer(entry, choice, *name, *pool);
             }
         }

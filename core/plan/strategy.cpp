@@ -6,9 +6,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#if defined(__GLIBC__)
-#endif
-
 #include "core/error.hpp"
 #include "core/model/paths.hpp"
 #include "core/plan/intervals.hpp"

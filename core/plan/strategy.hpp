@@ -133,5 +133,4 @@ inline constexpr std::uint64_t kProgressEvery = 4096;
 /// Byte counts in reasons and notes: "12582912 bytes" (exact, so tests and scripts can parse it).
 [[nodiscard]] std::string bytes_text(std::uint64_t bytes);
 
-
 }  // namespace guestfrag::planner
