@@ -1,22 +1,49 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/impact/content_map.hpp"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
 namespace guestfrag {
 
 namespace {
+
 using Bytes = ByteSet::interval_type;
+
+/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`.
+void union_of(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, ByteSet& out) {
+    std::ranges::sort(ranges);
+    // Joined where they touch or overlap, each appended at the set's end.
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> run;
+    for (const auto& r : ranges) {
+        if (run && r.first <= run->second) {
+            run->second = std::max(run->second, r.second);
+            continue;
+        }
+        if (run) out.add(out.end(), Bytes::right_open(run->first, run->second));
+        run = r;
+    }
+    if (run) out.add(out.end(), Bytes::right_open(run->first, run->second));
 }
+
+}  // namespace
 
 ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
     const std::uint64_t cs = volume.cluster_size;
     const auto offset_of = [&](std::int64_t lcn) { return volume.partition_offset + static_cast<std::uint64_t>(lcn) * cs; };
+    // The unions of what the moves read and wrote are built at the end, from their ranges
+    // sorted: a move at a time into an interval set, in the plan's order, which jumps across
+    // the disk, cost a tree lookup (a cache miss a level) for every move.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [lo, hi)
+    ranges.reserve(plan.moves.size());
     for (const Move& m : plan.moves) {
         const std::uint64_t length = static_cast<std::uint64_t>(m.clusters) * cs;
         const std::uint64_t from = offset_of(m.from_lcn);
         const std::uint64_t to = offset_of(m.to_lcn);
         if (length == 0) continue;
         std::vector<Piece> content = resolve(from, length);
-        for (const Piece& p : content) read_.add(Bytes::right_open(p.source, p.source + p.length));
+        for (const Piece& p : content) ranges.emplace_back(p.source, p.source + p.length);
         split_at(to);
         split_at(to + length);
         pieces_.erase(pieces_.lower_bound(to), pieces_.lower_bound(to + length));
@@ -25,8 +52,14 @@ ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
             // A piece that would map onto itself is no override at all.
             if (at != p.source) pieces_.emplace(at, Span{at + p.length, p.source});
         }
-        written_.add(Bytes::right_open(to, to + length));
     }
+    union_of(ranges, read_);
+    ranges.clear();
+    for (const Move& m : plan.moves) {
+        const std::uint64_t to = offset_of(m.to_lcn);
+        if (m.clusters > 0) ranges.emplace_back(to, to + static_cast<std::uint64_t>(m.clusters) * cs);
+    }
+    union_of(ranges, written_);
 }
 
 void ContentMap::split_at(std::uint64_t at) {

@@ -74,9 +74,9 @@ std::string range_text(std::int64_t lo, std::int64_t clusters) {
 }
 
 /// (mft_record, label) → stream index, built once. Records hold few streams, so a lookup is
-/// a binary search on the record plus a label comparison per stream of that record.
-/// Independent of the order of `streams`; 4 bytes a stream, since a million-stream volume's
-/// replay runs beside the planner's own copies of the map.
+/// a search among the streams of the record's bucket plus a label comparison per stream of
+/// that record. Independent of the order of `streams`; about 6 bytes a stream, since a
+/// million-stream volume's replay runs beside the planner's own copies of the map.
 class StreamLookup {
 public:
     explicit StreamLookup(const std::vector<Stream>& streams) : streams_(streams) {
@@ -84,18 +84,40 @@ public:
         by_record_.resize(streams.size());
         std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
         std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
+        // Buckets of 2^shift record numbers, about one for every two streams: a binary search
+        // over every stream, each probe a cache miss into the streams once they outgrow the
+        // caches, was nearly half of a ten-million-move replay. Record numbers are dense in a real
+        // MFT; sparse ones only make buckets fuller, never a lookup wrong.
+        const std::uint64_t last = streams.empty() ? 0 : streams[by_record_.back()].mft_record;
+        while (shift_ < 63 && (last >> shift_) > streams.size() / 2) ++shift_;
+        bucket_start_.assign((last >> shift_) + 2, 0);
+        std::size_t at = 0;
+        for (std::uint64_t b = 0; b < bucket_start_.size(); ++b) {
+            while (at < by_record_.size() && (record(at) >> shift_) < b) ++at;
+            bucket_start_[b] = static_cast<std::uint32_t>(at);
+        }
     }
 
     [[nodiscard]] std::optional<std::size_t> find(std::uint64_t record, std::string_view label) const {
-        auto it = std::ranges::lower_bound(by_record_, record, {}, [&](std::uint32_t i) { return streams_[i].mft_record; });
-        for (; it != by_record_.end() && streams_[*it].mft_record == record; ++it)
+        const std::uint64_t b = record >> shift_;
+        if (b + 1 >= bucket_start_.size()) return std::nullopt;
+        const auto last = by_record_.begin() + bucket_start_[b + 1];
+        auto it = std::ranges::lower_bound(by_record_.begin() + bucket_start_[b], last, record, {},
+                                           [&](std::uint32_t i) { return streams_[i].mft_record; });
+        for (; it != last && streams_[*it].mft_record == record; ++it)
             if (streams_[*it].has_label(label)) return *it;
         return std::nullopt;
     }
 
 private:
+    [[nodiscard]] std::uint64_t record(std::size_t position) const {
+        return streams_[by_record_[position]].mft_record;
+    }
+
     const std::vector<Stream>& streams_;
-    std::vector<std::uint32_t> by_record_;  ///< indices into streams_, by record
+    std::vector<std::uint32_t> by_record_;     ///< indices into streams_, by record
+    unsigned shift_ = 0;                       ///< a bucket holds records [b << shift_, (b + 1) << shift_)
+    std::vector<std::uint32_t> bucket_start_;  ///< bucket b's streams: by_record_[start[b], start[b + 1])
 };
 
 /// Makes a run start at `vcn` by splitting the run that contains it (holes split too).
@@ -164,58 +186,6 @@ void rewrite(Runs& runs, const Move& m) {
     }
 }
 
-/// The volume's free clusters while moves edit them: start → end of each extent. A plain
-/// map, converted back to a ClusterSet once at the end (icl's interval comparisons cost more
-/// than the rest of apply_plan together).
-class FreeMap {
-public:
-    explicit FreeMap(const ClusterSet& free) {
-        for (const auto& i : free) extents_.emplace_hint(extents_.end(), first_cluster(i), end_cluster(i));
-    }
-
-    /// The first cluster of [lo, hi) that is not free, nullopt when all are.
-    [[nodiscard]] std::optional<std::int64_t> first_busy(std::int64_t lo, std::int64_t hi) const {
-        auto it = extents_.upper_bound(lo);
-        if (it == extents_.begin()) return lo;
-        --it;
-        if (it->second <= lo) return lo;
-        if (it->second < hi) return it->second;
-        return std::nullopt;
-    }
-
-    /// Removes [lo, hi), which first_busy() found free.
-    void remove(std::int64_t lo, std::int64_t hi) {
-        auto it = std::prev(extents_.upper_bound(lo));
-        const auto [a, b] = *it;
-        extents_.erase(it);
-        if (a < lo) extents_.emplace(a, lo);
-        if (hi < b) extents_.emplace(hi, b);
-    }
-
-    /// Adds [lo, hi), merging with whatever it touches or overlaps.
-    void add(std::int64_t lo, std::int64_t hi) {
-        auto it = extents_.upper_bound(lo);
-        if (it != extents_.begin() && std::prev(it)->second >= lo) --it;
-        while (it != extents_.end() && it->first <= hi) {
-            lo = std::min(lo, it->first);
-            hi = std::max(hi, it->second);
-            it = extents_.erase(it);
-        }
-        extents_.emplace_hint(it, lo, hi);
-    }
-
-    [[nodiscard]] const std::map<std::int64_t, std::int64_t>& extents() const { return extents_; }
-
-    [[nodiscard]] ClusterSet to_set() const {
-        ClusterSet out;
-        for (const auto& [a, b] : extents_) out.add(out.end(), cluster_range(a, b));
-        return out;
-    }
-
-private:
-    std::map<std::int64_t, std::int64_t> extents_;
-};
-
 bool in_range(std::int64_t value) { return value >= 0 && value <= kMaxPlanNumber; }
 
 /// The consecutive moves of one stream seen so far: what unit_left_in_part is asked of.
@@ -282,7 +252,7 @@ public:
     /// Checks the last run of moves, the first `end` of `plan` having been carried out.
     void finish(const Plan& plan, std::size_t end) const { check_units(before_.streams, plan, run_, end); }
 
-    [[nodiscard]] const FreeMap& free() const { return free_; }
+    [[nodiscard]] const RangeUnion<std::int64_t>& free() const { return free_; }
 
     /// Calls visit(index in VolumeMap::streams, runs now) for each stream moved so far.
     template <class Visit>
@@ -319,7 +289,7 @@ private:
                               std::to_string(before_.total_clusters) + " clusters");
         if (boost::icl::intersects(before_.unmovable, destination))
             reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " holds unmovable clusters");
-        if (const auto busy = free_.first_busy(m.to_lcn, m.to_lcn + m.clusters))
+        if (const auto busy = free_.first_missing(m.to_lcn, m.to_lcn + m.clusters))
             reject(index, "destination " + range_text(m.to_lcn, m.clusters) + " is not free at cluster " +
                               std::to_string(*busy));
     }
@@ -349,9 +319,9 @@ private:
     }
 
     const VolumeMap& before_;
-    StreamLookup lookup_;  // holds streams to 2^32, so 32-bit stream numbers below are safe
-    FreeMap free_;
-    std::vector<Stream>* after_;          ///< the streams edited in place, or null
+    StreamLookup lookup_;            // holds streams to 2^32, so 32-bit stream numbers below are safe
+    RangeUnion<std::int64_t> free_;  ///< the volume's free clusters as the moves leave them
+    std::vector<Stream>* after_;     ///< the streams edited in place, or null
     /// Without after_: the runs of the streams moved so far, and of no other (a plan that
     /// moves a few streams of a million costs what they do).
     std::unordered_map<std::uint32_t, RunList> own_;
@@ -415,7 +385,7 @@ VolumeMap apply_plan(const VolumeMap& before, const Plan& plan) {
     for (std::size_t index = 0; index < plan.moves.size(); ++index) replay.step(plan, index);
     replay.finish(plan, plan.moves.size());
     replay.write_back();
-    after.free = replay.free().to_set();
+    after.free = replay.free().to_set<ClusterSet>();
     return after;
 }
 
@@ -425,7 +395,7 @@ ClusterSet replay_plan(const VolumeMap& before, const Plan& plan,
     for (std::size_t index = 0; index < plan.moves.size(); ++index) replay.step(plan, index);
     replay.finish(plan, plan.moves.size());
     replay.for_each_edited(visit);
-    return replay.free().to_set();
+    return replay.free().to_set<ClusterSet>();
 }
 
 std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& plan, std::span<const std::size_t> ends) {
@@ -443,7 +413,7 @@ std::vector<PrefixFigures> replay_prefixes(const VolumeMap& before, const Plan& 
             f.moves = done;
             f.moved_bytes = moved_clusters * before.cluster_size;
             FreeSpacePenalty penalty(before.cluster_size);
-            for (const auto& [lo, hi] : replay.free().extents()) {
+            for (const auto& [lo, hi] : replay.free().ranges()) {
                 const auto clusters = static_cast<std::uint64_t>(hi - lo);
                 ++f.free_extents;
                 f.largest_free_extent_clusters = std::max(f.largest_free_extent_clusters, clusters);

@@ -26,14 +26,32 @@ FreeIndex::FreeIndex(const ClusterSet& initial, std::uint32_t cluster_size) : pe
 
 void FreeIndex::insert(std::int64_t lo, std::int64_t hi) {
     extents_.emplace(lo, hi);
-    by_size_.emplace(hi - lo, lo);
+    if (sized_) by_size_.emplace(hi - lo, lo);
     penalty_.add(static_cast<std::uint64_t>(hi - lo));
+    edited();
 }
 
-void FreeIndex::erase(std::map<std::int64_t, std::int64_t>::iterator it) {
-    penalty_.remove(static_cast<std::uint64_t>(it->second - it->first));
-    by_size_.erase({it->second - it->first, it->first});
-    extents_.erase(it);
+void FreeIndex::erase(std::int64_t lo, std::int64_t hi) {
+    penalty_.remove(static_cast<std::uint64_t>(hi - lo));
+    if (sized_) by_size_.erase({hi - lo, lo});
+    extents_.erase(lo);
+    edited();
+}
+
+void FreeIndex::edited() {
+    if (sized_ && ++edits_ > extents_.size()) {
+        by_size_.clear();
+        sized_ = false;
+    }
+}
+
+const absl::btree_set<FreeIndex::Range>& FreeIndex::sized() const {
+    edits_ = 0;
+    if (!sized_) {
+        for (const auto& [a, b] : extents_) by_size_.emplace(b - a, a);
+        sized_ = true;
+    }
+    return by_size_;
 }
 
 double FreeIndex::fragmentation_percent() const { return penalty_.percent(); }
@@ -45,7 +63,7 @@ void FreeIndex::take(std::int64_t lo, std::int64_t hi) {
     --it;
     const auto [a, b] = *it;
     if (b < hi || a > lo) broken("taking clusters that are not free", lo, hi);
-    erase(it);
+    erase(a, b);
     if (a < lo) insert(a, lo);
     if (hi < b) insert(hi, b);
 }
@@ -54,26 +72,24 @@ void FreeIndex::give(std::int64_t lo, std::int64_t hi) {
     if (lo >= hi) return;
     auto next = extents_.lower_bound(lo);  // first extent starting at or after lo
     if (next != extents_.end() && next->first < hi) broken("freeing clusters that are free", lo, hi);
-    std::int64_t a = lo;
-    std::int64_t b = hi;
+    // The neighbours it joins, read before either is erased (which invalidates iterators).
+    std::optional<Range> left;
+    std::optional<Range> right;
     if (next != extents_.begin()) {
         const auto previous = std::prev(next);
         if (previous->second > lo) broken("freeing clusters that are free", lo, hi);
-        if (previous->second == lo) {
-            a = previous->first;
-            erase(previous);
-        }
+        if (previous->second == lo) left = *previous;
     }
-    if (next != extents_.end() && next->first == hi) {
-        b = next->second;
-        erase(next);
-    }
-    insert(a, b);
+    if (next != extents_.end() && next->first == hi) right = *next;
+    if (left) erase(left->first, left->second);
+    if (right) erase(right->first, right->second);
+    insert(left ? left->first : lo, right ? right->second : hi);
 }
 
 std::optional<std::int64_t> FreeIndex::best_fit(std::int64_t clusters) const {
-    const auto it = by_size_.lower_bound({clusters, std::numeric_limits<std::int64_t>::min()});
-    if (it == by_size_.end()) return std::nullopt;
+    const auto& by_size = sized();
+    const auto it = by_size.lower_bound({clusters, std::numeric_limits<std::int64_t>::min()});
+    if (it == by_size.end()) return std::nullopt;
     return it->second;
 }
 
@@ -93,7 +109,7 @@ std::vector<FreeIndex::Range> FreeIndex::overlapping(std::int64_t lo, std::int64
     return out;
 }
 
-std::int64_t FreeIndex::largest() const { return by_size_.empty() ? 0 : by_size_.rbegin()->first; }
+std::int64_t FreeIndex::largest() const { return sized().empty() ? 0 : by_size_.rbegin()->first; }
 
 ClusterSet FreeIndex::clusters() const {
     ClusterSet out;

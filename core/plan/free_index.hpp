@@ -4,11 +4,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
+
+#include <absl/container/btree_map.h>
+#include <absl/container/btree_set.h>
 
 #include "core/model/free_space.hpp"
 #include "core/model/volume_map.hpp"
@@ -18,8 +19,9 @@ namespace guestfrag {
 
 /// A set of free cluster ranges that answers "smallest extent of at least n clusters" in
 /// O(log extents): the planner's view of where a stream can go. Extents are kept in a
-/// std::map (start → end) and, in step with it, ordered by (length, start). A plain map,
-/// not a ClusterSet: icl's interval comparisons made the planner several times slower.
+/// B-tree (start → end) and, in step with it, ordered by (length, start). Not a ClusterSet:
+/// icl's interval comparisons made the planner several times slower; not std::map, whose
+/// node a key costs a cache miss a level once millions of extents outgrow the caches.
 /// Plain value; copyable.
 class FreeIndex {
 public:
@@ -44,9 +46,11 @@ public:
     /// equals), and returns the first non-nullopt answer of `accept(extent)`.
     /// O(log extents + extents visited).
     template <class Accept>
-    [[nodiscard]] auto first_by_size(std::int64_t clusters, Accept accept) const -> decltype(accept(Range{})) {
-        for (auto it = by_size_.lower_bound({clusters, std::numeric_limits<std::int64_t>::min()}); it != by_size_.end();
-             ++it) {
+    [[nodiscard]] auto first_by_size(std::int64_t clusters, Accept accept) const
+        -> decltype(accept(Range{})) {
+        const auto& by_size = sized();
+        for (auto it = by_size.lower_bound({clusters, std::numeric_limits<std::int64_t>::min()});
+             it != by_size.end(); ++it) {
             if (auto answer = accept(Range{it->second, it->second + it->first})) return answer;
         }
         return {};
@@ -66,10 +70,26 @@ public:
 
 private:
     void insert(std::int64_t lo, std::int64_t hi);
-    void erase(std::map<std::int64_t, std::int64_t>::iterator it);
+    /// Removes the extent [lo, hi), which must be one. (By value: a B-tree's erase
+    /// invalidates every iterator into it.)
+    void erase(std::int64_t lo, std::int64_t hi);
+    /// Counts an edit; lets by_size_ go after as many edits as there are extents with no
+    /// query between.
+    void edited();
 
-    std::map<std::int64_t, std::int64_t> extents_;  ///< start → end
-    std::set<Range> by_size_;                       ///< (length, start)
+    /// by_size_, brought up to date first if it was let go.
+    const absl::btree_set<Range>& sized() const;
+
+    absl::btree_map<std::int64_t, std::int64_t> extents_;  ///< start → end
+    /// (length, start) of every extent, while `sized_`. A cache the const queries rebuild:
+    /// an index edited many times between two queries (optimize's detour room, given every
+    /// place a stream leaves and asked only when the moves run into a cycle: twice in a
+    /// million moves) lets it go after as many edits as it has extents, so that it costs
+    /// one B-tree, not two, an edit. The rebuild, O(extents), is paid for by those edits:
+    /// never more than a constant a edit, whatever the mix.
+    mutable absl::btree_set<Range> by_size_;
+    mutable bool sized_ = true;
+    mutable std::size_t edits_ = 0;  ///< since the last query
     FreeSpacePenalty penalty_{0};
 };
 

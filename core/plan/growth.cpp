@@ -72,7 +72,8 @@ GrowthFigures GrowthModel::would_add(std::int64_t lcn, std::int64_t clusters) co
     if (boost::icl::contains(top_, range)) return out;
     // Every set is cut down to `range` first: the big sets are never walked whole.
     ByteSet fresh(range);
-    fresh -= clip(written_, range);
+    written_.for_each_in(boost::icl::first(range), boost::icl::last_next(range),
+                         [&](std::uint64_t a, std::uint64_t b) { fresh.subtract(Bytes::right_open(a, b)); });
     fresh -= clip(top_, range);
     const std::uint64_t not_in_top = boost::icl::length(fresh);
     const std::uint64_t in_parent = boost::icl::length(fresh & clip(parents_, range));
@@ -87,8 +88,8 @@ void GrowthModel::write(std::int64_t lcn, std::int64_t clusters) {
     total_.thin_growth_bytes += add.thin_growth_bytes;
     total_.clone_delta_growth_bytes += add.clone_delta_growth_bytes;
     const Bytes bytes = disk_bytes(lcn, clusters);
-    written_.add(Bytes::right_open(round_down(boost::icl::first(bytes), granule_),
-                                   round_up(boost::icl::last_next(bytes), granule_)));
+    written_.add(round_down(boost::icl::first(bytes), granule_),
+                 round_up(boost::icl::last_next(bytes), granule_));
 }
 
 ClusterSet GrowthModel::clusters_in_top_granules() const {
@@ -108,7 +109,7 @@ ClusterSet GrowthModel::clusters_in_top_granules() const {
     return out;
 }
 
-ByteSet GrowthModel::top_allocation_after() const { return top_raw_ + written_; }
+ByteSet GrowthModel::top_allocation_after() const { return top_raw_ + written_.to_set<ByteSet>(); }
 
 GrowthFigures plan_growth(const VolumeMap& volume, const std::vector<Layer>& layers, const Plan& plan,
                           std::uint64_t granule) {

@@ -6,6 +6,7 @@
 
 #include "core/image/disk_image.hpp"
 #include "core/model/volume_map.hpp"
+#include "core/plan/intervals.hpp"
 #include "core/plan/plan.hpp"
 
 namespace guestfrag {
@@ -66,10 +67,10 @@ private:
     std::uint64_t cluster_size_ = 0;
     std::int64_t total_clusters_ = 0;
     std::uint64_t granule_ = 0;
-    ByteSet top_raw_;  ///< top layer's allocated bytes
-    ByteSet top_;      ///< granules the top layer has allocated
-    ByteSet parents_;  ///< granules some parent layer has allocated
-    ByteSet written_;  ///< granules written so far
+    ByteSet top_raw_;                    ///< top layer's allocated bytes
+    ByteSet top_;                        ///< granules the top layer has allocated
+    ByteSet parents_;                    ///< granules some parent layer has allocated
+    RangeUnion<std::uint64_t> written_;  ///< granules written so far, a write at a time
     GrowthFigures total_;
 };
 

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 
+#include <absl/container/btree_map.h>
 #include <boost/icl/interval_set.hpp>
 
 #include "core/model/volume_map.hpp"
@@ -24,5 +28,78 @@ template <class Set>
     boost::icl::add_intersection(out, set, range);
     return out;
 }
+
+/// A union of half-open ranges [lo, hi) edited one range at a time, in a B-tree (start →
+/// end) where ranges that touch are one. For the sets a plan's replay edits a move at a
+/// time, in the plan's order, which jumps across the disk: an icl set's interval
+/// comparisons, or a std::map's node a key (a cache miss a level once millions of ranges
+/// outgrow the caches), cost more than the rest of the replay together.
+template <class T>
+class RangeUnion {
+public:
+    RangeUnion() = default;
+    /// The ranges of an icl interval set (already joined where they touch). O(intervals).
+    template <class Set>
+    explicit RangeUnion(const Set& set) {
+        for (const auto& i : set)
+            ranges_.emplace_hint(ranges_.end(), boost::icl::first(i), boost::icl::last_next(i));
+    }
+
+    /// Adds [lo, hi), joining whatever it touches or overlaps.
+    void add(T lo, T hi) {
+        if (lo >= hi) return;
+        auto it = ranges_.upper_bound(lo);
+        if (it != ranges_.begin() && std::prev(it)->second >= lo) --it;
+        while (it != ranges_.end() && it->first <= hi) {
+            lo = std::min(lo, it->first);
+            hi = std::max(hi, it->second);
+            it = ranges_.erase(it);
+        }
+        ranges_.emplace_hint(it, lo, hi);
+    }
+
+    /// Removes [lo, hi), which must lie inside one range (first_missing() says so).
+    void remove(T lo, T hi) {
+        auto it = std::prev(ranges_.upper_bound(lo));
+        const T end = it->second;
+        if (it->first < lo)
+            it->second = lo;  // the head stays: shortened in place
+        else
+            ranges_.erase(it);
+        if (hi < end) ranges_.emplace(hi, end);
+    }
+
+    /// The first value of [lo, hi) outside the union, nullopt when all are inside.
+    [[nodiscard]] std::optional<T> first_missing(T lo, T hi) const {
+        auto it = ranges_.upper_bound(lo);
+        if (it == ranges_.begin()) return lo;
+        --it;
+        if (it->second <= lo) return lo;
+        if (it->second < hi) return it->second;
+        return std::nullopt;
+    }
+
+    /// Calls visit(a, b) for each part [a, b) of the union inside [lo, hi), ascending.
+    template <class Visit>
+    void for_each_in(T lo, T hi, Visit&& visit) const {
+        auto it = ranges_.upper_bound(lo);
+        if (it != ranges_.begin() && std::prev(it)->second > lo) --it;
+        for (; it != ranges_.end() && it->first < hi; ++it)
+            visit(std::max(lo, it->first), std::min(hi, it->second));
+    }
+
+    [[nodiscard]] const absl::btree_map<T, T>& ranges() const { return ranges_; }
+
+    /// The union as an icl interval set. O(ranges).
+    template <class Set>
+    [[nodiscard]] Set to_set() const {
+        Set out;
+        for (const auto& [a, b] : ranges_) out.add(out.end(), Set::interval_type::right_open(a, b));
+        return out;
+    }
+
+private:
+    absl::btree_map<T, T> ranges_;
+};
 
 }  // namespace guestfrag

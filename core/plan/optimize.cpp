@@ -7,9 +7,10 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <set>
 #include <span>
 #include <tuple>
+
+#include <absl/container/btree_set.h>
 
 #include "core/io/heap.hpp"
 #include "core/model/free_space.hpp"
@@ -147,19 +148,30 @@ public:
             return items_[a].clusters != items_[b].clusters ? items_[a].clusters > items_[b].clusters
                                                             : bounds_[a].first < bounds_[b].first;
         });
-        // What nothing in this plan moves: every cluster neither free nor a movable item's.
-        ClusterSet held(cluster_range(0, volume_.total_clusters));
-        held -= volume_.free;
-        for (const Item& item : items_)
-            for (const Piece& p : pieces(item)) held.subtract(cluster_range(p.lcn, p.lcn + p.clusters));
-        pinned_ = held;
-        barriers_ = held;
-        barriers_ += volume_.mft_zone;
-        zone_room_ = largest_zone_room();
         pieces_by_lcn_.reserve(pieces_.size());
         for (std::size_t i = 0; i < items_.size(); ++i)
             for (const Piece& p : pieces(items_[i])) pieces_by_lcn_.push_back({p.lcn, p.lcn + p.clusters, i});
         std::ranges::sort(pieces_by_lcn_, {}, &PlacedPiece::lcn);
+        // What nothing in this plan moves: every cluster neither free nor a movable item's,
+        // the gaps of one sweep over both in LCN order (neither overlaps the other), each
+        // appended at the set's end.
+        std::int64_t cursor = 0;
+        const auto covered = [&](std::int64_t lo, std::int64_t hi) {
+            if (lo > cursor) pinned_.add(pinned_.end(), cluster_range(cursor, lo));
+            cursor = std::max(cursor, hi);
+        };
+        auto free = volume_.free.begin();
+        for (const PlacedPiece& p : pieces_by_lcn_) {
+            for (; free != volume_.free.end() && first_cluster(*free) < p.lcn; ++free)
+                covered(first_cluster(*free), end_cluster(*free));
+            covered(p.lcn, p.end);
+        }
+        for (; free != volume_.free.end(); ++free) covered(first_cluster(*free), end_cluster(*free));
+        if (cursor < volume_.total_clusters)
+            pinned_.add(pinned_.end(), cluster_range(cursor, volume_.total_clusters));
+        barriers_ = pinned_;
+        barriers_ += volume_.mft_zone;
+        zone_room_ = largest_zone_room();
         if (builder.ordered()) {
             std::vector<std::uint32_t> item_of(streams.size(), static_cast<std::uint32_t>(items_.size()));
             for (std::size_t i = 0; i < items_.size(); ++i) item_of[items_[i].stream] = static_cast<std::uint32_t>(i);
@@ -249,8 +261,9 @@ private:
             moving[i] = anchor || below_window ? 0 : 1;
         }
         // Gaps after the split, by (length, start): what neither pinned clusters nor the pieces
-        // of streams that stay hold. Both lists are in LCN order: one merged sweep.
-        std::set<std::pair<std::int64_t, std::int64_t>> gaps;
+        // of streams that stay hold. Both lists are in LCN order: one merged sweep. A B-tree, as
+        // FreeIndex's: best fit is a lookup and an edit of it for every stream that moves.
+        absl::btree_set<std::pair<std::int64_t, std::int64_t>> gaps;
         std::int64_t cursor = split;
         const auto occupy = [&](std::int64_t lo, std::int64_t hi) {
             if (lo > cursor) gaps.emplace(lo - cursor, cursor);

@@ -218,6 +218,7 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
         throw Error(ErrorKind::Internal, std::string("planner produced an invalid plan: ") + e.what());
     }
     plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
+    release_freed_memory();  // the replay's tables, before the caller's next phase
     return out;
 }
 

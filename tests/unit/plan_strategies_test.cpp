@@ -3,12 +3,14 @@
 // what an independent analysis of the after-state finds.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <set>
 
 #include "analyzers/analysis.hpp"
 #include "core/image/open_image.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/free_index.hpp"
+#include "core/plan/intervals.hpp"
 #include "core/plan/planner.hpp"
 #include "core/plan/strategy.hpp"
 #include "support/fixtures.hpp"
@@ -348,6 +350,81 @@ TEST_CASE("the free-space index keeps analyze_free_space's fragmentation through
             CHECK(index.largest() == static_cast<std::int64_t>(want.largest_extent_clusters));
         }
     }
+}
+
+TEST_CASE("the free-space index answers best fit as a search of every extent, however rarely it is asked",
+          "[plan][free-index]") {
+    // Queries every step, then after long runs of edits with none: the (length, start) index
+    // is let go after as many edits as there are extents and rebuilt by the next query, and
+    // every answer must be the one a search of the free clusters gives.
+    ClusterSet free(ClusterSet::interval_type::right_open(0, 1 << 14));
+    FreeIndex index(free);
+    std::uint32_t x = 4242;
+    const auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    const auto reference = [&](std::int64_t n) -> std::optional<std::int64_t> {
+        std::optional<std::pair<std::int64_t, std::int64_t>> best;  // (length, start)
+        for (const auto& f : free) {
+            const std::pair<std::int64_t, std::int64_t> here{boost::icl::length(f), boost::icl::first(f)};
+            if (here.first >= n && (!best || here < *best)) best = here;
+        }
+        return best ? std::optional(best->second) : std::nullopt;
+    };
+    int asked = 0;
+    for (int step = 0; step < 20000; ++step) {
+        const auto lo = static_cast<std::int64_t>(next() % (1 << 14));
+        const auto hi = std::min<std::int64_t>(lo + 1 + static_cast<std::int64_t>(next() % 40), 1 << 14);
+        const auto range = ClusterSet::interval_type::right_open(lo, hi);
+        if (boost::icl::contains(free, range) && index.extent_from(lo)->second >= hi) {
+            index.take(lo, hi);
+            free.subtract(range);
+        } else if (!boost::icl::intersects(free, range)) {
+            index.give(lo, hi);
+            free.add(range);
+        }
+        // Steps 0-1999 and every 500th step ask; the runs between let the index go.
+        if (step < 2000 || step % 500 == 0) {
+            ++asked;
+            const auto n = static_cast<std::int64_t>(1 + next() % 64);
+            INFO("step " << step << ", " << free.iterative_size() << " extents, best fit of " << n);
+            REQUIRE(index.best_fit(n) == reference(n));
+            REQUIRE(index.extents() == free.iterative_size());
+            std::int64_t largest = 0;
+            for (const auto& f : free) largest = std::max<std::int64_t>(largest, boost::icl::length(f));
+            REQUIRE(index.largest() == largest);
+        }
+    }
+    CHECK(asked == 2000 + 36);
+}
+
+TEST_CASE("a range union edited a range at a time is the interval set of the same edits",
+          "[plan][free-index]") {
+    RangeUnion<std::int64_t> ranges;
+    ClusterSet want;
+    std::uint32_t x = 99;
+    const auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    for (int step = 0; step < 5000; ++step) {
+        const auto lo = static_cast<std::int64_t>(next() % 3000);
+        const auto hi = lo + 1 + static_cast<std::int64_t>(next() % 50);
+        const auto range = cluster_range(lo, hi);
+        const std::optional<std::int64_t> missing = ranges.first_missing(lo, hi);
+        ClusterSet outside(range);
+        outside -= want;
+        REQUIRE(missing == (outside.empty() ? std::nullopt : std::optional(first_cluster(*outside.begin()))));
+        if (!missing && next() % 2) {
+            ranges.remove(lo, hi);  // inside one range, as its callers guarantee
+            want.subtract(range);
+        } else if (missing) {
+            ranges.add(lo, hi);  // overlapping, touching or apart
+            want.add(range);
+        }
+        ClusterSet seen;
+        ranges.for_each_in(lo - 20, hi + 20, [&](std::int64_t a, std::int64_t b) {
+            seen.add(seen.end(), cluster_range(a, b));
+        });
+        REQUIRE(seen == clip(want, cluster_range(lo - 20, hi + 20)));
+    }
+    CHECK(ranges.to_set<ClusterSet>() == want);
+    CHECK(ranges.ranges().size() == want.iterative_size());  // touching ranges are one
 }
 
 TEST_CASE("the pool's best fit matches a search of every free extent, zones to avoid included", "[plan][free-index]") {
