@@ -249,7 +249,7 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
         out.clone = clone_figures(before, layers, content);
     }
     // The content map's nodes and the replay's tables before it, handed back: the host
-    // layout's tables came on top of them (27 MB over optimize's peak at a million moves).
+    // layout's tables came on top of them (23 MB over optimize's peak at a million moves).
     release_freed_memory();
     if (!layers.empty()) {
         out.host = host_figures(layers.front(), before, plan);

@@ -22,7 +22,8 @@ namespace guestfrag {
 /// B-tree (start → end) and, in step with it, ordered by (length, start). Not a ClusterSet:
 /// icl's interval comparisons made the planner several times slower; not std::map, whose
 /// node a key costs a cache miss a level once millions of extents outgrow the caches.
-/// Plain value; copyable.
+/// Plain value; copyable. Its const queries may rebuild a cache (by_size_): one thread at a
+/// time, as for any edit.
 class FreeIndex {
 public:
     using Range = std::pair<std::int64_t, std::int64_t>;  ///< [first, second)
@@ -86,7 +87,7 @@ private:
     /// place a stream leaves and asked only when the moves run into a cycle: twice in a
     /// million moves) lets it go after as many edits as it has extents, so that it costs
     /// one B-tree, not two, an edit. The rebuild, O(extents), is paid for by those edits:
-    /// never more than a constant a edit, whatever the mix.
+    /// never more than a constant an edit, whatever the mix.
     mutable absl::btree_set<Range> by_size_;
     mutable bool sized_ = true;
     mutable std::size_t edits_ = 0;  ///< since the last query
