@@ -2,7 +2,6 @@
 #include "core/impact/content_map.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 
 namespace guestfrag {
@@ -11,20 +10,12 @@ namespace {
 
 using Bytes = ByteSet::interval_type;
 
-/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`.
+/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`. In disk
+/// order each is appended at the set's end, joined with what it touches or overlaps there
+/// (as bitmap_difference does with the runlists).
 void union_of(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, ByteSet& out) {
     std::ranges::sort(ranges);
-    // Joined where they touch or overlap, each appended at the set's end.
-    std::optional<std::pair<std::uint64_t, std::uint64_t>> run;
-    for (const auto& r : ranges) {
-        if (run && r.first <= run->second) {
-            run->second = std::max(run->second, r.second);
-            continue;
-        }
-        if (run) out.add(out.end(), Bytes::right_open(run->first, run->second));
-        run = r;
-    }
-    if (run) out.add(out.end(), Bytes::right_open(run->first, run->second));
+    for (const auto& [lo, hi] : ranges) out.add(out.end(), Bytes::right_open(lo, hi));
 }
 
 }  // namespace
