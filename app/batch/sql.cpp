@@ -17,6 +17,8 @@ template <class... F>
 struct Visitor : F... {
     using F::operator()...;
 };
+template <class... F>
+Visitor(F...) -> Visitor<F...>;  // clang 14 deduces no aggregate's arguments without it
 
 }  // namespace
 

@@ -3,21 +3,14 @@
 
 #include <cstdlib>  // defines __GLIBC__ where the C library is glibc
 
+#include "core/io/sanitizer.hpp"
+
 // AddressSanitizer's allocator replaces glibc's: glibc's trim would walk arenas nobody set
 // up (a SEGV in a worker thread's mtrim), and there is nothing of glibc's to hand back.
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !GUESTFRAG_ADDRESS_SANITIZER
 #define GUESTFRAG_GLIBC_HEAP 1
 #else
 #define GUESTFRAG_GLIBC_HEAP 0
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#undef GUESTFRAG_GLIBC_HEAP
-#define GUESTFRAG_GLIBC_HEAP 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#undef GUESTFRAG_GLIBC_HEAP
-#define GUESTFRAG_GLIBC_HEAP 0
-#endif
 #endif
 
 #if GUESTFRAG_GLIBC_HEAP

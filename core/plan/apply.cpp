@@ -75,25 +75,28 @@ std::string range_text(std::int64_t lo, std::int64_t clusters) {
 
 /// (mft_record, label) → stream index, built once. Records hold few streams, so a lookup is
 /// a search among the streams of the record's bucket plus a label comparison per stream of
-/// that record. Independent of the order of `streams`; about 6 bytes a stream, since a
-/// million-stream volume's replay runs beside the planner's own copies of the map.
+/// that record. Independent of the order of `streams`; about 2 bytes a stream on a map in
+/// its own order (by record), 6 on another, since a ten-million-stream volume's replay runs
+/// beside the planner's own copies of the map.
 class StreamLookup {
 public:
     explicit StreamLookup(const std::vector<Stream>& streams) : streams_(streams) {
         require_32bit(streams.size(), "streams");
-        by_record_.resize(streams.size());
-        std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
-        std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
+        if (!std::ranges::is_sorted(streams, {}, &Stream::mft_record)) {
+            by_record_.resize(streams.size());
+            std::iota(by_record_.begin(), by_record_.end(), std::uint32_t{0});
+            std::ranges::stable_sort(by_record_, {}, [&](std::uint32_t i) { return streams[i].mft_record; });
+        }
         // Buckets of 2^shift record numbers, about one for every two streams: a binary search
         // over every stream, each probe a cache miss into the streams once they outgrow the
         // caches, was nearly half of a ten-million-move replay. Record numbers are dense in a real
         // MFT; sparse ones only make buckets fuller, never a lookup wrong.
-        const std::uint64_t last = streams.empty() ? 0 : streams[by_record_.back()].mft_record;
+        const std::uint64_t last = streams.empty() ? 0 : record(streams.size() - 1);
         while (shift_ < 63 && (last >> shift_) > streams.size() / 2) ++shift_;
         bucket_start_.assign((last >> shift_) + 2, 0);
         std::size_t at = 0;
         for (std::uint64_t b = 0; b < bucket_start_.size(); ++b) {
-            while (at < by_record_.size() && (record(at) >> shift_) < b) ++at;
+            while (at < streams.size() && (record(at) >> shift_) < b) ++at;
             bucket_start_[b] = static_cast<std::uint32_t>(at);
         }
     }
@@ -101,21 +104,31 @@ public:
     [[nodiscard]] std::optional<std::size_t> find(std::uint64_t record, std::string_view label) const {
         const std::uint64_t b = record >> shift_;
         if (b + 1 >= bucket_start_.size()) return std::nullopt;
-        const auto last = by_record_.begin() + bucket_start_[b + 1];
-        auto it = std::ranges::lower_bound(by_record_.begin() + bucket_start_[b], last, record, {},
-                                           [&](std::uint32_t i) { return streams_[i].mft_record; });
-        for (; it != last && streams_[*it].mft_record == record; ++it)
-            if (streams_[*it].has_label(label)) return *it;
+        std::size_t at = bucket_start_[b];
+        const std::size_t end = bucket_start_[b + 1];
+        for (std::size_t count = end - at; count > 0;) {  // at: the bucket's first position of `record`
+            const std::size_t half = count / 2;
+            if (this->record(at + half) < record) {
+                at += half + 1;
+                count -= half + 1;
+            } else {
+                count = half;
+            }
+        }
+        for (; at < end && this->record(at) == record; ++at)
+            if (streams_[index(at)].has_label(label)) return index(at);
         return std::nullopt;
     }
 
 private:
-    [[nodiscard]] std::uint64_t record(std::size_t position) const {
-        return streams_[by_record_[position]].mft_record;
+    /// The stream at `position` in record order, and its record.
+    [[nodiscard]] std::size_t index(std::size_t position) const {
+        return by_record_.empty() ? position : by_record_[position];
     }
+    [[nodiscard]] std::uint64_t record(std::size_t position) const { return streams_[index(position)].mft_record; }
 
     const std::vector<Stream>& streams_;
-    std::vector<std::uint32_t> by_record_;     ///< indices into streams_, by record
+    std::vector<std::uint32_t> by_record_;     ///< indices into streams_ by record; empty when they are so already
     unsigned shift_ = 0;                       ///< a bucket holds records [b << shift_, (b + 1) << shift_)
     std::vector<std::uint32_t> bucket_start_;  ///< bucket b's streams: by_record_[start[b], start[b + 1])
 };

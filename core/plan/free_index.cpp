@@ -21,20 +21,21 @@ namespace {
 
 FreeIndex::FreeIndex(const ClusterSet& initial, std::uint32_t cluster_size) : penalty_(cluster_size) {
     // icl keeps touching intervals joined, so every interval is one extent.
-    for (const auto& i : initial) insert(first_cluster(i), end_cluster(i));
+    for (const auto& i : initial) {
+        extents_.emplace_hint(extents_.end(), first_cluster(i), end_cluster(i));
+        added(first_cluster(i), end_cluster(i));
+    }
 }
 
-void FreeIndex::insert(std::int64_t lo, std::int64_t hi) {
-    extents_.emplace(lo, hi);
+void FreeIndex::added(std::int64_t lo, std::int64_t hi) {
     if (sized_) by_size_.emplace(hi - lo, lo);
     penalty_.add(static_cast<std::uint64_t>(hi - lo));
     edited();
 }
 
-void FreeIndex::erase(std::int64_t lo, std::int64_t hi) {
+void FreeIndex::removed(std::int64_t lo, std::int64_t hi) {
     penalty_.remove(static_cast<std::uint64_t>(hi - lo));
     if (sized_) by_size_.erase({hi - lo, lo});
-    extents_.erase(lo);
     edited();
 }
 
@@ -63,27 +64,39 @@ void FreeIndex::take(std::int64_t lo, std::int64_t hi) {
     --it;
     const auto [a, b] = *it;
     if (b < hi || a > lo) broken("taking clusters that are not free", lo, hi);
-    erase(a, b);
-    if (a < lo) insert(a, lo);
-    if (hi < b) insert(hi, b);
+    removed(a, b);
+    if (a < lo) {
+        it->second = lo;  // the head stays, shortened
+        added(a, lo);
+        if (hi < b) extents_.emplace_hint(std::next(it), hi, b);
+    } else {
+        it = extents_.erase(it);
+        if (hi < b) extents_.emplace_hint(it, hi, b);
+    }
+    if (hi < b) added(hi, b);
 }
 
 void FreeIndex::give(std::int64_t lo, std::int64_t hi) {
     if (lo >= hi) return;
     auto next = extents_.lower_bound(lo);  // first extent starting at or after lo
-    if (next != extents_.end() && next->first < hi) broken("freeing clusters that are free", lo, hi);
-    // The neighbours it joins, read before either is erased (which invalidates iterators).
-    std::optional<Range> left;
-    std::optional<Range> right;
-    if (next != extents_.begin()) {
-        const auto previous = std::prev(next);
-        if (previous->second > lo) broken("freeing clusters that are free", lo, hi);
-        if (previous->second == lo) left = *previous;
+    if ((next != extents_.end() && next->first < hi) || (next != extents_.begin() && std::prev(next)->second > lo))
+        broken("freeing clusters that are free", lo, hi);
+    const bool joins_left = next != extents_.begin() && std::prev(next)->second == lo;
+    std::int64_t end = hi;
+    if (next != extents_.end() && next->first == hi) {  // the extent after joins it
+        end = next->second;
+        removed(hi, end);
+        next = extents_.erase(next);
     }
-    if (next != extents_.end() && next->first == hi) right = *next;
-    if (left) erase(left->first, left->second);
-    if (right) erase(right->first, right->second);
-    insert(left ? left->first : lo, right ? right->second : hi);
+    if (joins_left) {  // the extent before grows in place over [lo, end)
+        const auto left = std::prev(next);
+        removed(left->first, lo);
+        left->second = end;
+        added(left->first, end);
+        return;
+    }
+    extents_.emplace_hint(next, lo, end);
+    added(lo, end);
 }
 
 std::optional<std::int64_t> FreeIndex::best_fit(std::int64_t clusters) const {

@@ -70,10 +70,12 @@ public:
     [[nodiscard]] ClusterSet clusters() const;
 
 private:
-    void insert(std::int64_t lo, std::int64_t hi);
-    /// Removes the extent [lo, hi), which must be one. (By value: a B-tree's erase
-    /// invalidates every iterator into it.)
-    void erase(std::int64_t lo, std::int64_t hi);
+    /// What the other indices keep of an extent [lo, hi) that extents_ gained or lost. The
+    /// edits of extents_ itself stay with take and give, which shorten or lengthen an extent
+    /// in place where they can: a B-tree lookup costs a cache miss a level at ten million
+    /// extents, and an erase invalidates every iterator into it.
+    void added(std::int64_t lo, std::int64_t hi);
+    void removed(std::int64_t lo, std::int64_t hi);
     /// Counts an edit; lets by_size_ go after as many edits as there are extents with no
     /// query between.
     void edited();

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/io/sanitizer.hpp"
 #include "core/plan/plan_io.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
@@ -49,7 +50,7 @@ std::vector<std::vector<std::string>> plan_readers(const fs::path& image, const 
 // allocator adds its 64 MB quarantine, redzones and shadow to every allocation: a million
 // moves held as values (72 MB in the release build) then peak near 410 MB, and the bound
 // for that case is twice the release one. The padded plan holds nothing: 256 MB in both.
-#if defined(__SANITIZE_ADDRESS__)
+#if GUESTFRAG_ADDRESS_SANITIZER
 constexpr long kMillionMovesBoundKib = 512 * 1024;
 #else
 constexpr long kMillionMovesBoundKib = 256 * 1024;
