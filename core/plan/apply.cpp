@@ -130,7 +130,7 @@ private:
     const std::vector<Stream>& streams_;
     std::vector<std::uint32_t> by_record_;     ///< indices into streams_ by record; empty when they are so already
     unsigned shift_ = 0;                       ///< a bucket holds records [b << shift_, (b + 1) << shift_)
-    std::vector<std::uint32_t> bucket_start_;  ///< bucket b's streams: by_record_[start[b], start[b + 1])
+    std::vector<std::uint32_t> bucket_start_;  ///< bucket b's streams: positions [start[b], start[b + 1]) in record order
 };
 
 /// Makes a run start at `vcn` by splitting the run that contains it (holes split too).
