@@ -68,12 +68,14 @@ void FreeIndex::take(std::int64_t lo, std::int64_t hi) {
     if (a < lo) {
         it->second = lo;  // the head stays, shortened
         added(a, lo);
-        if (hi < b) extents_.emplace_hint(std::next(it), hi, b);
+        ++it;
     } else {
         it = extents_.erase(it);
-        if (hi < b) extents_.emplace_hint(it, hi, b);
     }
-    if (hi < b) added(hi, b);
+    if (hi < b) {  // the tail, before the extent after
+        extents_.emplace_hint(it, hi, b);
+        added(hi, b);
+    }
 }
 
 void FreeIndex::give(std::int64_t lo, std::int64_t hi) {
