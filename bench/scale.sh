@@ -4,6 +4,8 @@
 # 0.5M, 1M and 2M files (SCALE_MAX=10M adds 5M and 10M), each against the anchor measured on
 # the same image in the same run: The Sleuth Kit's `icat` of $MFT, the bytes every command
 # must read. Ends with the slope per million files (least squares over the sizes run).
+# SCALE_FILES="1000000 10000000" runs just those sizes: the 10M image needs about 50 GB of
+# disk, more than beside the 5M one on a small machine.
 # Usage: bench/scale.sh [BUILD_DIR]      Images are kept in $BENCH_DIR (default BUILD_DIR/bench-data).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -16,6 +18,12 @@ case ${SCALE_MAX:-2M} in
     10M) counts+=(5000000 10000000) ;;
     *) echo "SCALE_MAX is 2M or 10M" >&2; exit 2 ;;
 esac
+if [ -n "${SCALE_FILES:-}" ]; then
+    read -r -a counts <<<"$SCALE_FILES"
+    for files in "${counts[@]}"; do
+        [[ $files =~ ^[1-9][0-9]*$ ]] || { echo "SCALE_FILES holds file counts, e.g. \"1000000 10000000\"" >&2; exit 2; }
+    done
+fi
 
 results=$work/results.tsv
 measure() {  # files, label, command...
