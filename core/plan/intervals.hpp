@@ -51,24 +51,19 @@ public:
     /// insertion cost three at ten million ranges.
     void add(T lo, T hi) {
         if (lo >= hi) return;
-        auto it = ranges_.upper_bound(lo);
-        if (it != ranges_.begin() && std::prev(it)->second >= lo) {
-            --it;
-            if (it->second >= hi) return;
-            // Erasing returns the next range, so the one extended is found again from it.
-            auto next = std::next(it);
-            while (next != ranges_.end() && next->first <= hi) {
-                hi = std::max(hi, next->second);
-                next = ranges_.erase(next);
-            }
+        auto next = ranges_.upper_bound(lo);
+        const bool extends = next != ranges_.begin() && std::prev(next)->second >= lo;
+        if (extends && std::prev(next)->second >= hi) return;
+        // The ranges after lo that [lo, hi) reaches are swallowed; erasing returns the next
+        // one, so the range extended is found again from it.
+        while (next != ranges_.end() && next->first <= hi) {
+            hi = std::max(hi, next->second);
+            next = ranges_.erase(next);
+        }
+        if (extends)
             std::prev(next)->second = hi;
-            return;
-        }
-        while (it != ranges_.end() && it->first <= hi) {
-            hi = std::max(hi, it->second);
-            it = ranges_.erase(it);
-        }
-        ranges_.emplace_hint(it, lo, hi);
+        else
+            ranges_.emplace_hint(next, lo, hi);
     }
 
     /// Removes [lo, hi), which must lie inside one range (first_missing() says so).

@@ -390,9 +390,10 @@ private:
         Layout l;
         l.dest.assign(items_.size(), kStays);
         ClusterSet blocked = barriers_;
-        // Clusters taken after the plan, as three lists each in LCN order, merged rather than
-        // sorted (five layouts of ten million streams): the pinned ones; the anchors and
-        // destinations, laid down at an ever higher cursor; the places of streams without room.
+        // Clusters taken after the plan, merged rather than sorted (five layouts of ten
+        // million streams): the pinned ones and the anchors and destinations, laid down at an
+        // ever higher cursor, are each in LCN order already; only the places of streams
+        // without room, in placement order and few, are sorted before they are merged in.
         std::vector<std::pair<std::int64_t, std::int64_t>> held;
         std::vector<std::pair<std::int64_t, std::int64_t>> stuck;
         for (const auto& p : pinned_) held.emplace_back(first_cluster(p), end_cluster(p));
