@@ -10,12 +10,21 @@ namespace {
 
 using Bytes = ByteSet::interval_type;
 
-/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`. In disk
-/// order each is appended at the set's end, joined with what it touches or overlaps there
-/// (as bitmap_difference does with the runlists).
+/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`. The
+/// ranges that touch or overlap are joined in the vector first, so that each interval is
+/// appended at the set's end once, with nothing there to join.
 void union_of(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, ByteSet& out) {
+    if (ranges.empty()) return;
     std::ranges::sort(ranges);
-    for (const auto& [lo, hi] : ranges) out.add(out.end(), Bytes::right_open(lo, hi));
+    std::size_t kept = 0;
+    for (std::size_t i = 1; i < ranges.size(); ++i) {
+        if (ranges[i].first <= ranges[kept].second)
+            ranges[kept].second = std::max(ranges[kept].second, ranges[i].second);
+        else
+            ranges[++kept] = ranges[i];
+    }
+    ranges.resize(kept + 1);
+    for (const auto& [lo, hi] : ranges) out.insert(out.end(), Bytes::right_open(lo, hi));
 }
 
 }  // namespace
@@ -28,21 +37,14 @@ ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
     // the disk, cost a tree lookup (a cache miss a level) for every move.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [lo, hi)
     ranges.reserve(plan.moves.size());
+    std::vector<Piece> content;  // reused: a move's source, resolved
     for (const Move& m : plan.moves) {
         const std::uint64_t length = static_cast<std::uint64_t>(m.clusters) * cs;
         const std::uint64_t from = offset_of(m.from_lcn);
-        const std::uint64_t to = offset_of(m.to_lcn);
         if (length == 0) continue;
-        std::vector<Piece> content = resolve(from, length);
+        resolve(from, length, content);
         for (const Piece& p : content) ranges.emplace_back(p.source, p.source + p.length);
-        split_at(to);
-        split_at(to + length);
-        pieces_.erase(pieces_.lower_bound(to), pieces_.lower_bound(to + length));
-        for (const Piece& p : content) {
-            const std::uint64_t at = to + (p.disk - from);
-            // A piece that would map onto itself is no override at all.
-            if (at != p.source) pieces_.emplace(at, Span{at + p.length, p.source});
-        }
+        overwrite(offset_of(m.to_lcn), length, from, content);
     }
     union_of(ranges, read_);
     ranges.clear();
@@ -53,41 +55,50 @@ ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
     union_of(ranges, written_);
 }
 
-void ContentMap::split_at(std::uint64_t at) {
-    auto it = pieces_.upper_bound(at);
-    if (it == pieces_.begin()) return;
-    --it;
-    if (it->first < at && at < it->second.end) {
-        const Span right{it->second.end, it->second.source + (at - it->first)};
-        it->second.end = at;
-        pieces_.emplace_hint(std::next(it), at, right);
+void ContentMap::overwrite(std::uint64_t to, std::uint64_t length, std::uint64_t from, std::span<const Piece> content) {
+    // One descent a move, not one for each end's split and each bound: at ten million
+    // pieces the tree is far larger than the cache and a descent costs a miss a level.
+    const std::uint64_t end = to + length;
+    auto it = pieces_.lower_bound(to);
+    if (it != pieces_.begin()) {
+        auto before = std::prev(it);
+        if (before->second.end > to) {  // starts before `to` and reaches into it: keep its head
+            const std::uint64_t was_end = std::exchange(before->second.end, to);
+            if (was_end > end) it = pieces_.emplace_hint(it, end, Span{was_end, before->second.source + (end - before->first)});
+        }
+    }
+    while (it != pieces_.end() && it->first < end) {
+        const auto [start, span] = *it;
+        it = pieces_.erase(it);
+        if (span.end > end) {  // reaches past `end`: keep its tail
+            it = pieces_.emplace_hint(it, end, Span{span.end, span.source + (end - start)});
+            break;
+        }
+    }
+    // `it` is the first piece at or after `end`; the new pieces go before it, in order.
+    for (const Piece& p : content) {
+        const std::uint64_t at = to + (p.disk - from);
+        // A piece that would map onto itself is no override at all.
+        if (at != p.source) it = std::next(pieces_.emplace_hint(it, at, Span{at + p.length, p.source}));
     }
 }
 
-std::vector<ContentMap::Piece> ContentMap::resolve(std::uint64_t offset, std::uint64_t length) {
+void ContentMap::resolve(std::uint64_t offset, std::uint64_t length, std::vector<Piece>& out) const {
     // Where the current content of [offset, offset + length) comes from: overridden pieces
     // point elsewhere, the gaps between them are still the before-content in place.
-    std::vector<Piece> out;
+    out.clear();
     std::uint64_t at = offset;
-    for (const Piece& p : overrides(offset, length)) {
+    for_each_override(offset, length, [&](const Piece& p) {
         if (p.disk > at) out.push_back({at, p.disk - at, at});
         out.push_back(p);
         at = p.disk + p.length;
-    }
+    });
     if (at < offset + length) out.push_back({at, offset + length - at, at});
-    return out;
 }
 
 std::vector<ContentMap::Piece> ContentMap::overrides(std::uint64_t offset, std::uint64_t length) const {
     std::vector<Piece> out;
-    const std::uint64_t end = offset + length;
-    auto it = pieces_.upper_bound(offset);
-    if (it != pieces_.begin()) --it;
-    for (; it != pieces_.end() && it->first < end; ++it) {
-        const std::uint64_t lo = std::max(it->first, offset);
-        const std::uint64_t hi = std::min(it->second.end, end);
-        if (lo < hi) out.push_back({lo, hi - lo, it->second.source + (lo - it->first)});
-    }
+    for_each_override(offset, length, [&](const Piece& p) { out.push_back(p); });
     return out;
 }
 

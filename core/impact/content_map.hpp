@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <absl/container/btree_map.h>
@@ -46,8 +48,21 @@ private:
         std::uint64_t end = 0;
         std::uint64_t source = 0;
     };
-    void split_at(std::uint64_t at);
-    [[nodiscard]] std::vector<Piece> resolve(std::uint64_t offset, std::uint64_t length);
+    /// The current content of [offset, offset + length), as pieces of the before-disk.
+    void resolve(std::uint64_t offset, std::uint64_t length, std::vector<Piece>& out) const;
+    /// Makes [to, to + length) hold `content`, the resolved content of [from, from + length).
+    void overwrite(std::uint64_t to, std::uint64_t length, std::uint64_t from, std::span<const Piece> content);
+    template <typename Visit>
+    void for_each_override(std::uint64_t offset, std::uint64_t length, Visit&& visit) const {
+        const std::uint64_t end = offset + length;
+        auto it = pieces_.upper_bound(offset);
+        if (it != pieces_.begin()) --it;
+        for (; it != pieces_.end() && it->first < end; ++it) {
+            const std::uint64_t lo = std::max(it->first, offset);
+            const std::uint64_t hi = std::min(it->second.end, end);
+            if (lo < hi) visit(Piece{lo, hi - lo, it->second.source + (lo - it->first)});
+        }
+    }
 
     /// Keyed by disk offset; non-overlapping. A B-tree: a move looks up and edits it, in the
     /// plan's order, which jumps across the disk, and a std::map of a million nodes costs a

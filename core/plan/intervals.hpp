@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <absl/container/btree_map.h>
 #include <boost/icl/interval_set.hpp>
@@ -28,6 +30,30 @@ template <class Set>
     boost::icl::add_intersection(out, set, range);
     return out;
 }
+
+/// Ranges [lo, hi) set aside to be given to an index in ascending order, a batch at a time.
+/// Given one at a time in an order that jumps across the disk (a plan's), each was a
+/// descent of a B-tree far larger than the caches at ten million streams; sorted, neighbours
+/// share the descent's path. For an index that is asked far less often than it is given to.
+class PendingRanges {
+public:
+    /// 1 MiB of ranges: a batch that large is given before more are kept.
+    static constexpr std::size_t kBatch = std::size_t{1} << 16;
+
+    void add(std::int64_t lo, std::int64_t hi) { pending_.emplace_back(lo, hi); }
+    [[nodiscard]] bool empty() const { return pending_.empty(); }
+    [[nodiscard]] bool full() const { return pending_.size() >= kBatch; }
+    /// Calls give(lo, hi) for every range kept, ascending, and forgets them.
+    template <class Give>
+    void give_to(Give&& give) {
+        std::ranges::sort(pending_);
+        for (const auto& [lo, hi] : pending_) give(lo, hi);
+        pending_.clear();
+    }
+
+private:
+    std::vector<std::pair<std::int64_t, std::int64_t>> pending_;
+};
 
 /// A union of half-open ranges [lo, hi) edited one range at a time, in a B-tree (start →
 /// end) where ranges that touch are one. For the sets a plan's replay edits a move at a
@@ -66,24 +92,23 @@ public:
             ranges_.emplace_hint(next, lo, hi);
     }
 
-    /// Removes [lo, hi), which must lie inside one range (first_missing() says so).
-    void remove(T lo, T hi) {
-        auto it = std::prev(ranges_.upper_bound(lo));
-        const T end = it->second;
-        if (it->first < lo)
-            it->second = lo;  // the head stays: shortened in place
-        else
-            ranges_.erase(it);
-        if (hi < end) ranges_.emplace(hi, end);
-    }
-
-    /// The first value of [lo, hi) outside the union, nullopt when all are inside.
-    [[nodiscard]] std::optional<T> first_missing(T lo, T hi) const {
+    /// Removes [lo, hi) when all of it is inside the union and returns nullopt; otherwise
+    /// leaves the union as it is and returns the first value of [lo, hi) outside it. One
+    /// descent of the tree, where a check and then a removal took two.
+    std::optional<T> take(T lo, T hi) {
         auto it = ranges_.upper_bound(lo);
         if (it == ranges_.begin()) return lo;
         --it;
-        if (it->second <= lo) return lo;
-        if (it->second < hi) return it->second;
+        const T end = it->second;
+        if (end <= lo) return lo;
+        if (end < hi) return end;
+        if (it->first < lo) {
+            it->second = lo;  // the head stays: shortened in place
+            ++it;
+        } else {
+            it = ranges_.erase(it);
+        }
+        if (hi < end) ranges_.emplace_hint(it, hi, end);
         return std::nullopt;
     }
 

@@ -548,6 +548,10 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         return FreeIndex(room);
     }();
     release_freed_memory();  // the sorted destinations and the room's set, before the moves fill
+    // What streams leave is given to the room in sorted batches: the room is asked only
+    // when the moves meet a cycle (twice in a million moves).
+    PendingRanges freed;
+    const auto give_freed = [&] { freed.give_to([&](std::int64_t lo, std::int64_t hi) { detours.give(lo, hi); }); };
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
     // place) the streams waiting for that place may be ready.
@@ -562,11 +566,12 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             const std::int64_t end = p.lcn + p.clusters;
             for (const auto& [lo, hi] : headed) {
                 if (hi <= from || lo >= end) continue;
-                if (lo > from) detours.give(from, lo);
+                if (lo > from) freed.add(from, lo);
                 from = std::max(from, hi);
             }
-            if (from < end) detours.give(from, end);
+            if (from < end) freed.add(from, end);
         }
+        if (freed.full()) give_freed();
         if (!first_time) return;
         left_home[i] = 1;
         for (const std::uint32_t w : waiters[i])
@@ -628,6 +633,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             // Every stream left waits for another: follow the waits until one repeats, and
             // detour the smallest stream of that cycle through the window.
             const auto pick = find_cycle();
+            give_freed();
             const auto room = pick ? detours.best_fit(items_[*pick].clusters) : std::nullopt;
             if (!room) break;
             const std::size_t i = *pick;
