@@ -36,21 +36,28 @@ ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
     // sorted: a move at a time into an interval set, in the plan's order, which jumps across
     // the disk, cost a tree lookup (a cache miss a level) for every move.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [lo, hi)
-    ranges.reserve(plan.moves.size());
+    // A range going on from the one before joins it: a stream's pieces usually go to one
+    // place one after the other, so there is less to sort.
+    const auto append = [&](std::uint64_t lo, std::uint64_t hi) {
+        if (!ranges.empty() && ranges.back().second == lo)
+            ranges.back().second = hi;
+        else
+            ranges.emplace_back(lo, hi);
+    };
     std::vector<Piece> content;  // reused: a move's source, resolved
     for (const Move& m : plan.moves) {
         const std::uint64_t length = static_cast<std::uint64_t>(m.clusters) * cs;
         const std::uint64_t from = offset_of(m.from_lcn);
         if (length == 0) continue;
         resolve(from, length, content);
-        for (const Piece& p : content) ranges.emplace_back(p.source, p.source + p.length);
+        for (const Piece& p : content) append(p.source, p.source + p.length);
         overwrite(offset_of(m.to_lcn), length, from, content);
     }
     union_of(ranges, read_);
     ranges.clear();
     for (const Move& m : plan.moves) {
         const std::uint64_t to = offset_of(m.to_lcn);
-        if (m.clusters > 0) ranges.emplace_back(to, to + static_cast<std::uint64_t>(m.clusters) * cs);
+        if (m.clusters > 0) append(to, to + static_cast<std::uint64_t>(m.clusters) * cs);
     }
     union_of(ranges, written_);
 }

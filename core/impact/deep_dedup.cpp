@@ -3,8 +3,7 @@
 
 #include <algorithm>
 
-#include <xxhash.h>
-
+#include "core/io/xxh3.hpp"
 #include "core/io/zero_bytes.hpp"
 
 namespace guestfrag {

@@ -122,7 +122,8 @@ struct LayerAfterPlan {
 };
 
 /// The after-layout of `top` (the image's top layer) under `plan` for `volume`.
-/// O(top's host extents + units written · log).
+/// O(top's host extents and allocated intervals + moves · log moves + new units, · log for
+/// a layer that appends).
 [[nodiscard]] LayerAfterPlan top_layer_after_plan(const Layer& top, const VolumeMap& volume,
                                                   const Plan& plan);
 

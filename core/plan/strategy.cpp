@@ -226,7 +226,9 @@ void Builder::move_whole(const Stream& stream, std::span<const Piece> pieces, st
 void Builder::move_part(const Stream& stream, std::int64_t vcn, std::int64_t from, std::int64_t destination,
                         std::int64_t clusters) {
     plan_.moves.push_back({stream.mft_record, stream.label(), vcn, from, destination, clusters});
-    growth_.write(destination, clusters);
+    // The running total serves the budget alone: the plan's growth is summarize_plan's, from
+    // its destinations in disk order, and a write here is a descent at a random place.
+    if (options_.max_growth) growth_.write(destination, clusters);
     moved_bytes_ += static_cast<std::uint64_t>(clusters) * volume_.cluster_size;
 }
 

@@ -95,10 +95,10 @@ public:
     [[nodiscard]] std::string moved_budget_reason() const;
 
     /// Moves the whole stream to [destination, destination + allocated clusters): one move
-    /// per piece, pieces laid end to end in VCN order. Records the growth and the bytes.
+    /// per piece, pieces laid end to end in VCN order. Records the bytes, and the growth under --max-growth.
     void move_whole(const Stream& stream, std::span<const Piece> pieces, std::int64_t destination);
     /// Moves `clusters` clusters of the stream from VCN `vcn` (at LCN `from`, contiguous) to
-    /// `destination`: one move. Records the growth and the bytes.
+    /// `destination`: one move. Records the bytes, and the growth under --max-growth.
     void move_part(const Stream& stream, std::int64_t vcn, std::int64_t from, std::int64_t destination,
                    std::int64_t clusters);
     void skip(const Stream& stream, std::string reason);

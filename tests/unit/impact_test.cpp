@@ -5,12 +5,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "core/impact/content_map.hpp"
+#include "core/image/host_layout.hpp"
 #include "core/impact/impact.hpp"
 #include "core/io/rate_limiter.hpp"
+#include "core/plan/growth.hpp"
 #include "support/memory_image.hpp"
 
 using namespace guestfrag;
@@ -342,4 +347,79 @@ TEST_CASE("the after-plan layout places new grains in the extent file that cover
     const Impact impact = assess_impact(test::MemoryImage(disk(), {top}), table(), volume(), p);
     CHECK(impact.host.new_bytes == 4 * 64 * K);
     CHECK(impact.host.in_place);
+}
+
+TEST_CASE("the after-plan layout equals placing each new unit as the plan's moves first write it",
+          "[impact][host]") {
+    // The reference walks the moves in order and every unit of each, as the figures are
+    // defined (docs/impact.md §9); the function sweeps the destinations in disk order.
+    const auto reference = [](const Layer& top, const VolumeMap& v, const Plan& p) {
+        const std::uint64_t unit = top.growth_granule();
+        ByteSet held = whole_granules_touching(top.allocated, unit);
+        std::vector<std::uint64_t> file_end(std::max<std::size_t>(top.file_spans.size(), 1), 0);
+        for (const HostExtent& e : top.host_extents)
+            file_end[e.file] = std::max(file_end[e.file], e.file_offset + e.length);
+        std::vector<HostExtent> added;
+        for (const Move& m : p.moves) {
+            const std::uint64_t lo = v.partition_offset + static_cast<std::uint64_t>(m.to_lcn) * v.cluster_size;
+            const std::uint64_t hi = lo + static_cast<std::uint64_t>(m.clusters) * v.cluster_size;
+            for (std::uint64_t g = lo / unit * unit; g < hi; g += unit) {
+                if (boost::icl::contains(held, g)) continue;
+                held.add(bytes(g, g + unit));
+                std::uint32_t file = 0;
+                while (file + 1 < top.file_spans.size() && top.file_spans[file + 1].start <= g) ++file;
+                const std::optional<std::uint64_t> in_place =
+                    top.file_spans.empty() ? (top.format == ImageFormat::Raw ? std::optional{std::uint64_t{0}}
+                                                                             : std::nullopt)
+                                           : top.file_spans[file].in_place_offset;
+                const std::uint64_t start = top.file_spans.empty() ? 0 : top.file_spans[file].start;
+                added.push_back({g, in_place ? *in_place + (g - start) : std::exchange(file_end[file], file_end[file] + unit),
+                                 unit, file});
+            }
+        }
+        std::ranges::sort(added, {}, &HostExtent::virtual_offset);
+        std::vector<HostExtent> merged;
+        std::ranges::merge(top.host_extents, added, std::back_inserter(merged), {}, &HostExtent::virtual_offset,
+                           &HostExtent::virtual_offset);
+        std::vector<HostExtent> out;
+        for (const HostExtent& e : merged) append_host_extent(out, e);
+        return std::pair{out, held};
+    };
+    std::mt19937_64 rng(26);
+    const auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+    for (int round = 0; round < 300; ++round) {
+        // A VMDK of two sparse extent files and a FLAT one, a single appending file, or a raw file.
+        Layer top = memory_layer(0, "t");
+        const std::uint64_t shape = pick(3);
+        top.format = shape == 0 ? ImageFormat::Vmdk : shape == 1 ? ImageFormat::Qcow2 : ImageFormat::Raw;
+        top.granule_size = shape == 2 ? 4 * K : std::uint64_t{1} << (13 + pick(4));  // 8-64 KiB
+        if (shape == 0) top.file_spans = {{0, std::nullopt}, {512 * K, std::nullopt}, {768 * K, 4096}};
+        top.host_extents.clear();
+        top.allocated.clear();
+        std::vector<std::uint64_t> file_end(3, 0);
+        for (std::uint64_t g = 0; g < 1024 * K; g += top.granule_size)
+            if (pick(4) == 0) {
+                top.allocated.add(bytes(g, g + top.granule_size));
+                const std::uint32_t file = shape == 0 ? (g < 512 * K ? 0 : g < 768 * K ? 1 : 2) : 0;
+                const std::uint64_t where = shape == 2 ? g : file == 2 ? 4096 + g - 768 * K : file_end[file];
+                file_end[file] = where + top.granule_size;
+                append_host_extent(top.host_extents, {g, where, top.granule_size, file});
+            }
+        Plan p;
+        std::int64_t last = 0;
+        for (std::uint64_t n = pick(40); n > 0; --n) {
+            // Often on from the move before, as a stream's pieces are; destinations may overlap.
+            const auto clusters = static_cast<std::int64_t>(1 + pick(12));
+            const std::int64_t to = pick(3) == 0 ? last : static_cast<std::int64_t>(pick(256 - 12));
+            if (to + clusters > 256) continue;
+            p.moves.push_back({64, "$DATA", 0, 10, to, clusters});
+            last = to + clusters;
+        }
+        const LayerAfterPlan after = top_layer_after_plan(top, volume(), p);
+        const auto [extents, held] = reference(top, volume(), p);
+        INFO("round " << round);
+        CHECK(after.layer.host_extents == extents);
+        CHECK(after.layer.allocated == (top.allocated + (held - whole_granules_touching(top.allocated, top.granule_size))));
+        CHECK(after.new_bytes == boost::icl::length(held - whole_granules_touching(top.allocated, top.granule_size)));
+    }
 }
