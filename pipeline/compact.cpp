@@ -333,7 +333,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
                                            progress, {}, options.limiter);
         result.volumes.push_back(std::move(volume));
     }
-    disk_file.sync();
+    // No fsync yet: the sources the moves left are punched out below, and what is punched
+    // before it reaches the disk is never written at all. The one fsync comes before OUT
+    // is kept.
     release_freed_memory();  // what the copy and the mover freed, before the proofs' tables fill
     // Each volume as the moves done leave it; without verification, its free clusters are
     // what sparsifying punches out.

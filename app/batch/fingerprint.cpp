@@ -11,12 +11,11 @@
 #include <cstring>
 #include <vector>
 
-#include <xxhash.h>
-
 #include "core/error.hpp"
 #include "core/image/nbd_source.hpp"
 #include "core/image/nbd_uri.hpp"
 #include "core/image/unique_fd.hpp"
+#include "core/io/xxh3.hpp"
 
 namespace guestfrag::batch {
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/apply/verify.hpp"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <compare>
 #include <iterator>
@@ -13,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/io/xxh3.hpp"
 #include "core/plan/apply.hpp"
 
 namespace guestfrag {
