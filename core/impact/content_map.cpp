@@ -71,7 +71,10 @@ void ContentMap::overwrite(std::uint64_t to, std::uint64_t length, std::uint64_t
         auto before = std::prev(it);
         if (before->second.end > to) {  // starts before `to` and reaches into it: keep its head
             const std::uint64_t was_end = std::exchange(before->second.end, to);
-            if (was_end > end) it = pieces_.emplace_hint(it, end, Span{was_end, before->second.source + (end - before->first)});
+            if (was_end > end) {
+                const std::uint64_t source = before->second.source + (end - before->first);
+                it = pieces_.emplace_hint(it, end, Span{was_end, source});
+            }
         }
     }
     while (it != pieces_.end() && it->first < end) {

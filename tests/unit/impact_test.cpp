@@ -361,7 +361,8 @@ TEST_CASE("the after-plan layout equals placing each new unit as the plan's move
             file_end[e.file] = std::max(file_end[e.file], e.file_offset + e.length);
         std::vector<HostExtent> added;
         for (const Move& m : p.moves) {
-            const std::uint64_t lo = v.partition_offset + static_cast<std::uint64_t>(m.to_lcn) * v.cluster_size;
+            const std::uint64_t lo =
+                v.partition_offset + static_cast<std::uint64_t>(m.to_lcn) * v.cluster_size;
             const std::uint64_t hi = lo + static_cast<std::uint64_t>(m.clusters) * v.cluster_size;
             for (std::uint64_t g = lo / unit * unit; g < hi; g += unit) {
                 if (boost::icl::contains(held, g)) continue;
@@ -373,20 +374,23 @@ TEST_CASE("the after-plan layout equals placing each new unit as the plan's move
                                                                              : std::nullopt)
                                            : top.file_spans[file].in_place_offset;
                 const std::uint64_t start = top.file_spans.empty() ? 0 : top.file_spans[file].start;
-                added.push_back({g, in_place ? *in_place + (g - start) : std::exchange(file_end[file], file_end[file] + unit),
-                                 unit, file});
+                const std::uint64_t where =
+                    in_place ? *in_place + (g - start) : std::exchange(file_end[file], file_end[file] + unit);
+                added.push_back({g, where, unit, file});
             }
         }
         std::ranges::sort(added, {}, &HostExtent::virtual_offset);
         std::vector<HostExtent> merged;
-        std::ranges::merge(top.host_extents, added, std::back_inserter(merged), {}, &HostExtent::virtual_offset,
-                           &HostExtent::virtual_offset);
+        std::ranges::merge(top.host_extents, added, std::back_inserter(merged), {},
+                           &HostExtent::virtual_offset, &HostExtent::virtual_offset);
         std::vector<HostExtent> out;
         for (const HostExtent& e : merged) append_host_extent(out, e);
         return std::pair{out, held};
     };
     std::mt19937_64 rng(26);
-    const auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng); };
+    const auto pick = [&](std::uint64_t n) {
+        return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng);
+    };
     for (int round = 0; round < 300; ++round) {
         // A VMDK of two sparse extent files and a FLAT one, a single appending file, or a raw file.
         Layer top = memory_layer(0, "t");
@@ -417,9 +421,10 @@ TEST_CASE("the after-plan layout equals placing each new unit as the plan's move
         }
         const LayerAfterPlan after = top_layer_after_plan(top, volume(), p);
         const auto [extents, held] = reference(top, volume(), p);
+        const ByteSet added = held - whole_granules_touching(top.allocated, top.granule_size);
         INFO("round " << round);
         CHECK(after.layer.host_extents == extents);
-        CHECK(after.layer.allocated == (top.allocated + (held - whole_granules_touching(top.allocated, top.granule_size))));
-        CHECK(after.new_bytes == boost::icl::length(held - whole_granules_touching(top.allocated, top.granule_size)));
+        CHECK(after.layer.allocated == top.allocated + added);
+        CHECK(after.new_bytes == boost::icl::length(added));
     }
 }
