@@ -4,27 +4,19 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/plan/intervals.hpp"
+
 namespace guestfrag {
 
 namespace {
 
 using Bytes = ByteSet::interval_type;
 
-/// Adds the union of `ranges` ([lo, hi) each; sorted here) to the empty set `out`. The
-/// ranges that touch or overlap are joined in the vector first, so that each interval is
-/// appended at the set's end once, with nothing there to join.
-void union_of(std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges, ByteSet& out) {
-    if (ranges.empty()) return;
-    std::ranges::sort(ranges);
-    std::size_t kept = 0;
-    for (std::size_t i = 1; i < ranges.size(); ++i) {
-        if (ranges[i].first <= ranges[kept].second)
-            ranges[kept].second = std::max(ranges[kept].second, ranges[i].second);
-        else
-            ranges[++kept] = ranges[i];
-    }
-    ranges.resize(kept + 1);
-    for (const auto& [lo, hi] : ranges) out.insert(out.end(), Bytes::right_open(lo, hi));
+/// Adds the union of `ranges` to the empty set `out`: each interval appended at its end
+/// once, with nothing there to join.
+void union_of(PendingRanges<std::uint64_t>& ranges, ByteSet& out) {
+    ranges.give_to(
+        [&](std::uint64_t lo, std::uint64_t hi) { out.insert(out.end(), Bytes::right_open(lo, hi)); });
 }
 
 }  // namespace
@@ -35,29 +27,20 @@ ContentMap::ContentMap(const VolumeMap& volume, const Plan& plan) {
     // The unions of what the moves read and wrote are built at the end, from their ranges
     // sorted: a move at a time into an interval set, in the plan's order, which jumps across
     // the disk, cost a tree lookup (a cache miss a level) for every move.
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;  // [lo, hi)
-    // A range going on from the one before joins it: a stream's pieces usually go to one
-    // place one after the other, so there is less to sort.
-    const auto append = [&](std::uint64_t lo, std::uint64_t hi) {
-        if (!ranges.empty() && ranges.back().second == lo)
-            ranges.back().second = hi;
-        else
-            ranges.emplace_back(lo, hi);
-    };
+    PendingRanges<std::uint64_t> ranges;
     std::vector<Piece> content;  // reused: a move's source, resolved
     for (const Move& m : plan.moves) {
         const std::uint64_t length = static_cast<std::uint64_t>(m.clusters) * cs;
         const std::uint64_t from = offset_of(m.from_lcn);
         if (length == 0) continue;
         resolve(from, length, content);
-        for (const Piece& p : content) append(p.source, p.source + p.length);
+        for (const Piece& p : content) ranges.add(p.source, p.source + p.length);
         overwrite(offset_of(m.to_lcn), length, from, content);
     }
     union_of(ranges, read_);
-    ranges.clear();
     for (const Move& m : plan.moves) {
         const std::uint64_t to = offset_of(m.to_lcn);
-        if (m.clusters > 0) append(to, to + static_cast<std::uint64_t>(m.clusters) * cs);
+        if (m.clusters > 0) ranges.add(to, to + static_cast<std::uint64_t>(m.clusters) * cs);
     }
     union_of(ranges, written_);
 }

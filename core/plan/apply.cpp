@@ -351,7 +351,7 @@ private:
     /// The sources the moves left, given to free_ in sorted batches. A destination is nearly
     /// always free without them (not so for 9 of the 874,368 moves of optimize's plan of a
     /// million files), and is looked for again once the batch is in.
-    PendingRanges freed_;
+    PendingRanges<std::int64_t> freed_;
     std::vector<Stream>* after_;     ///< the streams edited in place, or null
     /// Without after_: the runs of the streams moved so far, and of no other (a plan that
     /// moves a few streams of a million costs what they do).

@@ -34,25 +34,40 @@ template <class Set>
 /// Ranges [lo, hi) set aside to be given to an index in ascending order, a batch at a time.
 /// Given one at a time in an order that jumps across the disk (a plan's), each was a
 /// descent of a B-tree far larger than the caches at ten million streams; sorted, neighbours
-/// share the descent's path. For an index that is asked far less often than it is given to.
+/// share the descent's path. For an index that is asked far less often than it is given to,
+/// and for a set built once from a plan's ranges.
+template <class T>
 class PendingRanges {
 public:
     /// 1 MiB of ranges: a batch that large is given before more are kept.
     static constexpr std::size_t kBatch = std::size_t{1} << 16;
 
-    void add(std::int64_t lo, std::int64_t hi) { pending_.emplace_back(lo, hi); }
+    /// Keeps [lo, hi); one going on from the range kept last lengthens it (a stream's
+    /// pieces usually go one after the other), so there is less to sort.
+    void add(T lo, T hi) {
+        if (!pending_.empty() && pending_.back().second == lo)
+            pending_.back().second = hi;
+        else
+            pending_.emplace_back(lo, hi);
+    }
     [[nodiscard]] bool empty() const { return pending_.empty(); }
     [[nodiscard]] bool full() const { return pending_.size() >= kBatch; }
-    /// Calls give(lo, hi) for every range kept, ascending, and forgets them.
+    /// Calls give(lo, hi) for the union of the ranges kept, ascending, ranges that touch or
+    /// overlap joined, and forgets them.
     template <class Give>
     void give_to(Give&& give) {
         std::ranges::sort(pending_);
-        for (const auto& [lo, hi] : pending_) give(lo, hi);
+        for (std::size_t i = 0; i < pending_.size();) {
+            auto [lo, hi] = pending_[i];
+            for (++i; i < pending_.size() && pending_[i].first <= hi; ++i)
+                hi = std::max(hi, pending_[i].second);
+            give(lo, hi);
+        }
         pending_.clear();
     }
 
 private:
-    std::vector<std::pair<std::int64_t, std::int64_t>> pending_;
+    std::vector<std::pair<T, T>> pending_;
 };
 
 /// A union of half-open ranges [lo, hi) edited one range at a time, in a B-tree (start →

@@ -550,7 +550,7 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     release_freed_memory();  // the sorted destinations and the room's set, before the moves fill
     // What streams leave is given to the room in sorted batches: the room is asked only
     // when the moves meet a cycle (twice in a million moves).
-    PendingRanges freed;
+    PendingRanges<std::int64_t> freed;
     const auto give_freed = [&] { freed.give_to([&](std::int64_t lo, std::int64_t hi) { detours.give(lo, hi); }); };
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original

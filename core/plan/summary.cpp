@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // PlanSummary: the before/after figures a plan claims (docs/planner.md §2).
 #include <algorithm>
-#include <utility>
-#include <vector>
 
 #include "core/model/free_space.hpp"
 #include "core/plan/growth.hpp"
@@ -62,20 +60,10 @@ PlanSummary summarize_plan(const VolumeMap& before, const VolumeMap& after, cons
     // Growth depends on the set of destinations alone, so they are written in disk order:
     // each write then lands at the model's right edge, where in the plan's order it is a
     // descent at a random place (cache misses at every level on ten million moves).
-    // Consecutive moves usually write one region piece by piece: it goes in once.
-    std::vector<std::pair<std::int64_t, std::int64_t>> regions;  // [first, end) clusters
-    for (const Move& m : plan.moves) {
-        if (!regions.empty() && m.to_lcn == regions.back().second && m.clusters > 0)
-            regions.back().second += m.clusters;
-        else if (m.clusters > 0)
-            regions.emplace_back(m.to_lcn, m.to_lcn + m.clusters);
-    }
-    std::ranges::sort(regions);
-    for (std::size_t i = 0; i < regions.size();) {
-        auto [lo, hi] = regions[i];
-        for (++i; i < regions.size() && regions[i].first <= hi; ++i) hi = std::max(hi, regions[i].second);
-        growth.write(lo, hi - lo);
-    }
+    PendingRanges<std::int64_t> destinations;
+    for (const Move& m : plan.moves)
+        if (m.clusters > 0) destinations.add(m.to_lcn, m.to_lcn + m.clusters);
+    destinations.give_to([&](std::int64_t lo, std::int64_t hi) { growth.write(lo, hi - lo); });
     s.granule_size = growth.granule();
     s.thin_growth_bytes = growth.total().thin_growth_bytes;
     s.clone_delta_growth_bytes = growth.total().clone_delta_growth_bytes;

@@ -432,6 +432,29 @@ TEST_CASE("a range union edited a range at a time is the interval set of the sam
     CHECK(refused > 500);
 }
 
+TEST_CASE("pending ranges are given as their union, ascending, each once", "[plan][free-index]") {
+    PendingRanges<std::int64_t> pending;
+    ClusterSet want;
+    std::uint32_t x = 7;
+    const auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    std::int64_t last = 0;
+    for (int i = 0; i < 3000; ++i) {
+        // Often on from the range before, as a stream's pieces are; else anywhere, overlapping too.
+        const auto lo = next() % 3 == 0 ? last : static_cast<std::int64_t>(next() % 20000);
+        const auto hi = lo + 1 + static_cast<std::int64_t>(next() % 40);
+        pending.add(lo, hi);
+        want.add(cluster_range(lo, hi));
+        last = hi;
+    }
+    CHECK_FALSE(pending.empty());
+    std::vector<std::pair<std::int64_t, std::int64_t>> given;
+    pending.give_to([&](std::int64_t lo, std::int64_t hi) { given.emplace_back(lo, hi); });
+    CHECK(pending.empty());
+    std::vector<std::pair<std::int64_t, std::int64_t>> expected;
+    for (const auto& i : want) expected.emplace_back(first_cluster(i), end_cluster(i));
+    CHECK(given == expected);  // ascending, touching and overlapping ranges joined
+}
+
 TEST_CASE("the pool's best fit matches a search of every free extent, zones to avoid included", "[plan][free-index]") {
     // Reference: the smallest room (lowest start among equals) of at least n clusters
     // outside `avoid`, counting each extent's parts outside it; else the smallest extent
