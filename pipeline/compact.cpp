@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <filesystem>
@@ -10,11 +11,13 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analyzers/layer_usage.hpp"
 #include "core/apply/disk_copy.hpp"
+#include "core/apply/mover.hpp"
 #include "core/apply/sparsify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
@@ -60,6 +63,34 @@ ByteSet destination_bytes(const VolumeMap& map, const Plan& plan) {
             at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
     }
     return out;
+}
+
+/// The destinations of `plan`'s moves on `map`'s volume that lie in `free` (its free space
+/// before the moves), each taking the input's bytes at its source: what the moves will write
+/// there unless a move before them changed their source (carry_out_moves then writes what
+/// differs).
+std::vector<Relocation> predicted_destinations(const VolumeMap& map, const Plan& plan, const ByteSet& free) {
+    const auto bytes = [&map](std::int64_t lcn) {
+        return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
+    };
+    std::vector<Relocation> out;
+    out.reserve(plan.moves.size());
+    for (const Move& m : plan.moves) {
+        const Relocation r{bytes(m.to_lcn), bytes(m.from_lcn),
+                           static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
+        if (boost::icl::contains(free, ByteSet::interval_type::right_open(r.to, r.to + r.length)))
+            out.push_back(r);
+    }
+    return out;
+}
+
+/// `relocations` ascending and disjoint: of overlapping ones, the first in disk order stays.
+void keep_disjoint(std::vector<Relocation>& relocations) {
+    std::ranges::stable_sort(relocations, {}, &Relocation::to);
+    std::vector<Relocation> kept;
+    for (const Relocation& r : relocations)
+        if (kept.empty() || r.to >= kept.back().to + kept.back().length) kept.push_back(r);
+    relocations = std::move(kept);
 }
 
 std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
@@ -318,22 +349,37 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     begin(options, CompactStep::Copy);
     // Copied in the file system's blocks, each tested for zeros as it is read: afterwards
     // only the blocks written since (the moves, libntfs-3g's records) and those a discard
-    // cuts into need reading again.
+    // cuts into need reading again. The clusters the moves vacate are left out: the moves
+    // read them from the input (DeferredCopyDisk) and find them written already, in this
+    // pass, at their destinations, so none is written twice or punched out afterwards.
     const std::uint64_t block = file_block(disk_file.fd());
-    const ByteSet keep = disk - free_before;
-    SparseCopy copy = copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block});
+    ByteSet vacated = free_after - free_before;
+    const ByteSet keep = disk - free_before - vacated;
+    std::vector<Relocation> destinations;
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        const std::vector<Relocation> d =
+            predicted_destinations(analysis.volumes[i].map, planned[i].plan, free_before);
+        destinations.insert(destinations.end(), d.begin(), d.end());
+    }
+    keep_disjoint(destinations);
+    SparseCopy copy =
+        copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
     result.bytes_copied = copy.bytes_written;
     WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
+    DeferredCopyDisk output(file, image, std::move(vacated));
     if (options.pack) begin(options, CompactStep::Move);
     for (std::size_t i = 0; i < planned.size(); ++i) {
         CompactVolume volume;
         volume.partition = analysis.volumes[i].map.partition;
-        if (!planned[i].plan.moves.empty())
-            volume.moves = carry_out_moves(file, windows[i], analysis.volumes[i].map, planned[i].plan,
+        if (!planned[i].plan.moves.empty()) {
+            volume.moves = carry_out_moves(output, windows[i], analysis.volumes[i].map, planned[i].plan,
                                            progress, {}, options.limiter);
+            // What a skipped move left where it was, or libntfs-3g kept, is still in use.
+            result.bytes_copied += output.copy(bytes_in_use(output, windows[i], output.deferred()));
+        }
         result.volumes.push_back(std::move(volume));
     }
-    // No fsync yet: the sources the moves left are punched out below, and what is punched
+    // No fsync yet: what the moves leave free is punched out below, and what is punched
     // before it reaches the disk is never written at all. The one fsync comes before OUT
     // is kept.
     release_freed_memory();  // what the copy and the mover freed, before the proofs' tables fill

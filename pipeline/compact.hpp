@@ -97,7 +97,7 @@ struct CompactResult {
     std::uint64_t host_bytes_input = 0;   ///< bytes the input's layer files hold on the host
     std::uint64_t host_bytes_output = 0;  ///< bytes the output file holds on the host
     std::uint64_t output_file_bytes = 0;  ///< the output file's size
-    std::uint64_t bytes_copied = 0;       ///< bytes the copy step wrote
+    std::uint64_t bytes_copied = 0;       ///< bytes copied from the input (moves' destinations included)
     std::vector<std::string> warnings;    ///< as ApplyResult::warnings
     double seconds = 0;
 };

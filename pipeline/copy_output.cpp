@@ -14,6 +14,7 @@
 #include <future>
 #include <optional>
 #include <stop_token>
+#include <thread>
 #include <utility>
 
 #include "core/apply/verify.hpp"
@@ -255,8 +256,10 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
     result.records_added = records.added;
     // The streams that record the moves are proved above, and not read again here.
     begin(on_step, ApplyStep::HashOutput);
-    const auto got =
-        stream_digests(*output, after, progress, [&](const Stream& s) { return records_moves(s, expected.moved); });
+    // On every core: nothing else runs now (the input was hashed beside the copy).
+    const auto got = stream_digests(
+        *output, after, progress, [&](const Stream& s) { return records_moves(s, expected.moved); },
+        std::max(1u, std::thread::hardware_concurrency()));
     if (const auto d = digest_difference(expected, after, got))
         verification_failed("the contents of " + *d + " differ from the input's");
     result.streams_hashed =

@@ -38,7 +38,7 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
     if (options.only != nullptr) stored &= *options.only;
     std::vector<std::byte> block(kBlock);
     SparseCopy out;
-    // Writes chunk bytes [from, from + length) read from disk offset `at`.
+    // Writes block bytes [from, from + length), which go to disk offset `at` + from.
     const auto put = [&](std::uint64_t at, std::uint64_t from, std::uint64_t length) {
         for (std::uint64_t done = 0; done < length;) {
             const ssize_t n = ::pwrite(fd, block.data() + from + done, length - done,
@@ -51,16 +51,17 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
         const std::uint64_t lo = (at + from) / hole * hole;
         out.blocks += ByteSet::interval_type::right_open(lo, std::min(size, (at + from + length + hole - 1) / hole * hole));
     };
-    for (const auto& range : stored) {
-        for (std::uint64_t at = range.lower(); at < range.upper();) {
+    // Copies the image's bytes [from, from + length) to disk offset `to`.
+    const auto copy = [&](std::uint64_t to, std::uint64_t from, std::uint64_t length) {
+        for (std::uint64_t at = to; at < to + length;) {
             progress.update(at, size);
-            // Reads end on 1 MiB boundaries, so each hole block lies in one read.
-            const std::uint64_t n = std::min(kBlock - at % kBlock, range.upper() - at);
+            // Reads end on 1 MiB boundaries of the copy, so each hole block lies in one read.
+            const std::uint64_t n = std::min(kBlock - at % kBlock, to + length - at);
             if (limiter != nullptr) {
                 limiter->acquire(n, progress.stop);
                 progress.update(at, size);  // a stop ends the wait: cancel now
             }
-            image.read(at, std::span<std::byte>(block.data(), n));
+            image.read(from + (at - to), std::span<std::byte>(block.data(), n));
             std::uint64_t run = 0;  // the non-zero bytes not yet written: [run, off)
             std::uint64_t off = 0;
             while (off < n) {
@@ -74,9 +75,50 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
             if (n > run) put(at, run, n - run);
             at += n;
         }
+    };
+    auto moved = options.relocated.begin();
+    for (const auto& range : stored) {
+        for (; moved != options.relocated.end() && moved->to < range.lower(); ++moved)
+            copy(moved->to, moved->from, moved->length);
+        copy(range.lower(), range.lower(), boost::icl::length(range));
     }
+    for (; moved != options.relocated.end(); ++moved) copy(moved->to, moved->from, moved->length);
     progress.update(size, size);
     return out;
+}
+
+void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) const {
+    const std::uint64_t end = offset + out.size();
+    std::uint64_t at = offset;
+    const auto [first, last] = deferred_.equal_range(ByteSet::interval_type::right_open(offset, end));
+    for (auto it = first; it != last; ++it) {
+        const std::uint64_t lo = std::max(at, it->lower());
+        const std::uint64_t hi = std::min(end, it->upper());
+        if (lo > at) file_.read(at, out.subspan(at - offset, lo - at));
+        image_.read(lo, out.subspan(lo - offset, hi - lo));
+        at = hi;
+    }
+    if (end > at) file_.read(at, out.subspan(at - offset, end - at));
+}
+
+void DeferredCopyDisk::write(std::uint64_t offset, std::span<const std::byte> bytes) {
+    file_.write(offset, bytes);
+    deferred_ -= ByteSet::interval_type::right_open(offset, offset + bytes.size());
+}
+
+std::uint64_t DeferredCopyDisk::copy(const ByteSet& bytes) {
+    std::uint64_t copied = 0;
+    std::vector<std::byte> block;
+    for (const auto& range : deferred_ & bytes)
+        for (std::uint64_t at = range.lower(); at < range.upper();) {
+            const std::uint64_t n = std::min(kBlock, range.upper() - at);
+            block.resize(n);
+            image_.read(at, block);
+            write(at, block);
+            at += n;
+            copied += n;
+        }
+    return copied;
 }
 
 }  // namespace guestfrag

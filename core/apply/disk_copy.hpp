@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
 
 #include "core/image/disk_image.hpp"
+#include "core/image/writable_disk.hpp"
+#include "core/image/writable_raw_file.hpp"
 #include "core/progress.hpp"
 
 namespace guestfrag {
@@ -18,14 +24,25 @@ struct SparseCopy {
     ByteSet blocks;
 };
 
+/// Bytes [to, to + length) of the copy that take the image's bytes at `from`.
+struct Relocation {
+    std::uint64_t to = 0;
+    std::uint64_t from = 0;
+    std::uint64_t length = 0;
+};
+
 struct SparseCopyOptions {
-    /// When set, nothing outside it is read or written (compaction leaves NTFS-free clusters
-    /// out).
+    /// When set, nothing outside it (and the relocations) is read or written (compaction
+    /// leaves NTFS-free clusters out).
     const ByteSet* only = nullptr;
     /// The unit tested for zeros, a power of two dividing 1 MiB: a block whose bytes read all
     /// zero is not written and stays a hole. Compaction gives the file system's block, so
     /// no later pass has to read the copy again to find zero blocks.
     std::uint64_t hole_block = std::uint64_t{1} << 20;
+    /// Written in the same pass, in disk order among the rest: ascending, disjoint, within
+    /// the disk and outside what is copied in place. Compaction writes the packing moves'
+    /// destinations here, so that each move finds its bytes in place (docs/compact.md).
+    std::span<const Relocation> relocated;
 };
 
 /// Writes the whole virtual disk of `image` into `fd`, a fresh empty file open for writing,
@@ -34,9 +51,40 @@ struct SparseCopyOptions {
 /// stay holes. Throws Error(Io) for a host failure, Error(Internal) for a bad hole_block,
 /// what DiskImage::read throws, and Error(Cancelled) from `progress` (bytes of the disk
 /// done). Each 1 MiB read first takes its bytes from `limiter` when there is one.
-/// Cost: reads the allocated part of the image (within `only`) once; memory 1 MiB and the
-/// written blocks as intervals.
+/// Cost: reads the allocated part of the image (within `only`) and the relocations' sources
+/// once; memory 1 MiB and the written blocks as intervals.
 SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {},
                             RateLimiter* limiter = nullptr, const SparseCopyOptions& options = {});
+
+/// A raw file being copied from an image in which some bytes are not copied yet: until a
+/// write replaces them, they read from the image. Compaction leaves out of its copy the
+/// clusters its packing moves vacate: the moves read them through this disk and write them
+/// once, at their destinations, and copy() fetches only those a skipped move leaves in
+/// use. Borrows `file` and `image`, which must outlive it. Not safe for concurrent writes.
+class DeferredCopyDisk final : public WritableDisk {
+public:
+    DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred)
+        : file_(file), image_(image), deferred_(std::move(deferred)) {}
+
+    [[nodiscard]] const std::string& path() const noexcept override { return file_.path(); }
+
+    /// Throws what the file and the image throw.
+    void read(std::uint64_t offset, std::span<std::byte> out) const override;
+
+    /// Throws what the file throws.
+    void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
+
+    /// The bytes not copied and not written since.
+    [[nodiscard]] const ByteSet& deferred() const noexcept { return deferred_; }
+
+    /// Copies the deferred bytes within `bytes` from the image. Returns how many. Throws
+    /// what read and write throw.
+    std::uint64_t copy(const ByteSet& bytes);
+
+private:
+    WritableRawFile& file_;
+    const DiskImage& image_;
+    ByteSet deferred_;
+};
 
 }  // namespace guestfrag

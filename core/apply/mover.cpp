@@ -121,12 +121,21 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
         errno = 0;
         if (ntfs_pread(vol->dev, from * cs + done, n, data.data()) != n)
             ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(from));
-        if (ntfs_pwrite(vol->dev, to * cs + done, n, data.data()) != n)
-            ntfs::throw_library_error(ErrorKind::Io, "cannot write clusters at LCN " + std::to_string(to));
+        // A destination that holds the bytes already (compaction writes them ahead, in disk
+        // order with its copy) is not written again.
         if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
-            ntfs::throw_library_error(ErrorKind::Io, "cannot read back clusters at LCN " + std::to_string(to));
-        if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0)
-            throw Error(ErrorKind::Io, "clusters written at LCN " + std::to_string(to) + " do not read back the same");
+            ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(to));
+        if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0) {
+            if (ntfs_pwrite(vol->dev, to * cs + done, n, data.data()) != n)
+                ntfs::throw_library_error(ErrorKind::Io,
+                                          "cannot write clusters at LCN " + std::to_string(to));
+            if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
+                ntfs::throw_library_error(ErrorKind::Io,
+                                          "cannot read back clusters at LCN " + std::to_string(to));
+            if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0)
+                throw Error(ErrorKind::Io,
+                            "clusters written at LCN " + std::to_string(to) + " do not read back the same");
+        }
         done += n;
         copying.bytes += static_cast<std::uint64_t>(n);
     }
@@ -293,6 +302,31 @@ MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, cons
     volume.unmount();
     outcome.bytes_copied = copying.bytes;
     return outcome;
+}
+
+ByteSet bytes_in_use(WritableDisk& disk, const VolumeWindow& window, const ByteSet& within) {
+    ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
+    ntfs_volume* vol = volume.get();
+    const auto cs = static_cast<std::uint64_t>(vol->cluster_size);
+    const std::uint64_t end = window.offset + static_cast<std::uint64_t>(vol->nr_clusters) * cs;
+    ByteSet used;
+    std::vector<std::uint8_t> bits;
+    for (const auto& range : within & ByteSet(ByteSet::interval_type::right_open(window.offset, end))) {
+        const std::uint64_t first = (range.lower() - window.offset) / cs;
+        const std::uint64_t last = (range.upper() - window.offset + cs - 1) / cs;  // past the end
+        bits.resize((last - 1) / 8 - first / 8 + 1);
+        errno = 0;
+        if (ntfs_attr_pread(vol->lcnbmp_na, static_cast<s64>(first / 8), static_cast<s64>(bits.size()),
+                            bits.data()) != static_cast<s64>(bits.size()))
+            ntfs::throw_library_error(ErrorKind::Io, "cannot read $Bitmap");
+        for (std::uint64_t c = first; c < last; ++c)
+            if (bits[c / 8 - first / 8] & (1u << (c % 8)))
+                used +=
+                    ByteSet::interval_type::right_open(std::max(range.lower(), window.offset + c * cs),
+                                                       std::min(range.upper(), window.offset + (c + 1) * cs));
+    }
+    volume.unmount();
+    return used;
 }
 
 }  // namespace guestfrag

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/apply/volume_checks.hpp"
+#include "core/image/disk_image.hpp"
 #include "core/model/volume_map.hpp"
 #include "core/plan/plan.hpp"
 #include "core/progress.hpp"
@@ -31,7 +32,7 @@ struct SkippedMove {
 struct MoveOutcome {
     std::vector<std::size_t> done;     ///< indices into Plan::moves, in order
     std::vector<SkippedMove> skipped;  ///< in plan order
-    std::uint64_t bytes_copied = 0;    ///< cluster bytes copied (each also read back)
+    std::uint64_t bytes_copied = 0;    ///< cluster bytes moved (written unless in place already)
 };
 
 /// Runs `plan`'s moves, in order, on the NTFS volume at `window` of `disk`, which must be the
@@ -41,7 +42,8 @@ struct MoveOutcome {
 /// stream are one run: a compressed or sparse stream's run must move whole compression units
 /// (unit_left_in_part) or is skipped whole; per move, the source run must still be where the
 /// plan says and the destination clear in $Bitmap; the destination bits are set, the clusters
-/// copied and read back, the runlist repointed in memory and the source bits cleared. When the
+/// copied and read back (unless the destination holds them already: compaction writes them
+/// ahead), the runlist repointed in memory and the source bits cleared. When the
 /// run ends its runlist is written with ntfs_attr_update_mapping_pairs, over as many records
 /// (base, extension, attribute list) as it needs. A move that cannot be done is skipped with
 /// its reason, never half done: a resident, encrypted or missing stream, a system file the
@@ -53,12 +55,19 @@ struct MoveOutcome {
 /// Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when a copy does not
 /// read back the same or libntfs-3g fails half way (the disk is then unusable and the
 /// caller discards it), Error(Cancelled) from `progress` (between moves; moves done).
-/// Cost: reads and writes each moved cluster once, reads it back once; memory 1 MiB plus
-/// twice the largest runlist.
+/// Cost: reads each moved cluster and its destination once, and writes it and reads it back
+/// once unless the destination held it; memory 2 MiB plus twice the largest runlist.
 MoveOutcome carry_out_moves(WritableDisk& disk, const VolumeWindow& window, const VolumeMap& before,
                             const Plan& plan, const Progress& progress = {},
                             const std::function<void(std::size_t)>& after_move = {},
                             RateLimiter* limiter = nullptr,
                             const std::function<void(std::size_t, const std::stop_token&)>& before_move = {});
+
+/// The bytes of `within` that lie in clusters the $Bitmap of the NTFS volume at `window`
+/// of `disk` calls in use: after the moves, the clusters a skipped move (or libntfs-3g)
+/// kept where the plan freed them. Mounts the volume as carry_out_moves does and writes
+/// nothing. Throws Error(Corrupt) when the volume cannot be mounted, Error(Io) when $Bitmap
+/// cannot be read. Cost: reads the bits of `within` once.
+ByteSet bytes_in_use(WritableDisk& disk, const VolumeWindow& window, const ByteSet& within);
 
 }  // namespace guestfrag

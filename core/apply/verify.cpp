@@ -2,7 +2,10 @@
 #include "core/apply/verify.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <compare>
+#include <future>
 #include <iterator>
 #include <memory>
 #include <span>
@@ -102,7 +105,8 @@ std::string first_interval(const ClusterSet& set) {
 
 std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image, const VolumeMap& volume,
                                                          const Progress& progress,
-                                                         const std::function<bool(const Stream&)>& skip) {
+                                                         const std::function<bool(const Stream&)>& skip,
+                                                         unsigned workers) {
     const std::uint64_t cs = volume.cluster_size;
     // Streams are hashed in the order of their first cluster, through a window of up to
     // 1 MiB read at once. On a volume of a million small files one read per extent made
@@ -112,6 +116,7 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     // bytes it serves (4 KiB runs with 64 KiB between them), and nearly nothing more on a
     // packed volume.
     constexpr std::uint64_t kGap = 64 << 10;
+    constexpr std::uint64_t kStreamCost = 4 << 10;  // what a stream costs beyond its bytes, as bytes
     struct First {  // 16 bytes: a million streams are ordered at once
         std::uint64_t lo = 0;     // disk bytes of the stream's first run (its first MiB)
         std::uint32_t bytes = 0;  // ≤ kBlock
@@ -137,50 +142,81 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     std::ranges::sort(order);
 
     std::vector<std::optional<std::uint64_t>> out(volume.streams.size());
-    std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
-    if (!state) throw std::bad_alloc();
-    std::vector<std::byte> window(kBlock);
-    std::uint64_t window_lo = 0;  // the window holds disk bytes [window_lo, window_hi)
-    std::uint64_t window_hi = 0;
     const std::vector<std::byte> zeros(kBlock);
-    // Hashes disk bytes [at, at + n), n ≤ kBlock, for the k-th stream of `order`.
-    const auto hash_disk = [&](std::uint64_t at, std::uint64_t n, std::size_t k) {
-        if (at < window_lo || at + n > window_hi) {
-            window_lo = at;
-            window_hi = at + n;
-            for (std::size_t j = k + 1; j < order.size() && order[j].lo >= window_lo &&
-                                        order[j].lo <= window_hi + kGap && order[j].hi() - window_lo <= kBlock &&
-                                        order[j].hi() <= image.size();
-                 ++j)
-                window_hi = std::max(window_hi, order[j].hi());
-            try {
-                image.read(window_lo, std::span<std::byte>(window.data(), window_hi - window_lo));
-            } catch (const Error&) {
-                // Past the piece may lie what the image cannot read (a corrupt block in
-                // free space): the piece alone decides.
+    std::atomic<std::uint64_t> done{0};
+    // Hashes the streams order[first, last): each worker its own share of the disk, in
+    // order, through a window of its own. Only the calling thread reports progress (all
+    // workers' streams); the others stop at a request.
+    const auto hash_share = [&](std::size_t first, std::size_t last, bool reports) {
+        std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
+        if (!state) throw std::bad_alloc();
+        std::vector<std::byte> window(kBlock);
+        std::uint64_t window_lo = 0;  // the window holds disk bytes [window_lo, window_hi)
+        std::uint64_t window_hi = 0;
+        // Hashes disk bytes [at, at + n), n ≤ kBlock, for the k-th stream of `order`.
+        const auto hash_disk = [&](std::uint64_t at, std::uint64_t n, std::size_t k) {
+            if (at < window_lo || at + n > window_hi) {
+                window_lo = at;
                 window_hi = at + n;
-                image.read(at, std::span<std::byte>(window.data(), n));
+                for (std::size_t j = k + 1;
+                     j < last && order[j].lo >= window_lo && order[j].lo <= window_hi + kGap &&
+                     order[j].hi() - window_lo <= kBlock && order[j].hi() <= image.size();
+                     ++j)
+                    window_hi = std::max(window_hi, order[j].hi());
+                try {
+                    image.read(window_lo, std::span<std::byte>(window.data(), window_hi - window_lo));
+                } catch (const Error&) {
+                    // Past the piece may lie what the image cannot read (a corrupt block in
+                    // free space): the piece alone decides.
+                    window_hi = at + n;
+                    image.read(at, std::span<std::byte>(window.data(), n));
+                }
             }
+            XXH3_64bits_update(state.get(), window.data() + (at - window_lo), n);
+        };
+        for (std::size_t k = first; k < last; ++k) {
+            if (reports)
+                progress.update(done.load(std::memory_order_relaxed), order.size());
+            else if (progress.stop.stop_requested())
+                return;
+            const std::size_t i = order[k].stream;
+            XXH3_64bits_reset(state.get());
+            for (const Extent& e : volume.streams[i].extents) {
+                const std::uint64_t bytes = static_cast<std::uint64_t>(e.clusters) * cs;
+                for (std::uint64_t at = 0; at < bytes;) {
+                    const std::uint64_t n = std::min(kBlock, bytes - at);
+                    if (e.lcn == Extent::kSparse)
+                        XXH3_64bits_update(state.get(), zeros.data(), n);
+                    else
+                        hash_disk(volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + at, n,
+                                  k);
+                    at += n;
+                }
+            }
+            out[i] = XXH3_64bits_digest(state.get());
+            done.fetch_add(1, std::memory_order_relaxed);
         }
-        XXH3_64bits_update(state.get(), window.data() + (at - window_lo), n);
     };
-    for (std::size_t k = 0; k < order.size(); ++k) {
-        progress.update(k, order.size());
-        const std::size_t i = order[k].stream;
-        XXH3_64bits_reset(state.get());
-        for (const Extent& e : volume.streams[i].extents) {
-            const std::uint64_t bytes = static_cast<std::uint64_t>(e.clusters) * cs;
-            for (std::uint64_t done = 0; done < bytes;) {
-                const std::uint64_t n = std::min(kBlock, bytes - done);
-                if (e.lcn == Extent::kSparse)
-                    XXH3_64bits_update(state.get(), zeros.data(), n);
-                else
-                    hash_disk(volume.partition_offset + static_cast<std::uint64_t>(e.lcn) * cs + done, n, k);
-                done += n;
-            }
+    // Shares of about equal bytes (a stream's first run stands for it), in disk order.
+    std::vector<std::size_t> bounds{0};
+    if (workers > 1 && !order.empty()) {
+        std::uint64_t total = 0;
+        for (const First& f : order) total += f.bytes + kStreamCost;
+        std::uint64_t sum = 0;
+        for (std::size_t k = 0; k < order.size() && bounds.size() < workers; ++k) {
+            sum += order[k].bytes + kStreamCost;
+            if (sum * workers >= total * bounds.size()) bounds.push_back(k + 1);
         }
-        out[i] = XXH3_64bits_digest(state.get());
     }
+    if (bounds.size() == 1 || bounds.back() != order.size()) bounds.push_back(order.size());
+    std::vector<std::future<void>> others;
+    for (std::size_t w = 1; w + 1 < bounds.size(); ++w)
+        others.push_back(std::async(std::launch::async, hash_share, bounds[w], bounds[w + 1], false));
+    hash_share(bounds[0], bounds[1], true);
+    for (std::future<void>& other : others)
+        while (other.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+            progress.update(done.load(std::memory_order_relaxed), order.size());
+    for (std::future<void>& other : others) other.get();  // rethrows a worker's failure
     progress.update(order.size(), order.size());
     return out;
 }

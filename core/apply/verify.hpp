@@ -25,12 +25,13 @@ class DiskImage;
 
 /// XXH3-64 of every stream's clusters (holes as zeros), one per `volume.streams` entry in
 /// its order; nullopt for the streams `skip` names. Read from `image` through `volume`'s
-/// runlists. Throws what DiskImage::read throws and Error(Cancelled) from `progress`
-/// (streams). Cost: reads every allocated cluster of the streams hashed once; 16 bytes a
-/// stream.
+/// runlists, by `workers` threads (the calling one among them), each hashing a share of
+/// about equal bytes. Throws what DiskImage::read throws and Error(Cancelled) from
+/// `progress` (streams). Cost: reads every allocated cluster of the streams hashed once;
+/// 16 bytes a stream and 1 MiB a worker.
 [[nodiscard]] std::vector<std::optional<std::uint64_t>> stream_digests(
     const DiskImage& image, const VolumeMap& volume, const Progress& progress = {},
-    const std::function<bool(const Stream&)>& skip = {});
+    const std::function<bool(const Stream&)>& skip = {}, unsigned workers = 1);
 
 /// A volume as the proofs of a copy expect to find it (docs/apply.md step 5), reduced to
 /// what they compare: the free clusters; each stream's key, a digest of its runs and the

@@ -19,7 +19,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyzers/layer_usage.hpp"
 #include "core/apply/disk_copy.hpp"
+#include "core/apply/mover.hpp"
 #include "core/apply/sparsify.hpp"
 #include "core/apply/verify.hpp"
 #include "core/error.hpp"
@@ -29,6 +31,7 @@
 #include "core/image/writable_raw_file.hpp"
 #include "core/plan/apply.hpp"
 #include "pipeline/compact.hpp"
+#include "pipeline/pipeline.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/hand_volume.hpp"
@@ -283,7 +286,7 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     REQUIRE(can_punch_holes(fd.get()));
     ByteSet only(ByteSet::interval_type::right_open(0, kSize));
     only -= ByteSet::interval_type::right_open(16384, 20480);
-    const SparseCopy copy = copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 4096});
+    const SparseCopy copy = copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 4096, {}});
     ByteSet want(ByteSet::interval_type::right_open(0, 4096));
     want += ByteSet::interval_type::right_open(8192, 16384);
     want += ByteSet::interval_type::right_open((1 << 20) - 4096, (1 << 20) + 4096);
@@ -296,8 +299,9 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
     std::fill(b.begin() + 16384, b.begin() + 20480, std::byte{0});  // left out: a hole
     CHECK(back == b);
-    CHECK(test::kind_of([&] { (void)copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 3000}); }) ==
-          ErrorKind::Internal);
+    CHECK(test::kind_of([&] {
+              (void)copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 3000, {}});
+          }) == ErrorKind::Internal);
 
     WritableRawFile file(fd.get(), path.string(), /*record_writes=*/true);
     const std::vector<std::byte> some(100, std::byte{7});
@@ -311,6 +315,116 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     WritableRawFile plain(fd.get(), path.string());
     plain.write(5000, some);
     CHECK(plain.written().empty());
+}
+
+TEST_CASE("the copy writes relocated bytes in disk order among the rest, their zero blocks left holes",
+          "[compact]") {
+    constexpr std::uint64_t kSize = 3 << 20;
+    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
+    auto& b = *bytes;
+    for (std::uint64_t i = 0; i < kSize; ++i) b[i] = static_cast<std::byte>(i % 251 + 1);
+    std::fill(b.begin() + 12288, b.begin() + 16384, std::byte{0});  // a zero block among data
+    const RawImage image(std::make_shared<MemorySource>("mem", bytes));
+    test::WorkDir dir("compact-relocate");
+    const fs::path path = dir / "out.raw";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    const ByteSet only(ByteSet::interval_type::right_open(0, 8192));
+    // Two pieces: 8 KiB of data, half of them zero, into the block after `only`; 12 KiB
+    // across the 1 MiB boundary from the disk's last MiB.
+    const std::vector<Relocation> relocated{{8192, 8192, 8192}, {(1 << 20) - 4096, (2 << 20) + 100, 12288}};
+    const SparseCopy copy = copy_disk_sparse(image, fd.get(), {}, nullptr, {&only, 4096, relocated});
+    ByteSet want(ByteSet::interval_type::right_open(0, 12288));
+    want += ByteSet::interval_type::right_open((1 << 20) - 4096, (1 << 20) + 8192);
+    CHECK(copy.blocks == want);
+    CHECK(copy.bytes_written == 12288 + 12288);
+    CHECK(stored_ranges(fd.get(), kSize) == want);
+    std::vector<std::byte> expected(kSize);
+    std::copy_n(b.begin(), 16384, expected.begin());
+    std::copy_n(b.begin() + (2 << 20) + 100, 12288, expected.begin() + (1 << 20) - 4096);
+    std::vector<std::byte> back(kSize);
+    REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
+    CHECK(back == expected);
+
+    // The deferred bytes read from the image, around and across the file's, until written.
+    WritableRawFile file(fd.get(), path.string(), /*record_writes=*/true);
+    ByteSet deferred(ByteSet::interval_type::right_open(4096, 6000));
+    deferred += ByteSet::interval_type::right_open(20000, 30000);
+    DeferredCopyDisk disk(file, image, deferred);
+    std::vector<std::byte> seen(32768);
+    disk.read(0, seen);
+    std::copy_n(b.begin() + 4096, 6000 - 4096, expected.begin() + 4096);
+    std::copy_n(b.begin() + 20000, 30000 - 20000, expected.begin() + 20000);
+    CHECK(std::equal(seen.begin(), seen.end(), expected.begin()));
+    const std::vector<std::byte> sevens(1000, std::byte{7});
+    disk.write(25000, sevens);
+    deferred -= ByteSet::interval_type::right_open(25000, 26000);
+    CHECK(disk.deferred() == deferred);
+    disk.read(24000, std::span(seen).first(3000));
+    CHECK(std::equal(seen.begin(), seen.begin() + 1000, b.begin() + 24000));
+    CHECK(std::equal(seen.begin() + 1000, seen.begin() + 2000, sevens.begin()));
+    CHECK(std::equal(seen.begin() + 2000, seen.begin() + 3000, b.begin() + 26000));
+    // copy() fetches only the deferred bytes asked for, and they are deferred no more.
+    CHECK(disk.copy(ByteSet(ByteSet::interval_type::right_open(5000, 26000))) == 1000 + 5000);
+    deferred -= ByteSet::interval_type::right_open(5000, 26000);
+    CHECK(disk.deferred() == deferred);
+    REQUIRE(::pread(fd.get(), back.data(), 32768, 0) == 32768);
+    CHECK(std::equal(back.begin() + 5000, back.begin() + 6000, b.begin() + 5000));
+    CHECK(std::equal(back.begin() + 20000, back.begin() + 25000, b.begin() + 20000));
+    CHECK(back[27000] == std::byte{0});  // still deferred: the file holds a hole there
+}
+
+TEST_CASE(
+    "compact's moves read the clusters they vacate from the input, and a skipped move's source is fetched",
+    "[compact]") {
+    const fs::path input = compact_image();
+    const OpenedImage opened = open_and_analyze(input.string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    PlanOptions packing;
+    packing.strategy = Strategy::Shrink;
+    packing.granule = 1 << 20;
+    packing.split_streams = true;
+    const PlannedVolume planned = plan_volume(opened, 0, packing, {});
+    REQUIRE(planned.plan.moves.size() > 10);
+    const ByteSet free_before = free_bytes_on_disk(map);
+    const ByteSet vacated = free_bytes_on_disk(*planned.after) - free_before;
+    const std::uint64_t size = opened.image->size();
+    const ByteSet keep = ByteSet(ByteSet::interval_type::right_open(0, size)) - free_before - vacated;
+
+    // As compact copies: neither the free clusters nor those the moves vacate.
+    test::WorkDir dir("compact-deferred");
+    const fs::path out = dir / "out.raw";
+    UniqueFd fd(::open(out.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, {}});
+    WritableRawFile file(fd.get(), out.string());
+    DeferredCopyDisk output(file, *opened.image, vacated);
+
+    // A move whose source the plan leaves free is left out, as if skipped: its source stays
+    // in use and must not stay a hole.
+    const auto source_of = [&map](const Move& m) {
+        const std::uint64_t at =
+            map.partition_offset + static_cast<std::uint64_t>(m.from_lcn) * map.cluster_size;
+        return ByteSet::interval_type::right_open(
+            at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
+    };
+    Plan rest = planned.plan;
+    const auto left_out = std::ranges::find_if(
+        rest.moves, [&](const Move& m) { return boost::icl::contains(vacated, source_of(m)); });
+    REQUIRE(left_out != rest.moves.end());
+    const auto source_bytes = source_of(*left_out);
+    rest.moves.erase(left_out);
+    const auto [sector, sectors] = test::mmls_partitions(input).at(0);
+    const VolumeWindow window{sector * 512, sectors * 512};
+    const MoveOutcome outcome = carry_out_moves(output, window, map, rest);
+    CHECK(outcome.done.size() > 10);
+
+    const ByteSet in_use = bytes_in_use(output, window, output.deferred());
+    CHECK(boost::icl::contains(in_use, source_bytes));
+    CHECK(output.copy(in_use) == boost::icl::length(in_use));
+    CHECK_FALSE(boost::icl::intersects(output.deferred(), in_use));
+    fd.reset();
+    check_same_files(input, out, sector, /*moved=*/true);
 }
 
 TEST_CASE(
