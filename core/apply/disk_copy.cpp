@@ -88,6 +88,7 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
 }
 
 void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) const {
+    if (out.empty()) return;
     const std::uint64_t end = offset + out.size();
     std::uint64_t at = offset;
     const auto [first, last] = deferred_.equal_range(ByteSet::interval_type::right_open(offset, end));
