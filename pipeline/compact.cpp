@@ -65,34 +65,6 @@ ByteSet destination_bytes(const VolumeMap& map, const Plan& plan) {
     return out;
 }
 
-/// The destinations of `plan`'s moves on `map`'s volume that lie in `free` (its free space
-/// before the moves), each taking the input's bytes at its source: what the moves will write
-/// there unless a move before them changed their source (carry_out_moves then writes what
-/// differs).
-std::vector<Relocation> predicted_destinations(const VolumeMap& map, const Plan& plan, const ByteSet& free) {
-    const auto bytes = [&map](std::int64_t lcn) {
-        return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
-    };
-    std::vector<Relocation> out;
-    out.reserve(plan.moves.size());
-    for (const Move& m : plan.moves) {
-        const Relocation r{bytes(m.to_lcn), bytes(m.from_lcn),
-                           static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
-        if (boost::icl::contains(free, ByteSet::interval_type::right_open(r.to, r.to + r.length)))
-            out.push_back(r);
-    }
-    return out;
-}
-
-/// `relocations` ascending and disjoint: of overlapping ones, the first in disk order stays.
-void keep_disjoint(std::vector<Relocation>& relocations) {
-    std::ranges::stable_sort(relocations, {}, &Relocation::to);
-    std::vector<Relocation> kept;
-    for (const Relocation& r : relocations)
-        if (kept.empty() || r.to >= kept.back().to + kept.back().length) kept.push_back(r);
-    relocations = std::move(kept);
-}
-
 std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
     return boost::icl::length(whole_granules_touching(bytes, granule)) / granule;
 }
@@ -351,22 +323,23 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // only the blocks written since (the moves, libntfs-3g's records) and those a discard
     // cuts into need reading again. The clusters the moves vacate are left out: the moves
     // read them from the input (DeferredCopyDisk) and find them written already, in this
-    // pass, at their destinations, so none is written twice or punched out afterwards.
+    // pass, at their destinations (copied_ahead), so none is read again, written twice or
+    // punched out afterwards.
     const std::uint64_t block = file_block(disk_file.fd());
     ByteSet vacated = free_after - free_before;
     const ByteSet keep = disk - free_before - vacated;
     std::vector<Relocation> destinations;
     for (std::size_t i = 0; i < planned.size(); ++i) {
         const std::vector<Relocation> d =
-            predicted_destinations(analysis.volumes[i].map, planned[i].plan, free_before);
+            moves_to_copy_ahead(analysis.volumes[i].map, planned[i].plan, keep, free_before);
         destinations.insert(destinations.end(), d.begin(), d.end());
     }
-    keep_disjoint(destinations);
+    std::ranges::sort(destinations, {}, &Relocation::to);  // the volumes are disjoint
     SparseCopy copy =
         copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
     result.bytes_copied = copy.bytes_written;
     WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
-    DeferredCopyDisk output(file, image, std::move(vacated));
+    DeferredCopyDisk output(file, image, std::move(vacated), std::move(destinations));
     if (options.pack) begin(options, CompactStep::Move);
     for (std::size_t i = 0; i < planned.size(); ++i) {
         CompactVolume volume;

@@ -2,6 +2,7 @@
 #include "core/apply/cow_disk.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -82,8 +83,7 @@ std::uint64_t CopyOnWriteDisk::release_unchanged() {
         const std::uint64_t present = std::min(kCluster, size() - start);
         overlay_.file().read(*overlay_.stored_at(index), std::span(ours).first(present));
         base_.read(start, std::span(theirs).first(present));
-        if (!std::equal(ours.begin(), ours.begin() + static_cast<std::ptrdiff_t>(present), theirs.begin()))
-            continue;
+        if (std::memcmp(ours.data(), theirs.data(), present) != 0) continue;
         overlay_.release(index);
         ++released;
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,27 @@ constexpr std::uint64_t kBlock = 1 << 20;
 
 }  // namespace
 
+std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan, const ByteSet& keep,
+                                            const ByteSet& free) {
+    const auto bytes = [&map](std::int64_t lcn) {
+        return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
+    };
+    std::vector<Relocation> out;
+    out.reserve(plan.moves.size());
+    for (const Move& m : plan.moves) {
+        const Relocation r{bytes(m.to_lcn), bytes(m.from_lcn),
+                           static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
+        if (!boost::icl::intersects(keep, ByteSet::interval_type::right_open(r.to, r.to + r.length)) &&
+            !boost::icl::intersects(free, ByteSet::interval_type::right_open(r.from, r.from + r.length)))
+            out.push_back(r);
+    }
+    std::ranges::stable_sort(out, {}, &Relocation::to);
+    std::vector<Relocation> disjoint;
+    for (const Relocation& r : out)
+        if (disjoint.empty() || r.to >= disjoint.back().to + disjoint.back().length) disjoint.push_back(r);
+    return disjoint;
+}
+
 SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress, RateLimiter* limiter,
                             const SparseCopyOptions& options) {
     const std::uint64_t hole = options.hole_block;
@@ -36,43 +58,71 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
     ByteSet stored = image.stored();
     stored &= ByteSet(ByteSet::interval_type::right_open(0, size));
     if (options.only != nullptr) stored &= *options.only;
-    std::vector<std::byte> block(kBlock);
+    // The bytes read and not yet written: disk bytes [pending_at, pending_at + pending).
+    // Pieces that follow each other on the disk go out in one write, however scattered their
+    // sources: a packed volume's small files, each a piece of its own, would otherwise cost
+    // a system call apiece.
+    std::vector<std::byte> buffer(kBlock);
+    std::uint64_t pending_at = 0;
+    std::uint64_t pending = 0;
     SparseCopy out;
-    // Writes block bytes [from, from + length), which go to disk offset `at` + from.
-    const auto put = [&](std::uint64_t at, std::uint64_t from, std::uint64_t length) {
+    // Writes `length` bytes from `data` at disk offset `at`.
+    const auto put = [&](const std::byte* data, std::uint64_t length, std::uint64_t at) {
+        if (length == 0) return;
         for (std::uint64_t done = 0; done < length;) {
-            const ssize_t n = ::pwrite(fd, block.data() + from + done, length - done,
-                                       static_cast<off_t>(at + from + done));
+            const ssize_t n = ::pwrite(fd, data + done, length - done, static_cast<off_t>(at + done));
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) host_failure("cannot write the new disk");
             done += static_cast<std::uint64_t>(n);
         }
         out.bytes_written += length;
-        const std::uint64_t lo = (at + from) / hole * hole;
-        out.blocks += ByteSet::interval_type::right_open(lo, std::min(size, (at + from + length + hole - 1) / hole * hole));
+        out.blocks += ByteSet::interval_type::right_open(
+            at / hole * hole, std::min(size, (at + length + hole - 1) / hole * hole));
+    };
+    const auto flush = [&] {
+        if (pending != 0) put(buffer.data(), pending, pending_at);
+        pending = 0;
     };
     // Copies the image's bytes [from, from + length) to disk offset `to`.
     const auto copy = [&](std::uint64_t to, std::uint64_t from, std::uint64_t length) {
         for (std::uint64_t at = to; at < to + length;) {
             progress.update(at, size);
-            // Reads end on 1 MiB boundaries of the copy, so each hole block lies in one read.
-            const std::uint64_t n = std::min(kBlock - at % kBlock, to + length - at);
+            if (pending == kBlock || (pending != 0 && pending_at + pending != at)) flush();
+            if (pending == 0) pending_at = at;
+            // A read ends on a hole block's boundary unless the piece ends first, so that each
+            // block of the piece is tested whole.
+            std::uint64_t n = std::min(kBlock - pending, to + length - at);
+            if (at + n < to + length) n -= (at + n) % hole;
+            if (n == 0) {
+                flush();
+                continue;
+            }
             if (limiter != nullptr) {
                 limiter->acquire(n, progress.stop);
                 progress.update(at, size);  // a stop ends the wait: cancel now
             }
-            image.read(from + (at - to), std::span<std::byte>(block.data(), n));
-            std::uint64_t run = 0;  // the non-zero bytes not yet written: [run, off)
-            std::uint64_t off = 0;
-            while (off < n) {
+            std::byte* const read = buffer.data() + pending;
+            image.read(from + (at - to), std::span<std::byte>(read, n));
+            // A zero block (or the piece's part of one) is not written: what precedes it
+            // goes out, and what follows the last one stays pending.
+            std::uint64_t kept = 0;  // [kept, n) of this read may still be written
+            for (std::uint64_t off = 0; off < n;) {
                 const std::uint64_t len = std::min(hole - (at + off) % hole, n - off);
-                if (all_zero(std::span<const std::byte>(block.data() + off, len))) {
-                    if (off > run) put(at, run, off - run);
-                    run = off + len;
+                if (all_zero(std::span<const std::byte>(read + off, len))) {
+                    if (kept == 0)
+                        put(buffer.data(), pending + off, pending_at);
+                    else if (off > kept)
+                        put(read + kept, off - kept, at + kept);
+                    pending = 0;
+                    kept = off + len;
                 }
                 off += len;
             }
-            if (n > run) put(at, run, n - run);
+            if (kept != 0) {
+                std::memmove(buffer.data(), read + kept, n - kept);
+                pending_at = at + kept;
+            }
+            pending += n - kept;
             at += n;
         }
     };
@@ -83,9 +133,14 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
         copy(range.lower(), range.lower(), boost::icl::length(range));
     }
     for (; moved != options.relocated.end(); ++moved) copy(moved->to, moved->from, moved->length);
+    flush();
     progress.update(size, size);
     return out;
 }
+
+DeferredCopyDisk::DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
+                                   std::vector<Relocation> relocated)
+    : file_(file), image_(image), deferred_(std::move(deferred)), relocated_(std::move(relocated)) {}
 
 void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) const {
     if (out.empty()) return;
@@ -104,7 +159,24 @@ void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) cons
 
 void DeferredCopyDisk::write(std::uint64_t offset, std::span<const std::byte> bytes) {
     file_.write(offset, bytes);
-    deferred_ -= ByteSet::interval_type::right_open(offset, offset + bytes.size());
+    const auto written = ByteSet::interval_type::right_open(offset, offset + bytes.size());
+    deferred_ -= written;
+    changed_ += written;
+}
+
+bool DeferredCopyDisk::copied_ahead(std::uint64_t to, std::uint64_t from, std::uint64_t length) {
+    if (length == 0) return true;
+    const auto piece = std::ranges::upper_bound(relocated_, to, {}, &Relocation::to);
+    if (piece == relocated_.begin()) return false;
+    const Relocation& r = *std::prev(piece);
+    const auto target = ByteSet::interval_type::right_open(to, to + length);
+    if (to + length > r.to + r.length || from != r.from + (to - r.to) ||
+        boost::icl::intersects(changed_, target) ||
+        boost::icl::intersects(changed_, ByteSet::interval_type::right_open(from, from + length)))
+        return false;
+    deferred_ -= target;
+    changed_ += target;
+    return true;
 }
 
 std::uint64_t DeferredCopyDisk::copy(const ByteSet& bytes) {

@@ -6,10 +6,13 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/image/disk_image.hpp"
 #include "core/image/writable_disk.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/model/volume_map.hpp"
+#include "core/plan/plan.hpp"
 #include "core/progress.hpp"
 
 namespace guestfrag {
@@ -31,6 +34,16 @@ struct Relocation {
     std::uint64_t length = 0;
 };
 
+/// The moves of `plan` on `map`'s volume whose destinations a copy may write ahead: each
+/// lies outside `keep` (what the copy writes in place), so it is free before the moves or
+/// vacated by them, and its source is the input's data, outside `free` (the volume's free
+/// space before the moves). Each takes the input's bytes at the move's source, which the
+/// move finds in place unless a move before it changed either range
+/// (DeferredCopyDisk::copied_ahead). Ascending and disjoint: of overlapping destinations
+/// the first in disk order (then in the plan) stays.
+[[nodiscard]] std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan,
+                                                          const ByteSet& keep, const ByteSet& free);
+
 struct SparseCopyOptions {
     /// When set, nothing outside it (and the relocations) is read or written (compaction
     /// leaves NTFS-free clusters out).
@@ -50,7 +63,8 @@ struct SparseCopyOptions {
 /// stores and that are not in an all-zero block are written, so unallocated and zero areas
 /// stay holes. Throws Error(Io) for a host failure, Error(Internal) for a bad hole_block,
 /// what DiskImage::read throws, and Error(Cancelled) from `progress` (bytes of the disk
-/// done). Each 1 MiB read first takes its bytes from `limiter` when there is one.
+/// done). Each read (at most 1 MiB) first takes its bytes from `limiter` when there is one.
+/// Bytes that follow each other on the disk are written together, up to 1 MiB at a time.
 /// Cost: reads the allocated part of the image (within `only`) and the relocations' sources
 /// once; memory 1 MiB and the written blocks as intervals.
 SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {},
@@ -60,11 +74,14 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
 /// write replaces them, they read from the image. Compaction leaves out of its copy the
 /// clusters its packing moves vacate: the moves read them through this disk and write them
 /// once, at their destinations, and copy() fetches only those a skipped move leaves in
-/// use. Borrows `file` and `image`, which must outlive it. Not safe for concurrent writes.
+/// use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from sources the
+/// image uses: a move between the two finds them there (copied_ahead) while neither has
+/// changed since. Borrows `file` and `image`, which must outlive it. Not safe for
+/// concurrent writes.
 class DeferredCopyDisk final : public WritableDisk {
 public:
-    DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred)
-        : file_(file), image_(image), deferred_(std::move(deferred)) {}
+    DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
+                     std::vector<Relocation> relocated = {});
 
     [[nodiscard]] const std::string& path() const noexcept override { return file_.path(); }
 
@@ -73,6 +90,11 @@ public:
 
     /// Throws what the file throws.
     void write(std::uint64_t offset, std::span<const std::byte> bytes) override;
+
+    /// True when [to, to + length) lies in one relocated piece taking the image's bytes at
+    /// `from` and neither range was written or taken since: the piece is then taken as
+    /// written now (no longer deferred, and its bytes no longer the image's).
+    bool copied_ahead(std::uint64_t to, std::uint64_t from, std::uint64_t length) override;
 
     /// The bytes not copied and not written since.
     [[nodiscard]] const ByteSet& deferred() const noexcept { return deferred_; }
@@ -85,6 +107,8 @@ private:
     WritableRawFile& file_;
     const DiskImage& image_;
     ByteSet deferred_;
+    std::vector<Relocation> relocated_;
+    ByteSet changed_;  ///< written or taken since the copy
 };
 
 }  // namespace guestfrag

@@ -15,6 +15,7 @@
 #include "core/image/writable_disk.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "core/ntfs/ntfs3g.hpp"
+#include "core/ntfs/ntfs_device.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
 #include "core/plan/apply.hpp"
 
@@ -113,6 +114,13 @@ struct Copying {
 
 void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::int64_t count, Copying& copying) {
     const std::int64_t cs = vol->cluster_size;
+    // Compaction's copy wrote most destinations ahead, from sources nothing has touched
+    // since: the disk knows, and neither is read (the output's proofs read both later).
+    if (ntfs::copied_ahead(vol->dev, static_cast<std::uint64_t>(to * cs),
+                           static_cast<std::uint64_t>(from * cs), static_cast<std::uint64_t>(count * cs))) {
+        copying.bytes += static_cast<std::uint64_t>(count * cs);
+        return;
+    }
     std::vector<char> data(static_cast<std::size_t>(std::min(count * cs, kCopyBlock)));
     std::vector<char> back(data.size());
     for (std::int64_t done = 0; done < count * cs;) {
@@ -121,8 +129,7 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
         errno = 0;
         if (ntfs_pread(vol->dev, from * cs + done, n, data.data()) != n)
             ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(from));
-        // A destination that holds the bytes already (compaction writes them ahead, in disk
-        // order with its copy) is not written again.
+        // A destination that holds the bytes already is not written again.
         if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
             ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(to));
         if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0) {

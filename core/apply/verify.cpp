@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <compare>
+#include <cstring>
 #include <future>
 #include <iterator>
 #include <memory>
@@ -376,7 +377,8 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
             const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
             const bool was = in_use(bits_in, r);
             const bool is = in_use(bits_out, r);
-            if (was == is && std::equal(ra.begin(), ra.end(), rb.begin())) continue;
+            // memcmp, not std::equal: libstdc++ compares std::byte ranges a byte at a time.
+            if (was == is && std::memcmp(ra.data(), rb.data(), size) == 0) continue;
             const std::uint64_t base_in = base_of(ra, r);
             const std::uint64_t base_out = base_of(rb, r);
             auto file = find_sorted(moved, base_in);

@@ -30,6 +30,15 @@ public:
     /// Writes all of `bytes` at `offset`. Throws Error(Io) (and Error(Corrupt) past the end
     /// of a disk of fixed size).
     virtual void write(std::uint64_t offset, std::span<const std::byte> bytes) = 0;
+
+    /// Whether bytes [to, to + length) hold already what bytes [from, from + length) hold,
+    /// because a copy made ahead wrote them there and neither range changed since; when so,
+    /// the disk takes them as written now, and a copy between the two has nothing to do.
+    /// False when the disk does not know (the default).
+    virtual bool copied_ahead(std::uint64_t to, std::uint64_t from, std::uint64_t length) {
+        (void)to, (void)from, (void)length;
+        return false;
+    }
 };
 
 }  // namespace guestfrag

@@ -72,6 +72,15 @@ public:
         }
     }
 
+    /// Whether a change not written back yet touches [at, at + n).
+    [[nodiscard]] bool changed_within(std::uint64_t at, std::uint64_t n) {
+        bool changed = false;
+        for_cached(at, n, [&](std::uint64_t, const Page& page) {
+            changed = changed || page.dirty_hi > page.dirty_lo;
+        });
+        return changed;
+    }
+
     /// Writes every changed byte back, in disk order.
     void flush() {
         for (auto& [index, page] : pages_) write_back(index, page);
@@ -314,7 +323,20 @@ struct DeviceOperations {
     static inline ntfs_device_operations table = {
         open, close, seek, read, write, pread, pwrite, sync, stat, ioctl,
     };
+
+    static bool copied_ahead(ntfs_device* dev, std::uint64_t to, std::uint64_t from, std::uint64_t length) {
+        if (dev == nullptr || dev->d_ops != &table) return false;
+        const Device::Window& w = window(dev);
+        if (w.file == nullptr || to + length > w.length || from + length > w.length) return false;
+        return !w.cache->changed_within(w.offset + to, length) &&
+               !w.cache->changed_within(w.offset + from, length) &&
+               w.file->copied_ahead(w.offset + to, w.offset + from, length);
+    }
 };
+
+bool copied_ahead(ntfs_device* dev, std::uint64_t to, std::uint64_t from, std::uint64_t length) {
+    return DeviceOperations::copied_ahead(dev, to, from, length);
+}
 
 void Device::Free::operator()(ntfs_device* device) const noexcept {
     // Only devices no volume took over get here, and a failed mount closes what it opened:

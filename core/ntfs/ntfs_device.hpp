@@ -52,5 +52,10 @@ private:
     std::unique_ptr<ntfs_device, Free> device_;
 };
 
+/// Whether the volume bytes [to, to + length) of `dev` hold already what [from, from +
+/// length) hold: `dev` is a writable Device whose disk says so (WritableDisk::copied_ahead,
+/// which then takes them as written) and no change it caches touches either range.
+[[nodiscard]] bool copied_ahead(ntfs_device* dev, std::uint64_t to, std::uint64_t from, std::uint64_t length);
+
 }  // namespace ntfs
 }  // namespace guestfrag

@@ -379,10 +379,36 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
     CHECK(std::equal(back.begin() + 5000, back.begin() + 6000, b.begin() + 5000));
     CHECK(std::equal(back.begin() + 20000, back.begin() + 25000, b.begin() + 20000));
     CHECK(back[27000] == std::byte{0});  // still deferred: the file holds a hole there
+
+    // A piece written ahead is found in place while neither it nor its source has changed,
+    // and is then taken as written.
+    const std::uint64_t to = (1 << 20) - 4096;
+    const std::uint64_t from = (2 << 20) + 100;
+    ByteSet later(ByteSet::interval_type::right_open(to, to + 12288));  // vacated, then moved into
+    later += ByteSet::interval_type::right_open(2 << 20, 3 << 20);
+    DeferredCopyDisk moves(file, image, later, relocated);
+    CHECK(moves.copied_ahead(to, from, 0));
+    CHECK_FALSE(moves.copied_ahead(to, from + 1, 4096));  // not its source
+    CHECK_FALSE(moves.copied_ahead(to, from, 12289));     // past the piece
+    CHECK_FALSE(moves.copied_ahead(4096, 4096, 4096));    // no piece there
+    const std::vector<std::byte> page(4096, std::byte{9});
+    moves.write(from + 8192, page);  // a source changed
+    CHECK_FALSE(moves.copied_ahead(to + 8192, from + 8192, 4096));
+    moves.write(to + 4096, page);  // a destination changed
+    CHECK_FALSE(moves.copied_ahead(to, from, 8192));
+    CHECK(moves.copied_ahead(to, from, 4096));
+    later -= ByteSet::interval_type::right_open(to, to + 8192);
+    later -= ByteSet::interval_type::right_open(from + 8192, from + 12288);
+    CHECK(moves.deferred() == later);
+    CHECK_FALSE(moves.copied_ahead(to, from, 4096));  // taken once
+    disk.read(to, std::span(seen).first(4096));       // the file's bytes there now
+    CHECK(std::equal(seen.begin(), seen.begin() + 4096, b.begin() + from));
 }
 
 TEST_CASE(
-    "compact's moves read the clusters they vacate from the input, and a skipped move's source is fetched",
+    "compact's moves find the destinations written ahead, read what they vacate from the input, and a "
+    "skipped "
+    "move's source is fetched",
     "[compact]") {
     const fs::path input = compact_image();
     const OpenedImage opened = open_and_analyze(input.string());
@@ -403,9 +429,12 @@ TEST_CASE(
     const fs::path out = dir / "out.raw";
     UniqueFd fd(::open(out.c_str(), O_RDWR | O_CREAT, 0600));
     REQUIRE(fd.get() >= 0);
-    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, {}});
-    WritableRawFile file(fd.get(), out.string());
-    DeferredCopyDisk output(file, *opened.image, vacated);
+    // The destinations written ahead, as compact does.
+    const std::vector<Relocation> ahead = moves_to_copy_ahead(map, planned.plan, keep, free_before);
+    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, ahead});
+    REQUIRE(ahead.size() > 10);
+    WritableRawFile file(fd.get(), out.string(), /*record_writes=*/true);
+    DeferredCopyDisk output(file, *opened.image, vacated, ahead);
 
     // A move whose source the plan leaves free is left out, as if skipped: its source stays
     // in use and must not stay a hole.
@@ -425,6 +454,13 @@ TEST_CASE(
     const VolumeWindow window{sector * 512, sectors * 512};
     const MoveOutcome outcome = carry_out_moves(output, window, map, rest);
     CHECK(outcome.done.size() > 10);
+    // Almost every move found its bytes in place and wrote nothing there; the few others
+    // found a destination or source changed by an earlier write and copied as before.
+    const auto rewritten = std::ranges::count_if(ahead, [&](const Relocation& r) {
+        return boost::icl::intersects(file.written(),
+                                      ByteSet::interval_type::right_open(r.to, r.to + r.length));
+    });
+    CHECK(static_cast<std::size_t>(rewritten) * 50 < ahead.size());
 
     const ByteSet in_use = bytes_in_use(output, window, output.deferred());
     CHECK(boost::icl::contains(in_use, source_bytes));
