@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <stop_token>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -44,18 +45,33 @@ const Stream* find_stream(const VolumeMap& map, const Move& move) {
     return nullptr;
 }
 
+/// The $Bitmap bits of clusters [first, last) of `vol`, read at once.
+class BitmapSpan {
+public:
+    /// Throws Error(Io) when $Bitmap cannot be read.
+    BitmapSpan(ntfs_volume* vol, std::int64_t first, std::int64_t last)
+        : first_byte_(first / 8), bits_(static_cast<std::size_t>((last - 1) / 8 - first_byte_ + 1)) {
+        errno = 0;
+        if (ntfs_attr_pread(vol->lcnbmp_na, first_byte_, static_cast<s64>(bits_.size()), bits_.data()) !=
+            static_cast<s64>(bits_.size()))
+            ntfs::throw_library_error(ErrorKind::Io, "cannot read $Bitmap");
+    }
+
+    [[nodiscard]] bool used(std::int64_t cluster) const {
+        return (bits_[static_cast<std::size_t>(cluster / 8 - first_byte_)] >> (cluster % 8) & 1u) != 0;
+    }
+
+private:
+    std::int64_t first_byte_;
+    std::vector<std::uint8_t> bits_;
+};
+
 /// Whether every cluster of [lcn, lcn + count) is clear in $Bitmap.
 bool clusters_free(ntfs_volume* vol, std::int64_t lcn, std::int64_t count) {
     if (lcn < 0 || count <= 0 || lcn + count > vol->nr_clusters) return false;
-    const std::int64_t first = lcn / 8;
-    const std::int64_t last = (lcn + count - 1) / 8;
-    std::vector<std::uint8_t> bits(static_cast<std::size_t>(last - first + 1));
-    errno = 0;
-    if (ntfs_attr_pread(vol->lcnbmp_na, first, static_cast<s64>(bits.size()), bits.data()) !=
-        static_cast<s64>(bits.size()))
-        ntfs::throw_library_error(ErrorKind::Io, "cannot read $Bitmap");
+    const BitmapSpan bitmap(vol, lcn, lcn + count);
     for (std::int64_t c = lcn; c < lcn + count; ++c)
-        if (bits[static_cast<std::size_t>(c / 8 - first)] & (1u << (c % 8))) return false;
+        if (bitmap.used(c)) return false;
     return true;
 }
 
@@ -123,23 +139,28 @@ void copy_clusters(ntfs_volume* vol, std::int64_t from, std::int64_t to, std::in
     }
     std::vector<char> data(static_cast<std::size_t>(std::min(count * cs, kCopyBlock)));
     std::vector<char> back(data.size());
+    const auto read = [&](std::int64_t lcn, std::int64_t at, std::int64_t n, std::vector<char>& into,
+                          const char* what) {
+        if (ntfs_pread(vol->dev, lcn * cs + at, n, into.data()) != n)
+            ntfs::throw_library_error(ErrorKind::Io,
+                                      std::string(what) + " clusters at LCN " + std::to_string(lcn));
+    };
     for (std::int64_t done = 0; done < count * cs;) {
         const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(data.size()), count * cs - done);
+        const auto same = [&] {
+            return std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) == 0;
+        };
         if (copying.limiter != nullptr) copying.limiter->acquire(static_cast<std::uint64_t>(n), copying.stop);
         errno = 0;
-        if (ntfs_pread(vol->dev, from * cs + done, n, data.data()) != n)
-            ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(from));
+        read(from, done, n, data, "cannot read");
         // A destination that holds the bytes already is not written again.
-        if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
-            ntfs::throw_library_error(ErrorKind::Io, "cannot read clusters at LCN " + std::to_string(to));
-        if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0) {
+        read(to, done, n, back, "cannot read");
+        if (!same()) {
             if (ntfs_pwrite(vol->dev, to * cs + done, n, data.data()) != n)
                 ntfs::throw_library_error(ErrorKind::Io,
                                           "cannot write clusters at LCN " + std::to_string(to));
-            if (ntfs_pread(vol->dev, to * cs + done, n, back.data()) != n)
-                ntfs::throw_library_error(ErrorKind::Io,
-                                          "cannot read back clusters at LCN " + std::to_string(to));
-            if (std::memcmp(data.data(), back.data(), static_cast<std::size_t>(n)) != 0)
+            read(to, done, n, back, "cannot read back");
+            if (!same())
                 throw Error(ErrorKind::Io,
                             "clusters written at LCN " + std::to_string(to) + " do not read back the same");
         }
@@ -317,17 +338,12 @@ ByteSet bytes_in_use(WritableDisk& disk, const VolumeWindow& window, const ByteS
     const auto cs = static_cast<std::uint64_t>(vol->cluster_size);
     const std::uint64_t end = window.offset + static_cast<std::uint64_t>(vol->nr_clusters) * cs;
     ByteSet used;
-    std::vector<std::uint8_t> bits;
     for (const auto& range : within & ByteSet(ByteSet::interval_type::right_open(window.offset, end))) {
         const std::uint64_t first = (range.lower() - window.offset) / cs;
         const std::uint64_t last = (range.upper() - window.offset + cs - 1) / cs;  // past the end
-        bits.resize((last - 1) / 8 - first / 8 + 1);
-        errno = 0;
-        if (ntfs_attr_pread(vol->lcnbmp_na, static_cast<s64>(first / 8), static_cast<s64>(bits.size()),
-                            bits.data()) != static_cast<s64>(bits.size()))
-            ntfs::throw_library_error(ErrorKind::Io, "cannot read $Bitmap");
+        const BitmapSpan bitmap(vol, static_cast<std::int64_t>(first), static_cast<std::int64_t>(last));
         for (std::uint64_t c = first; c < last; ++c)
-            if (bits[c / 8 - first / 8] & (1u << (c % 8)))
+            if (bitmap.used(static_cast<std::int64_t>(c)))
                 used +=
                     ByteSet::interval_type::right_open(std::max(range.lower(), window.offset + c * cs),
                                                        std::min(range.upper(), window.offset + (c + 1) * cs));
