@@ -53,18 +53,6 @@ constexpr std::array<FormatInfo, 4> kFormats{{
 
 bool power_of_two(std::uint64_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
-/// The virtual-disk bytes the moves of `plan` write on `map`'s volume.
-ByteSet destination_bytes(const VolumeMap& map, const Plan& plan) {
-    ByteSet out;
-    for (const Move& m : plan.moves) {
-        const std::uint64_t at =
-            map.partition_offset + static_cast<std::uint64_t>(m.to_lcn) * map.cluster_size;
-        out += ByteSet::interval_type::right_open(
-            at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
-    }
-    return out;
-}
-
 std::uint64_t granules(const ByteSet& bytes, std::uint64_t granule) {
     return boost::icl::length(whole_granules_touching(bytes, granule)) / granule;
 }
@@ -295,15 +283,18 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     ByteSet free_before;
     ByteSet free_after;
     ByteSet written = stored;
+    ByteSet moved_out;  // the moves' sources
     for (std::size_t i = 0; i < planned.size(); ++i) {
         free_before += free_bytes_on_disk(analysis.volumes[i].map);
         free_after += free_bytes_on_disk(*planned[i].after);
-        written += destination_bytes(analysis.volumes[i].map, planned[i].plan);
+        written += moved_bytes(analysis.volumes[i].map, planned[i].plan, &Move::to_lcn);
+        moved_out += moved_bytes(analysis.volumes[i].map, planned[i].plan, &Move::from_lcn);
         planned[i].after.reset();  // the proofs replay the moves done themselves (expect_moves)
     }
     result.granules_input = granules(stored, result.granule);
     result.granules_sparsified = granules(stored - free_before, result.granule);
     result.granules_packed = granules((written & disk) - free_after, result.granule);
+    free_after.clear();  // its nodes, before the copy's sets fill
     result.host_bytes_input = input_held_bytes(image);
 
     // The raw disk: the output itself, or the intermediate a container is converted from.
@@ -321,13 +312,14 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     begin(options, CompactStep::Copy);
     // Copied in the file system's blocks, each tested for zeros as it is read: afterwards
     // only the blocks written since (the moves, libntfs-3g's records) and those a discard
-    // cuts into need reading again. The clusters the moves vacate are left out: the moves
-    // read them from the input (DeferredCopyDisk) and find them written already, in this
-    // pass, at their destinations (copied_ahead), so none is read again, written twice or
-    // punched out afterwards.
+    // cuts into need reading again. The clusters the moves take data out of are left out:
+    // the moves read them from the input (DeferredCopyDisk) and find them written already,
+    // in this pass, at their destinations (copied_ahead), those the packing fills again
+    // with other data among them, so none is read again, written twice or punched out
+    // afterwards.
     const std::uint64_t block = file_block(disk_file.fd());
-    ByteSet vacated = free_after - free_before;
-    const ByteSet keep = disk - free_before - vacated;
+    moved_out -= free_before;  // a stream moved twice: its second move's source was free
+    const ByteSet keep = disk - free_before - moved_out;
     std::vector<Relocation> destinations;
     for (std::size_t i = 0; i < planned.size(); ++i) {
         const std::vector<Relocation> d =
@@ -339,7 +331,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
     result.bytes_copied = copy.bytes_written;
     WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
-    DeferredCopyDisk output(file, image, std::move(vacated), std::move(destinations));
+    DeferredCopyDisk output(file, image, std::move(moved_out), std::move(destinations));
     if (options.pack) begin(options, CompactStep::Move);
     for (std::size_t i = 0; i < planned.size(); ++i) {
         CompactVolume volume;

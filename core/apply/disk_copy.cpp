@@ -26,6 +26,16 @@ constexpr std::uint64_t kBlock = 1 << 20;
 
 }  // namespace
 
+ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end) {
+    ByteSet out;
+    for (const Move& m : plan.moves) {
+        const std::uint64_t at = map.partition_offset + static_cast<std::uint64_t>(m.*end) * map.cluster_size;
+        out += ByteSet::interval_type::right_open(
+            at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
+    }
+    return out;
+}
+
 std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan, const ByteSet& keep,
                                             const ByteSet& free) {
     const auto bytes = [&map](std::int64_t lcn) {

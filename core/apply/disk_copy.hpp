@@ -34,9 +34,13 @@ struct Relocation {
     std::uint64_t length = 0;
 };
 
+/// The virtual-disk bytes of the moves of `plan` on `map`'s volume at one end: their
+/// destinations (`end` = &Move::to_lcn) or their sources (&Move::from_lcn).
+[[nodiscard]] ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end);
+
 /// The moves of `plan` on `map`'s volume whose destinations a copy may write ahead: each
 /// lies outside `keep` (what the copy writes in place), so it is free before the moves or
-/// vacated by them, and its source is the input's data, outside `free` (the volume's free
+/// a source of theirs, and its source is the input's data, outside `free` (the volume's free
 /// space before the moves). Each takes the input's bytes at the move's source, which the
 /// move finds in place unless a move before it changed either range
 /// (DeferredCopyDisk::copied_ahead). Ascending and disjoint: of overlapping destinations
@@ -72,9 +76,9 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
 
 /// A raw file being copied from an image in which some bytes are not copied yet: until a
 /// write replaces them, they read from the image. Compaction leaves out of its copy the
-/// clusters its packing moves vacate: the moves read them through this disk and write them
-/// once, at their destinations, and copy() fetches only those a skipped move leaves in
-/// use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from sources the
+/// clusters its packing moves take data out of: the moves read them through this disk and
+/// write them once, at their destinations, and copy() fetches only those a skipped move
+/// leaves in use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from sources the
 /// image uses: a move between the two finds them there (copied_ahead) while neither has
 /// changed since. Borrows `file` and `image`, which must outlive it. Not safe for
 /// concurrent writes.

@@ -421,10 +421,13 @@ TEST_CASE(
     REQUIRE(planned.plan.moves.size() > 10);
     const ByteSet free_before = free_bytes_on_disk(map);
     const ByteSet vacated = free_bytes_on_disk(*planned.after) - free_before;
+    const ByteSet moved_out = moved_bytes(map, planned.plan, &Move::from_lcn) - free_before;
+    REQUIRE(boost::icl::contains(moved_out, vacated));
+    REQUIRE(moved_out != vacated);  // some sources are filled again
     const std::uint64_t size = opened.image->size();
-    const ByteSet keep = ByteSet(ByteSet::interval_type::right_open(0, size)) - free_before - vacated;
+    const ByteSet keep = ByteSet(ByteSet::interval_type::right_open(0, size)) - free_before - moved_out;
 
-    // As compact copies: neither the free clusters nor those the moves vacate.
+    // As compact copies: neither the free clusters nor those the moves take data out of.
     test::WorkDir dir("compact-deferred");
     const fs::path out = dir / "out.raw";
     UniqueFd fd(::open(out.c_str(), O_RDWR | O_CREAT, 0600));
@@ -434,7 +437,7 @@ TEST_CASE(
     (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, ahead});
     REQUIRE(ahead.size() > 10);
     WritableRawFile file(fd.get(), out.string(), /*record_writes=*/true);
-    DeferredCopyDisk output(file, *opened.image, vacated, ahead);
+    DeferredCopyDisk output(file, *opened.image, moved_out, ahead);
 
     // A move whose source the plan leaves free is left out, as if skipped: its source stays
     // in use and must not stay a hole.
