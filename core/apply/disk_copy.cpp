@@ -24,12 +24,17 @@ constexpr std::uint64_t kBlock = 1 << 20;
     throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
 }
 
+/// The disk offset of cluster `lcn` of `map`'s volume.
+std::uint64_t disk_offset(const VolumeMap& map, std::int64_t lcn) {
+    return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
+}
+
 }  // namespace
 
 ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end) {
     ByteSet out;
     for (const Move& m : plan.moves) {
-        const std::uint64_t at = map.partition_offset + static_cast<std::uint64_t>(m.*end) * map.cluster_size;
+        const std::uint64_t at = disk_offset(map, m.*end);
         out += ByteSet::interval_type::right_open(
             at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
     }
@@ -38,13 +43,10 @@ ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*
 
 std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan, const ByteSet& keep,
                                             const ByteSet& free) {
-    const auto bytes = [&map](std::int64_t lcn) {
-        return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
-    };
     std::vector<Relocation> out;
     out.reserve(plan.moves.size());
     for (const Move& m : plan.moves) {
-        const Relocation r{bytes(m.to_lcn), bytes(m.from_lcn),
+        const Relocation r{disk_offset(map, m.to_lcn), disk_offset(map, m.from_lcn),
                            static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
         if (!boost::icl::intersects(keep, ByteSet::interval_type::right_open(r.to, r.to + r.length)) &&
             !boost::icl::intersects(free, ByteSet::interval_type::right_open(r.from, r.from + r.length)))

@@ -78,10 +78,10 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
 /// write replaces them, they read from the image. Compaction leaves out of its copy the
 /// clusters its packing moves take data out of: the moves read them through this disk and
 /// write them once, at their destinations, and copy() fetches only those a skipped move
-/// leaves in use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from sources the
-/// image uses: a move between the two finds them there (copied_ahead) while neither has
-/// changed since. Borrows `file` and `image`, which must outlive it. Not safe for
-/// concurrent writes.
+/// leaves in use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from
+/// sources the image uses: a move between the two finds them there (copied_ahead) while
+/// neither has changed since. Borrows `file` and `image`, which must outlive it. Not safe
+/// for concurrent writes.
 class DeferredCopyDisk final : public WritableDisk {
 public:
     DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
