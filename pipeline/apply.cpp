@@ -103,6 +103,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
                             e.what() + "; --output-format qcow2 needs only what the moves touch");
         }
         result.output_file_bytes = input.image->size();
+        disk.start_writeback();  // beside the moves
         WritableRawFile file(disk.fd(), disk.path());
         if (options.on_step) options.on_step(ApplyStep::Move);
         result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move,

@@ -330,6 +330,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     SparseCopy copy =
         copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
     result.bytes_copied = copy.bytes_written;
+    disk_file.start_writeback();  // beside the moves and the proofs
     WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
     DeferredCopyDisk output(file, image, std::move(moved_out), std::move(destinations));
     if (options.pack) begin(options, CompactStep::Move);
@@ -344,9 +345,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         }
         result.volumes.push_back(std::move(volume));
     }
-    // No fsync yet: what the moves leave free is punched out below, and what is punched
-    // before it reaches the disk is never written at all. The one fsync comes before OUT
-    // is kept.
+    // No fsync yet: the copy's bytes are on their way to the host disk, and what the moves
+    // leave free is punched out below, so what is punched before it reaches the disk is
+    // never written at all. The one fsync comes before OUT is kept.
     release_freed_memory();  // what the copy and the mover freed, before the proofs' tables fill
     // Each volume as the moves done leave it; without verification, its free clusters are
     // what sparsifying punches out.

@@ -159,11 +159,20 @@ TemporaryDisk::TemporaryDisk(const fs::path& output, bool replace) : output_(out
 }
 
 TemporaryDisk::~TemporaryDisk() {
+    if (writeback_.joinable()) writeback_.join();  // before its descriptor is closed
     if (fd_ >= 0) ::close(fd_);
     if (!committed_) ::unlink(path_.c_str());
 }
 
-void TemporaryDisk::sync() const {
+void TemporaryDisk::start_writeback() {
+    if (writeback_.joinable()) return;
+    // A hint: sync() reports what fails. It blocks while the device's queue is full, over a
+    // second for 5 GB, which is why it has a thread.
+    writeback_ = std::jthread([fd = fd_] { (void)::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE); });
+}
+
+void TemporaryDisk::sync() {
+    if (writeback_.joinable()) writeback_.join();
     if (::fsync(fd_) != 0) throw Error(ErrorKind::Io, "cannot write " + path_ + ": " + std::strerror(errno));
 }
 
