@@ -416,9 +416,10 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
                                                 ntfs::library_reason(errno));
     };
     // Each chunk is read on a thread of its own while the one before it is parsed: copying
-    // $MFT out of the host's page cache was a quarter of the scan. Only that thread calls
-    // libntfs-3g meanwhile; the parser reads the volume's constants alone. Declared after
-    // the buffers, `ahead` waits for its read before they go, on every way out.
+    // $MFT out of the host's page cache was a quarter of the scan. Only that thread reads
+    // through the volume meanwhile; the parser's libntfs-3g calls (fixups, mapping pairs,
+    // names) work on the record alone and read the volume's constants. Declared after the
+    // buffers, `ahead` waits for its read before they go, on every way out.
     std::vector<std::byte> chunk(chunk_records * record_size);
     std::vector<std::byte> next(chunk.size());
     std::future<void> ahead;
