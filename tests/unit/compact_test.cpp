@@ -407,8 +407,7 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
 
 TEST_CASE(
     "compact's moves find the destinations written ahead, read what they vacate from the input, and a "
-    "skipped "
-    "move's source is fetched",
+    "skipped move's source is fetched",
     "[compact]") {
     const fs::path input = compact_image();
     const OpenedImage opened = open_and_analyze(input.string());
