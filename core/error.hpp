@@ -8,8 +8,8 @@
 
 namespace guestfrag {
 
-/// What kind of expected failure crossed the core boundary. The CLI maps every
-/// kind except Internal to exit status 2 ("bad or unsupported input").
+/// What kind of expected failure crossed the core boundary. The CLI maps Internal to exit
+/// status 3, Unfinished to 4 and every other kind to 2 ("bad or unsupported input").
 enum class ErrorKind {
     Io,           ///< the OS refused or failed a read (errno text in the message)
     NotFound,     ///< a named file (image, parent, plan) does not exist
@@ -17,6 +17,10 @@ enum class ErrorKind {
     Unsupported,  ///< valid input using a feature guestfrag does not handle
     Unsafe,       ///< dirty or hibernated volume: its on-disk state is not trustworthy
     Cancelled,    ///< the caller's stop token fired
+    /// guestfrag could not finish its own work on good input: a written disk did not prove
+    /// what the plan predicted, or libntfs-3g could not lay out a move's runlist. Nothing
+    /// was written; the fault is the tool's, not the input's (exit 4).
+    Unfinished,
     Internal,     ///< a broken invariant of ours (exit 3)
 };
 

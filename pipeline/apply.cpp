@@ -54,7 +54,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     std::vector<std::string> removed = remove_dead_leftovers(options.output, "an apply");
     if (options.on_step) options.on_step(ApplyStep::Analyse);
     // Not const: its map is let go before the output is analysed.
-    OpenedImage input = open_and_analyze(path, open, plan.identity.partition, progress);
+    OpenedImage input = open_and_hold(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
     VolumeWindow window;
     for (const Partition& p : input.analysis->table.partitions)
@@ -122,6 +122,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
                                           apply_output_open_options(open, options.format), window,
                                           options.on_step, progress);
     }
+    input.hold->check_unchanged();  // what was read and proved is the input as it is now
     disk.commit();
     result.plan = std::move(adopted.plan);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

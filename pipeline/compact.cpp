@@ -238,7 +238,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
 
     begin(options, CompactStep::Analyse);
     // Not const: its maps are let go before the output is analysed.
-    OpenedImage input = open_and_analyze(path, open, std::nullopt, progress);
+    OpenedImage input = open_and_hold(path, open, std::nullopt, progress);
     check_apply_output(options.output, *input.image, options.replace);
     const DiskImage& image = *input.image;
     const ImageAnalysis& analysis = *input.analysis;
@@ -414,6 +414,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     }
     result.data_bytes_output = boost::icl::length(data);
 
+    input.hold->check_unchanged();  // what was read and proved is the input as it is now
     if (raw) {
         result.granules_output = granules(data, result.granule);
         disk_file.commit();

@@ -28,7 +28,7 @@
 namespace guestfrag {
 
 [[noreturn]] void verification_failed(const std::string& what) {
-    throw Error(ErrorKind::Corrupt, "verification failed: " + what);
+    throw Error(ErrorKind::Unfinished, "verification failed: " + what);
 }
 
 namespace {
@@ -236,9 +236,11 @@ ExpectedVolume expect_moves(const VolumeMap& before, const Plan& plan, const Mov
         return expect_volume(before, done, std::move(moved), digests);
     } catch (const Error& e) {
         // With every move done, the plan replays as it was validated: anything else is no
-        // verdict on the copy.
+        // verdict on the copy. Moves are skipped only in a plan edited by hand (or one for a
+        // stream no plan may move): that plan is at fault, not the tool.
         if (e.kind() != ErrorKind::Corrupt || outcome.skipped.empty()) throw;
-        verification_failed(std::string("the moves done do not replay without the skipped ones: ") + e.what());
+        throw Error(ErrorKind::Corrupt,
+                    std::string("the plan's moves done do not replay without the skipped ones: ") + e.what());
     }
 }
 

@@ -70,7 +70,8 @@ private:
     std::jthread writeback_;
 };
 
-/// Error(Corrupt, "verification failed: WHAT").
+/// Error(Unfinished, "verification failed: WHAT"): the tool's own work did not prove,
+/// which no input explains (exit 4).
 [[noreturn]] void verification_failed(const std::string& what);
 
 /// stream_digests of one volume of the input, computed on a thread of its own from when the

@@ -24,6 +24,18 @@ OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options
     return analyze_opened(open_image(path, options), partition, progress);
 }
 
+OpenedImage open_and_hold(const std::string& path, const OpenOptions& options, std::optional<int> partition,
+                          const Progress& progress) {
+    std::vector<std::string> files;
+    OpenOptions recording = options;
+    recording.opened = [&files](const std::string& file) { files.push_back(file); };
+    std::shared_ptr<const DiskImage> image = open_image(path, recording);
+    auto hold = std::make_shared<const InputHold>(files);
+    OpenedImage opened = analyze_opened(std::move(image), partition, progress);
+    opened.hold = std::move(hold);
+    return opened;
+}
+
 std::vector<std::string> layer_warnings(const DiskImage& image) {
     std::vector<std::string> out;
     for (const Layer& layer : image.layers())

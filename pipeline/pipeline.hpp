@@ -15,6 +15,7 @@
 #include "analyzers/analysis.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/image/input_hold.hpp"
 #include "core/image/open_image.hpp"
 #include "core/impact/impact.hpp"
 #include "core/model/volume_map.hpp"
@@ -29,6 +30,9 @@ namespace guestfrag {
 struct OpenedImage {
     std::shared_ptr<const DiskImage> image;
     std::shared_ptr<const ImageAnalysis> analysis;
+    /// The image's files held while a new disk is written from them (open_and_hold); null
+    /// for an image only analysed.
+    std::shared_ptr<const InputHold> hold{};
 };
 
 /// Opens the image at `path` (with `options`: a forced format, parents given instead of the
@@ -37,6 +41,13 @@ struct OpenedImage {
 /// MFT records). Cost: reads the partition table and every MFT of the volumes analysed.
 [[nodiscard]] OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options = {},
                                            std::optional<int> partition = {}, const Progress& progress = {});
+
+/// open_and_analyze for a use case that writes a new disk from the image (apply, compact):
+/// its files are held (InputHold: qemu's read locks, and their size and times) from the
+/// moment they are open, before the analysis reads them. Throws what open_and_analyze and
+/// InputHold throw (Error(Unsafe) for an image another process holds open for writing).
+[[nodiscard]] OpenedImage open_and_hold(const std::string& path, const OpenOptions& options = {},
+                                        std::optional<int> partition = {}, const Progress& progress = {});
 
 /// What is wrong with the image's layer files although they can be read (Layer::warnings),
 /// as "LAYER PATH: text", top layer first: what front ends show beside a result.

@@ -8,7 +8,7 @@
 namespace guestfrag::cli {
 
 /// Exit statuses of the CLI (docs/design.md §6, contract).
-enum ExitStatus : int { kOk = 0, kUsage = 1, kBadInput = 2, kInternal = 3, kInterrupted = 130 };
+enum ExitStatus : int { kOk = 0, kUsage = 1, kBadInput = 2, kInternal = 3, kUnfinished = 4, kInterrupted = 130 };
 
 /// A failure that ends the command: printed by main as "guestfrag: error: SUBJECT: reason".
 class Failure : public std::runtime_error {

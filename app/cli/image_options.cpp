@@ -5,6 +5,7 @@
 
 #include "app/cli/progress_meter.hpp"
 #include "core/error.hpp"
+#include "core/image/input_hold.hpp"
 #include "core/image/open_chain.hpp"
 
 namespace guestfrag::cli {
@@ -63,8 +64,16 @@ namespace {
 /// Unsupported (no NTFS volume it reads) is returned open, without an analysis.
 OpenedImage open_then_analyze(const std::string& image, const ImageOptions& options, std::optional<int> partition,
                               const CopyOptions& copy, bool volume_optional) {
-    std::shared_ptr<const DiskImage> disk = open_image(image, open_options(options));
-    const std::vector<std::string> warnings = layer_warnings(*disk);
+    std::vector<std::string> files;
+    OpenOptions open = open_options(options);
+    open.opened = [&files](const std::string& file) { files.push_back(file); };
+    std::shared_ptr<const DiskImage> disk = open_image(image, open);
+    std::vector<std::string> warnings = layer_warnings(*disk);
+    // A running VM (or a writable qemu-nbd) changes the disk while it is read: the figures
+    // are a snapshot that may already be stale.
+    if (const auto writer = held_for_writing(files))
+        warnings.push_back(*writer + " is open for writing by another process (it holds qemu's write lock): "
+                                     "the figures may already be stale");
     OpenedImage opened;
     try {
         ProgressMeter meter("reading MFT");

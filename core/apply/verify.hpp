@@ -72,8 +72,9 @@ struct ExpectedVolume {
 
 /// The first stream of `expected` with the input's digest that `after` lacks or holds with
 /// another digest in `got` (stream_digests of `after`; a stream it skipped is proved
-/// otherwise), as "record R LABEL"; nothing when every one matches. Streams are matched
-/// in map_order. O(streams).
+/// otherwise), as "record R LABEL"; nothing when every one matches. The attribute list of a
+/// moved file is not compared: the file's new runlist rewrites it, or removes it when the
+/// runlist fits its base record again. Streams are matched in map_order. O(streams).
 [[nodiscard]] std::optional<std::string> digest_difference(const ExpectedVolume& expected, const VolumeMap& after,
                                                            const std::vector<std::optional<std::uint64_t>>& got);
 

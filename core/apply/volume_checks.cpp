@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/apply/volume_checks.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -46,17 +47,29 @@ std::string read_prefix(ntfs_volume* vol, std::uint64_t record, std::size_t want
     return out;
 }
 
+/// The records $MFTMirr must hold as $MFT does: those below min(mirror size, 16). Windows 10
+/// keeps only these in sync: a mirror of a whole cluster (2,048 records at 2 MiB clusters)
+/// holds format-time copies past them. libntfs-3g's mount compares the same records (the
+/// system files, FILE_first_user), each over its used part (bytes_in_use).
 std::optional<std::string> mirror_difference(ntfs_volume* vol) {
-    const std::size_t bytes = static_cast<std::size_t>(vol->mftmirr_size) * vol->mft_record_size;
+    const int records = std::min(vol->mftmirr_size, static_cast<int>(FILE_first_user));
+    const std::size_t size = vol->mft_record_size;
+    const std::size_t bytes = static_cast<std::size_t>(records) * size;
     std::string mft(bytes, '\0');
     std::string mirror(bytes, '\0');
     errno = 0;
     if (ntfs_attr_pread(vol->mft_na, 0, static_cast<s64>(bytes), mft.data()) != static_cast<s64>(bytes) ||
         ntfs_attr_pread(vol->mftmirr_na, 0, static_cast<s64>(bytes), mirror.data()) != static_cast<s64>(bytes))
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read $MFT and $MFTMirr");
-    for (int r = 0; r < vol->mftmirr_size; ++r) {
-        const std::size_t at = static_cast<std::size_t>(r) * vol->mft_record_size;
-        if (mft.compare(at, vol->mft_record_size, mirror, at, vol->mft_record_size) != 0)
+    constexpr std::size_t kBytesInUse = 0x18;  // le32 in the record header
+    for (int r = 0; r < records; ++r) {
+        const std::size_t at = static_cast<std::size_t>(r) * size;
+        // The used part of $MFT's record (all of it for a record that is no FILE record).
+        std::size_t used = size;
+        if (mft.compare(at, 4, "FILE") == 0)
+            used = std::min<std::size_t>(size, boost::endian::load_little_u32(
+                                                   reinterpret_cast<const unsigned char*>(mft.data() + at + kBytesInUse)));
+        if (mft.compare(at, used, mirror, at, used) != 0)
             return "$MFTMirr does not match record " + std::to_string(r) + " of $MFT";
     }
     return std::nullopt;

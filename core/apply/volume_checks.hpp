@@ -21,7 +21,7 @@ struct VolumeWindow {
 /// Throws Error(Unsafe) with one line saying why, when the NTFS volume at `window` of
 /// `image` (whose map is `volume`) may not be changed offline: the dirty flag is set,
 /// Windows is hibernated on it (Fast Startup included), $LogFile's restart area does not
-/// say the volume was shut down cleanly, $MFTMirr differs from the first records of $MFT,
+/// say the volume was shut down cleanly, $MFTMirr differs from the system files' records of $MFT,
 /// or shadow copy stores exist and `allow_vss` is false. Read-only; mounts the volume with
 /// NTFS_MNT_RDONLY. Throws Error(Corrupt) when the volume cannot be mounted or $LogFile
 /// cannot be read. Cost: reads $LogFile's first pages, the mirrored records and hiberfil's
@@ -37,8 +37,10 @@ void check_volume_state(const DiskImage& image, const VolumeWindow& window, cons
 /// writes restart pages at, 4 KiB).
 [[nodiscard]] std::optional<std::string> logfile_unclean_reason(const std::string& head);
 
-/// The first record of $MFT that $MFTMirr does not mirror byte for byte, as text, or
-/// nothing when the mirror matches. Mounts read-only.
+/// The first record of $MFT that $MFTMirr does not mirror, as text, or nothing when the
+/// mirror matches: the records below min(mirror records, 16), each over its used part, as
+/// Windows keeps them and libntfs-3g's mount compares them (docs/apply.md, step 2). Mounts
+/// read-only.
 [[nodiscard]] std::optional<std::string> mft_mirror_difference(const DiskImage& image, const VolumeWindow& window);
 
 }  // namespace guestfrag

@@ -91,11 +91,13 @@ std::unique_ptr<DiskImage> open_from(std::unique_ptr<RawImage> raw, const Source
 }  // namespace
 
 std::unique_ptr<DiskImage> open_image(const std::string& path, const OpenOptions& options) {
-    const FileOpener opener(options.nbd_timeout);
+    const FileOpener opener(options.nbd_timeout, options.opened);
     if (is_nbd_uri(path)) return open_from(std::make_unique<RawImage>(opener.open(path)), opener, options);
     // The raw reader goes first: it turns open/stat failures (missing, directory, empty)
     // into our error kinds, and when the content is raw it is the answer.
-    return open_from(std::make_unique<RawImage>(path), opener, options);
+    auto raw = std::make_unique<RawImage>(path);
+    if (options.opened) options.opened(path);
+    return open_from(std::move(raw), opener, options);
 }
 
 std::unique_ptr<DiskImage> open_image(const SourceOpener& opener, const std::string& path,

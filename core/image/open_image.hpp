@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,6 +47,9 @@ struct OpenOptions {
     /// How long an NBD server (an image or parent given as a URI) may keep a handshake or a
     /// request waiting before the open or read fails (`--nbd-timeout`).
     std::chrono::milliseconds nbd_timeout = kDefaultNbdTimeout;
+    /// Told the path of every file the image is read from (the image, its extents, its
+    /// parents) as it is opened: what an InputHold holds.
+    std::function<void(const std::string&)> opened{};
 };
 
 /// Opens a disk image read-only from a host path or an NBD URI (docs/nbd.md), choosing the reader from the file's content (or

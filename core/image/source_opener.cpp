@@ -15,8 +15,13 @@ std::string normal(const std::string& path) { return fs::path(path).lexically_no
 }  // namespace
 
 std::shared_ptr<const ByteSource> FileOpener::open(const std::string& path) const {
-    if (is_nbd_uri(path)) return NbdSource::open(path, nbd_timeout_);
-    return FileSource::open(path);
+    std::shared_ptr<const ByteSource> source;
+    if (is_nbd_uri(path))
+        source = NbdSource::open(path, nbd_timeout_);
+    else
+        source = FileSource::open(path);
+    if (opened_) opened_(path);
+    return source;
 }
 
 bool FileOpener::exists(const std::string& path) const {

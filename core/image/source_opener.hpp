@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,8 +49,11 @@ public:
 /// parents and extents resolve to exports of the same server (sibling_path).
 class FileOpener final : public SourceOpener {
 public:
-    /// `nbd_timeout` bounds each connection's handshake and each of its requests.
-    explicit FileOpener(std::chrono::milliseconds nbd_timeout = kDefaultNbdTimeout) : nbd_timeout_(nbd_timeout) {}
+    /// `nbd_timeout` bounds each connection's handshake and each of its requests;
+    /// `opened`, when set, is told the path of every file (or URI) open() opens.
+    explicit FileOpener(std::chrono::milliseconds nbd_timeout = kDefaultNbdTimeout,
+                        std::function<void(const std::string&)> opened = {})
+        : nbd_timeout_(nbd_timeout), opened_(std::move(opened)) {}
 
     [[nodiscard]] std::shared_ptr<const ByteSource> open(const std::string& path) const override;
     [[nodiscard]] bool exists(const std::string& path) const override;
@@ -58,6 +62,7 @@ public:
 
 private:
     std::chrono::milliseconds nbd_timeout_;
+    std::function<void(const std::string&)> opened_;
 };
 
 /// The opener the path-taking entry points (open_image(path), open_vmdk(path), ...) use.

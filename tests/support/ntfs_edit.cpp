@@ -256,4 +256,30 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume) {
             throw std::runtime_error("cannot write $LogFile");
 }
 
+void stale_mirror_record(const std::filesystem::path& bare_volume, std::uint64_t record) {
+    std::fstream f(bare_volume, std::ios::in | std::ios::out | std::ios::binary);
+    unsigned char boot[512];
+    f.read(reinterpret_cast<char*>(boot), sizeof boot);
+    const auto le = [&boot](int at, int width) {
+        std::uint64_t v = 0;
+        for (int i = width - 1; i >= 0; --i) v = (v << 8) | boot[at + i];
+        return v;
+    };
+    // Sectors per cluster: over 128 (clusters over 64 KiB), 2 to the power of its negation.
+    const std::uint64_t sectors = boot[0x0d] <= 0x80 ? boot[0x0d] : std::uint64_t{1} << (256 - boot[0x0d]);
+    const std::uint64_t cluster = le(0x0b, 2) * sectors;
+    // Clusters per MFT record: a power of two's negative exponent when below one cluster.
+    const auto per_record = static_cast<std::int8_t>(boot[0x40]);
+    const std::uint64_t record_size = per_record < 0 ? std::uint64_t{1} << -per_record
+                                                     : static_cast<std::uint64_t>(per_record) * cluster;
+    if ((record + 1) * record_size > std::max<std::uint64_t>(cluster, 4 * record_size))
+        throw std::runtime_error("record " + std::to_string(record) + " lies past the mirror");
+    const std::uint64_t at = le(0x38, 8) * cluster + record * record_size + 0x50;
+    f.seekg(static_cast<std::streamoff>(at));
+    const int c = f.get();
+    f.seekp(static_cast<std::streamoff>(at));
+    f.put(static_cast<char>(~c));
+    if (!f) throw std::runtime_error("cannot change the mirror of " + bare_volume.string());
+}
+
 }  // namespace guestfrag::test

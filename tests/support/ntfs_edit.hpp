@@ -65,4 +65,11 @@ void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lc
 /// Edits the raw records (update sequence undone and redone) so no library corrects it.
 void set_mft_attribute_size(const std::filesystem::path& bare_volume, std::uint32_t type, std::uint64_t data_size);
 
+/// Changes a byte in the used part of $MFTMirr's copy of record `record` (its
+/// $STANDARD_INFORMATION's creation time, 0x50 into the record), and nothing in $MFT: past
+/// record 15, what Windows 10 leaves in the mirror of a large cluster (format-time copies of
+/// records the volume has used since); below 16, a mirror chkdsk has to repair. The mirror
+/// is found from the boot sector; the record must lie in its first cluster.
+void stale_mirror_record(const std::filesystem::path& bare_volume, std::uint64_t record);
+
 }  // namespace guestfrag::test
