@@ -17,9 +17,9 @@ enum class ErrorKind {
     Unsupported,  ///< valid input using a feature guestfrag does not handle
     Unsafe,       ///< dirty or hibernated volume: its on-disk state is not trustworthy
     Cancelled,    ///< the caller's stop token fired
-    /// guestfrag could not finish its own work on good input: a written disk did not prove
-    /// what the plan predicted, or libntfs-3g could not lay out a move's runlist. Nothing
-    /// was written; the fault is the tool's, not the input's (exit 4).
+    /// guestfrag could not finish its own work on good input: a disk it wrote did not prove
+    /// what its plan predicted. Nothing was written; the fault is the tool's, not the
+    /// input's (exit 4).
     Unfinished,
     Internal,     ///< a broken invariant of ours (exit 3)
 };

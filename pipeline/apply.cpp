@@ -118,9 +118,11 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         hashing.reset();
         input.analysis.reset();  // `before` is gone: the proofs need only `expected` of it
         release_freed_memory();  // its runs, before the output's are read
-        result.verification = verify_copy(*input.image, expected, disk.path(),
-                                          apply_output_open_options(open, options.format), window,
-                                          options.on_step, progress);
+        prove_held(*input.hold, [&] {
+            result.verification = verify_copy(*input.image, expected, disk.path(),
+                                              apply_output_open_options(open, options.format), window,
+                                              options.on_step, progress);
+        });
     }
     input.hold->check_unchanged();  // what was read and proved is the input as it is now
     disk.commit();

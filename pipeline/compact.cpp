@@ -395,9 +395,11 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     };
     for (std::size_t i = 0; i < planned.size(); ++i) {
         if (options.verify)
-            result.volumes[i].verification =
-                verify_copy(image, expected[i], disk_file.path(), output_open, windows[i], relay, progress,
-                            [&](const VolumeMap& after) { sparsify_volume(i, free_bytes_on_disk(after)); });
+            prove_held(*input.hold, [&] {
+                result.volumes[i].verification =
+                    verify_copy(image, expected[i], disk_file.path(), output_open, windows[i], relay, progress,
+                                [&](const VolumeMap& after) { sparsify_volume(i, free_bytes_on_disk(after)); });
+            });
         else
             sparsify_volume(i, free_bytes_on_disk(expected[i].input_mft, expected[i].free));
         result.volumes[i].plan = std::move(planned[i].plan);

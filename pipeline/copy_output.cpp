@@ -31,6 +31,15 @@ namespace guestfrag {
     throw Error(ErrorKind::Unfinished, "verification failed: " + what);
 }
 
+void prove_held(const InputHold& hold, const std::function<void()>& proofs) {
+    try {
+        proofs();
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Unfinished) hold.check_unchanged();
+        throw;
+    }
+}
+
 namespace {
 
 namespace fs = std::filesystem;

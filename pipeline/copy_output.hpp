@@ -18,6 +18,7 @@
 #include "core/apply/mover.hpp"
 #include "core/apply/verify.hpp"
 #include "core/apply/volume_checks.hpp"
+#include "core/image/input_hold.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -73,6 +74,11 @@ private:
 /// Error(Unfinished, "verification failed: WHAT"): the tool's own work did not prove,
 /// which no input explains (exit 4).
 [[noreturn]] void verification_failed(const std::string& what);
+
+/// Runs `proofs`; when they fail (Error(Unfinished)) on an input that changed meanwhile,
+/// throws what InputHold::check_unchanged throws instead: a writer explains any difference,
+/// and the fault is then not the tool's.
+void prove_held(const InputHold& hold, const std::function<void()>& proofs);
 
 /// stream_digests of one volume of the input, computed on a thread of its own from when the
 /// object is made: hashing the input overlaps the copy and the moves, which wait on writes

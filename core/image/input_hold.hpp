@@ -21,7 +21,7 @@ namespace guestfrag {
 /// system keeps no locks. Takes no lock. Throws nothing.
 [[nodiscard]] std::optional<std::string> held_for_writing(const std::vector<std::string>& paths);
 
-/// Holds the files of an input image (docs/apply.md, "The input is held"). Each file is
+/// Holds the files of an input image (docs/apply.md, step 1). Each file is
 /// opened again read-only and locked as qemu-img locks an image it opens read-only: a shared
 /// OFD lock on the "consistent read" permission byte (100) and on the byte that says the
 /// "write" permission is not shared (201). A qemu, qemu-nbd or qemu-img that then opens the
@@ -39,8 +39,6 @@ public:
     /// Throws Error(Unsafe, "the input changed while it was read (PATH: what); nothing was
     /// written") when a file's size, mtime or ctime is no longer what it was when held.
     void check_unchanged() const;
-
-    [[nodiscard]] std::size_t files() const noexcept { return held_.size(); }
 
 private:
     struct Held {
