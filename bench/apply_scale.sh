@@ -24,7 +24,7 @@ settle() {  # the last output gone and written back, the input in the page cache
     cat "$image" >/dev/null
 }
 
-timed() {  # timed LABEL CMD...: "wall peak_kib" of the command into $work/time, its status returned
+timed() {  # timed CMD...: "wall peak_kib" of the command into $work/time, its status returned
     /usr/bin/time -o "$work/time" -f "%e %M" "$@"
 }
 
