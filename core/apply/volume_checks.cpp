@@ -63,13 +63,12 @@ std::optional<std::string> mirror_difference(ntfs_volume* vol) {
         ntfs::throw_library_error(ErrorKind::Corrupt, "cannot read $MFT and $MFTMirr");
     constexpr std::size_t kBytesInUse = 0x18;  // le32 in the record header
     for (int r = 0; r < records; ++r) {
-        const std::size_t at = static_cast<std::size_t>(r) * size;
+        const std::size_t record = static_cast<std::size_t>(r) * size;
         // The used part of $MFT's record (all of it for a record that is no FILE record).
         std::size_t used = size;
-        if (mft.compare(at, 4, "FILE") == 0)
-            used = std::min<std::size_t>(size, boost::endian::load_little_u32(
-                                                   reinterpret_cast<const unsigned char*>(mft.data() + at + kBytesInUse)));
-        if (mft.compare(at, used, mirror, at, used) != 0)
+        if (mft.compare(record, 4, "FILE") == 0)
+            used = std::min<std::size_t>(size, boost::endian::load_little_u32(at(mft, record + kBytesInUse)));
+        if (mft.compare(record, used, mirror, record, used) != 0)
             return "$MFTMirr does not match record " + std::to_string(r) + " of $MFT";
     }
     return std::nullopt;

@@ -304,9 +304,9 @@ TEST_CASE("apply and compact accept the mirror Windows keeps at 128 KiB and 2 Mi
         }
         // A system file's record that differs is still refused.
         test::stale_mirror_record(image, 5);
-        const auto refused = test::run_cli({"compact", image.string(), "-o", (dir / "r.img").string()});
-        CHECK(refused.status == 2);
-        CHECK(refused.err.find("$MFTMirr does not match") != std::string::npos);  // ours or libntfs-3g's words
+        const auto stale = test::run_cli({"compact", image.string(), "-o", (dir / "r.img").string()});
+        CHECK(stale.status == 2);
+        CHECK(stale.err.find("$MFTMirr does not match") != std::string::npos);  // ours or libntfs-3g's words
     }
 }
 
