@@ -30,7 +30,7 @@ timed() {  # timed CMD...: "wall peak_kib" of the command into $work/time, its s
 
 settle
 timed sh -c 'cp --sparse=always "$1" "$2" && sync' sh "$image" "$work/out.cp"
-read -r anchor anchor_kib <"$work/time"
+read -r anchor _ <"$work/time"
 echo "$(nproc) cores; $image ($files files made); anchor cp --sparse=always && sync: ${anchor} s"
 echo
 echo "| command | output | moves planned / done | verified | ntfsfix | analyze = plan | s | peak MiB | x anchor |"
@@ -47,17 +47,18 @@ flatten() {
 
 check_output() {  # check_output OUT PLAN|-: "ntfsfix analyze" words
     flatten "$1"
-    local fix=no same=-
+    local fix=no same=- dev start
+    "$cli" analyze "$flat" --json >"$work/after.json"
+    start=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["partitions"][0]["start"])' \
+        "$work/after.json")
     # ntfsfix opens its device read-write even with -n, and reads the volume's boot sector
     # at the device's start: the partition through a loop device.
-    local dev
-    dev=$(losetup --find --show --read-only --offset "$(partition_offset "$flat")" "$flat" 2>/dev/null || true)
+    dev=$(losetup --find --show --read-only --offset "$start" "$flat" 2>/dev/null || true)
     if [ -n "$dev" ]; then
         ntfsfix -n "$dev" 2>&1 | grep -q "processed successfully" && fix=yes
         losetup -d "$dev"
     fi
     if [ "$2" != - ]; then
-        "$cli" analyze "$flat" --json >"$work/after.json"
         same=$(python3 - "$work/after.json" "$2" <<'PY'
 import json, sys
 v = json.load(open(sys.argv[1]))["volumes"][0]
@@ -70,8 +71,6 @@ PY
     fi
     echo "$fix $same"
 }
-
-partition_offset() { "$cli" analyze "$1" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["partitions"][0]["start"])'; }
 
 row() {  # row COMMAND OUTPUT MOVES VERIFIED CHECKS
     read -r wall kib <"$work/time"

@@ -24,6 +24,33 @@ struct Unmount {
     void operator()(ntfs_volume* v) const noexcept { ntfs_umount(v, FALSE); }
 };
 
+/// Where a bare volume keeps $MFT and $MFTMirr, and its sizes, from its boot sector.
+struct Geometry {
+    std::uint64_t cluster = 0;
+    std::uint64_t record_size = 0;
+    std::uint64_t mft_lcn = 0;
+    std::uint64_t mftmirr_lcn = 0;
+};
+
+Geometry read_geometry(std::fstream& f) {
+    NTFS_BOOT_SECTOR bs;
+    f.seekg(0);
+    f.read(reinterpret_cast<char*>(&bs), sizeof bs);
+    if (!f) throw std::runtime_error("cannot read the boot sector");
+    // Sectors per cluster over 128 (clusters over 64 KiB): 2 to the power of its negation.
+    const unsigned spc = bs.bpb.sectors_per_cluster;
+    const std::uint64_t sectors = spc <= 0x80 ? spc : std::uint64_t{1} << (256 - spc);
+    Geometry g;
+    g.cluster = std::uint64_t{le16_to_cpu(bs.bpb.bytes_per_sector)} * sectors;
+    // Clusters per MFT record: a power of two's negative exponent when below one cluster.
+    const auto per_record = static_cast<std::int8_t>(bs.clusters_per_mft_record);
+    g.record_size = per_record < 0 ? std::uint64_t{1} << -per_record
+                                   : static_cast<std::uint64_t>(per_record) * g.cluster;
+    g.mft_lcn = static_cast<std::uint64_t>(sle64_to_cpu(bs.mft_lcn));
+    g.mftmirr_lcn = static_cast<std::uint64_t>(sle64_to_cpu(bs.mftmirr_lcn));
+    return g;
+}
+
 std::unique_ptr<ntfs_volume, Unmount> mount_rw(const std::filesystem::path& path) {
     std::unique_ptr<ntfs_volume, Unmount> vol(ntfs_mount(path.c_str(), NTFS_MNT_NONE));
     if (!vol) throw std::runtime_error("cannot mount " + path.string() + " read-write");
@@ -191,13 +218,10 @@ void clear_bitmap_bits(const std::filesystem::path& bare_volume, std::int64_t lc
 
 void set_mft_attribute_size(const std::filesystem::path& bare_volume, std::uint32_t type, std::uint64_t data_size) {
     std::fstream f(bare_volume, std::ios::in | std::ios::out | std::ios::binary);
-    NTFS_BOOT_SECTOR bs;
-    f.read(reinterpret_cast<char*>(&bs), sizeof bs);
-    const std::uint64_t cluster = std::uint64_t{le16_to_cpu(bs.bpb.bytes_per_sector)} * bs.bpb.sectors_per_cluster;
-    const auto per_record = static_cast<std::int8_t>(bs.clusters_per_mft_record);
-    const std::uint64_t record_size = per_record < 0 ? std::uint64_t{1} << -per_record : per_record * cluster;
-    for (const auto lcn : {sle64_to_cpu(bs.mft_lcn), sle64_to_cpu(bs.mftmirr_lcn)}) {
-        const auto offset = static_cast<std::streamoff>(static_cast<std::uint64_t>(lcn) * cluster);
+    const Geometry g = read_geometry(f);
+    const std::uint64_t record_size = g.record_size;
+    for (const std::uint64_t lcn : {g.mft_lcn, g.mftmirr_lcn}) {
+        const auto offset = static_cast<std::streamoff>(lcn * g.cluster);
         std::vector<char> rec(record_size);
         f.seekg(offset);
         f.read(rec.data(), static_cast<std::streamsize>(rec.size()));
@@ -258,23 +282,10 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume) {
 
 void stale_mirror_record(const std::filesystem::path& bare_volume, std::uint64_t record) {
     std::fstream f(bare_volume, std::ios::in | std::ios::out | std::ios::binary);
-    unsigned char boot[512];
-    f.read(reinterpret_cast<char*>(boot), sizeof boot);
-    const auto le = [&boot](int at, int width) {
-        std::uint64_t v = 0;
-        for (int i = width - 1; i >= 0; --i) v = (v << 8) | boot[at + i];
-        return v;
-    };
-    // Sectors per cluster: over 128 (clusters over 64 KiB), 2 to the power of its negation.
-    const std::uint64_t sectors = boot[0x0d] <= 0x80 ? boot[0x0d] : std::uint64_t{1} << (256 - boot[0x0d]);
-    const std::uint64_t cluster = le(0x0b, 2) * sectors;
-    // Clusters per MFT record: a power of two's negative exponent when below one cluster.
-    const auto per_record = static_cast<std::int8_t>(boot[0x40]);
-    const std::uint64_t record_size = per_record < 0 ? std::uint64_t{1} << -per_record
-                                                     : static_cast<std::uint64_t>(per_record) * cluster;
-    if ((record + 1) * record_size > std::max<std::uint64_t>(cluster, 4 * record_size))
+    const Geometry g = read_geometry(f);
+    if ((record + 1) * g.record_size > std::max<std::uint64_t>(g.cluster, 4 * g.record_size))
         throw std::runtime_error("record " + std::to_string(record) + " lies past the mirror");
-    const std::uint64_t at = le(0x38, 8) * cluster + record * record_size + 0x50;
+    const std::uint64_t at = g.mftmirr_lcn * g.cluster + record * g.record_size + 0x50;
     f.seekg(static_cast<std::streamoff>(at));
     const int c = f.get();
     f.seekp(static_cast<std::streamoff>(at));
