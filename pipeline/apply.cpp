@@ -56,10 +56,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     // Not const: its map is let go before the output is analysed.
     OpenedImage input = open_and_hold(path, open, plan.identity.partition, progress);
     const VolumeMap& before = input.analysis->volumes.front().map;
-    VolumeWindow window;
-    for (const Partition& p : input.analysis->table.partitions)
-        if (p.number == before.partition) window = {p.start, p.length};
-    if (window.length == 0) throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
+    const VolumeWindow window = volume_window(*input.analysis, before);
     check_apply_output(options.output, *input.image, options.replace);
 
     // Everything that may refuse runs before the first byte is written.

@@ -251,10 +251,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // Everything that may refuse runs before the first byte is written.
     std::vector<VolumeWindow> windows;
     for (const VolumeAnalysis& v : analysis.volumes) {
-        VolumeWindow window;
-        for (const Partition& p : analysis.table.partitions)
-            if (p.number == v.map.partition) window = {p.start, p.length};
-        if (window.length == 0) throw Error(ErrorKind::Internal, "an analysed partition is not in the table");
+        const VolumeWindow window = volume_window(analysis, v.map);
         check_volume_state(image, window, v.map, options.allow_vss);
         windows.push_back(window);
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/apply/rehearsal.hpp"
 #include "core/estimate/trace_source.hpp"
 #include "core/image/open_image.hpp"
 #include "core/impact/plan_writes.hpp"
@@ -15,6 +16,26 @@ namespace {
 
 PlanIdentity identity_of(const OpenedImage& opened, const VolumeMap& volume) {
     return identify(volume, opened.image->path(), opened.image->size());
+}
+
+/// Amends `after` (apply_plan's) and `plan`'s summary by what libntfs-3g does to the records
+/// of the files whose layout the moves may change (rehearse_moves), and refuses a plan that
+/// apply would not carry out whole: the fault of guestfrag for a plan it has just `made`,
+/// of the plan file otherwise.
+void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& after, Plan& plan, bool made) {
+    const std::vector<std::uint64_t> files = files_to_rehearse(before, after, plan);
+    if (files.empty()) return;
+    const Rehearsal rehearsal =
+        rehearse_moves(*opened.image, volume_window(*opened.analysis, before), before, plan, files);
+    if (!rehearsal.skipped.empty()) {
+        const SkippedMove& first = rehearsal.skipped.front();
+        const Move& move = plan.moves[first.index];
+        throw Error(made ? ErrorKind::Unfinished : ErrorKind::Corrupt,
+                    "apply would not carry out move " + std::to_string(first.index + 1) + " of the plan (record " +
+                        std::to_string(move.mft_record) + " " + std::string(move.stream) + "): " + first.reason);
+    }
+    if (adopt_rehearsal(after, rehearsal))
+        plan.summary = summarize_plan(before, after, opened.analysis->layers, plan.summary.granule_size, plan);
 }
 
 }  // namespace
@@ -49,6 +70,12 @@ OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional
     return {std::move(image), std::move(analysis)};
 }
 
+VolumeWindow volume_window(const ImageAnalysis& analysis, const VolumeMap& map) {
+    for (const Partition& p : analysis.table.partitions)
+        if (p.number == map.partition) return {p.start, p.length};
+    throw Error(ErrorKind::Internal, "the analysed partition is not in the table");
+}
+
 PlanOptions prepare_plan_options(const OpenedImage& opened, std::size_t volume, PlanOptions options) {
     const std::optional<PlacementOrder> order = effective_order(options);
     if (order && order->kind == PlacementOrder::Kind::Trace && !options.trace_paths)
@@ -63,6 +90,7 @@ PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const P
     const VolumeMap& before = analysis.volumes.at(volume).map;
     PlanOutcome outcome = plan_and_apply(before, analysis.layers, identity_of(opened, before),
                                          prepare_plan_options(opened, volume, options), progress);
+    rehearse(opened, before, outcome.after, outcome.plan, true);
     return {volume, std::move(outcome.plan), std::make_shared<const VolumeMap>(std::move(outcome.after))};
 }
 
@@ -71,10 +99,10 @@ PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan pla
     const ImageAnalysis& analysis = *opened.analysis;
     const VolumeMap& before = analysis.volumes.at(volume).map;
     check_identity(plan.identity, identity_of(opened, before));
-    auto after = std::make_shared<const VolumeMap>(apply_plan(before, plan));
-    plan.summary =
-        summarize_plan(before, *after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
-    return {volume, std::move(plan), std::move(after)};
+    VolumeMap after = apply_plan(before, plan);
+    plan.summary = summarize_plan(before, after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
+    rehearse(opened, before, after, plan, false);
+    return {volume, std::move(plan), std::make_shared<const VolumeMap>(std::move(after))};
 }
 
 Impact plan_impact(const OpenedImage& opened, const PlannedVolume& planned, const ImpactOptions& options,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyzers/analysis.hpp"
+#include "core/apply/volume_checks.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/image/input_hold.hpp"
@@ -59,6 +60,10 @@ struct OpenedImage {
 [[nodiscard]] OpenedImage analyze_opened(std::shared_ptr<const DiskImage> image, std::optional<int> partition = {},
                                          const Progress& progress = {}, const CopyOptions& copy = {});
 
+/// Where volume `map` of `analysis` lies on the disk: its partition's bytes. Throws
+/// Error(Internal) when the analysed partition is not in the table.
+[[nodiscard]] VolumeWindow volume_window(const ImageAnalysis& analysis, const VolumeMap& map);
+
 /// A plan for one volume and the volume as the plan leaves it. The plan's summary is
 /// complete (free-space figures included) and the plan has passed the validator.
 struct PlannedVolume {
@@ -76,17 +81,21 @@ struct PlannedVolume {
                                                PlanOptions options);
 
 /// Plans `options.strategy` for volume `volume` (an index into the analysis) and applies it
-/// (options prepared by prepare_plan_options).
+/// (options prepared by prepare_plan_options). The after-state is the replay's, with what
+/// libntfs-3g will do to the records of the files it moves that have attribute lists or
+/// gain fragments, found by rehearsing their moves in memory (rehearse_moves).
 /// Throws std::out_of_range for a bad index, Error(Cancelled) from `progress` (streams
-/// considered) and Error(Internal) as make_plan does. Cost: make_plan's, plus one copy of
-/// the volume's map for the after-state.
+/// considered), Error(Internal) as make_plan does and Error(Unfinished) when apply would
+/// not carry out a move of the plan. Cost: make_plan's, plus one copy of the volume's map
+/// for the after-state, plus the rehearsal's.
 [[nodiscard]] PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const PlanOptions& options,
                                         const Progress& progress = {});
 
 /// Takes a saved `plan` (read_plan's result) for volume `volume`: checks that it was made
 /// for this volume as it is now, applies it and recomputes its summary at `granule` (default:
-/// the granule the plan was made at). Throws Error(Corrupt) when the identity differs or a
-/// move does not apply (see check_identity, apply_plan). Cost: apply_plan's.
+/// the granule the plan was made at), with the rehearsal plan_volume makes. Throws
+/// Error(Corrupt) when the identity differs, a move does not apply (see check_identity,
+/// apply_plan) or apply would not carry a move out. Cost: apply_plan's and the rehearsal's.
 [[nodiscard]] PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                                        std::optional<std::uint64_t> granule = {});
 

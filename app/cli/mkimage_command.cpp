@@ -118,6 +118,9 @@ void add_mkimage_command(CLI::App& app) {
                     "Share of the files deleted to punch free-space holes")
         ->check(CLI::Range(0.0, 1.0))
         ->capture_default_str();
+    cmd->add_option("--list-runs", o.list_runs,
+                    "Runs of each file of the attribute-list pair (8000: a non-resident list)")
+        ->capture_default_str();
     cmd->add_option("--named-stream-every", o.named_stream_every,
                     "One file in N gets a named stream (0: none)")
         ->capture_default_str();

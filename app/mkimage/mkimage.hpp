@@ -24,6 +24,12 @@ struct MkImageOptions {
     double delete_fraction = 0.2;           ///< share of files deleted afterwards (free holes)
     std::uint32_t named_stream_every = 50;  ///< one file in N gets a named $DATA stream; 0: none
     std::uint32_t seed = 1;
+    /// Runs each file of the attribute-list pair (two files grown against each other one
+    /// cluster at a time) reaches, room permitting. About 300 runs fill an MFT record of
+    /// mapping pairs: 1200 spread over four extension records and a resident
+    /// $ATTRIBUTE_LIST; from about 8000 the list no longer fits the base record and is
+    /// non-resident.
+    std::uint64_t list_runs = 1200;
     std::string label = "guestfrag";
     /// Share of the volume's free space the file data may take at its peak. File sizes are
     /// scaled down (all by the same factor) when the drawn sizes would exceed it.

@@ -20,11 +20,6 @@ namespace {
 // Data below this stays resident in the MFT record (1 KiB record minus $STANDARD_INFORMATION,
 // $FILE_NAME and the per-file $SECURITY_DESCRIPTOR libntfs-3g adds): no clusters.
 constexpr std::uint64_t kResidentLimit = 700;
-// Two files grown against each other one cluster at a time reach about this many runs each:
-// about four MFT records of mapping pairs, so the runlist needs an $ATTRIBUTE_LIST and
-// spans several extension records. (Below 4 KiB clusters libntfs-3g's allocations for a
-// file grown cluster by cluster span several clusters, so the pair is sized as at 4 KiB.)
-constexpr std::uint64_t kAttrListRuns = 1200;
 constexpr std::uint64_t kMftRecordSize = 1024;
 // Each compressed log holds this many compression units (1 MiB of text at 4 KiB clusters).
 constexpr std::uint64_t kCompressedUnits = 16;
@@ -190,9 +185,10 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
     // Specials first: they are created first too, at the start of the data zone.
     if (files >= kMinFilesForSpecials) {
         // The pair gets at most an eighth of the budget each, and 4 KiB per run below 4 KiB
-        // clusters (kAttrListRuns).
+        // clusters: there libntfs-3g's allocations for a file grown cluster by cluster span
+        // several clusters, so the pair is sized as at 4 KiB.
         const std::uint64_t run_bytes = std::max<std::uint64_t>(cluster, 4096);
-        const std::uint64_t pair_bytes = std::min(kAttrListRuns * run_bytes, budget / 8) / cluster * cluster;
+        const std::uint64_t pair_bytes = std::min(options.list_runs * run_bytes, budget / 8) / cluster * cluster;
         plan.files.push_back({"CBS.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
         plan.files.push_back({"WindowsUpdate.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
         const std::uint64_t piece = sparse_piece(cluster);
