@@ -94,8 +94,15 @@ PlanPanel::PlanPanel(QWidget* parent)
         strategy_note_->setVisible(false);
     });
     // thin-safe and shrink place by what is allocated: no order to choose.
+    // Each strategy starts from its own default order (mft; size for optimize) until the
+    // user picks one.
+    connect(order_, &QComboBox::activated, this, [this] { order_chosen_ = true; });
+    connect(order_->lineEdit(), &QLineEdit::textEdited, this, [this] { order_chosen_ = true; });
     connect(strategy_, &QComboBox::currentTextChanged, this, [this](const QString& name) {
-        order_->setEnabled(takes_order(parse_strategy(name.toStdString()).value_or(Strategy::Defrag)));
+        const Strategy strategy = parse_strategy(name.toStdString()).value_or(Strategy::Defrag);
+        order_->setEnabled(takes_order(strategy));
+        if (const auto order = default_order(strategy); order && !order_chosen_)
+            order_->setCurrentText(QString::fromStdString(order->text()));
     });
 }
 

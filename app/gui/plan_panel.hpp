@@ -44,6 +44,8 @@ private:
     QLabel* strategy_note_;
     bool strategy_chosen_ = false;
     QComboBox* order_;
+    /// The user picked or typed an order: a change of strategy no longer sets its default.
+    bool order_chosen_ = false;
     QLineEdit* max_growth_;
     QLineEdit* max_moved_;
     QLineEdit* dedup_chunks_;

@@ -72,6 +72,31 @@ private:
     std::vector<std::uint32_t> members_;
 };
 
+/// Free-space figures as the summary counts them: extents, the largest, fragmentation.
+struct FreeFigures {
+    double fragmentation = 0;
+    std::int64_t largest = 0;
+    std::int64_t extents = 0;
+};
+
+/// The figures of free clusters `extents` (any order; touching or overlapping ones are one
+/// extent, as they are in $Bitmap). Sorts `extents`. O(n log n).
+FreeFigures free_figures(std::vector<std::pair<std::int64_t, std::int64_t>>& extents, std::uint32_t cluster_size) {
+    std::ranges::sort(extents);
+    FreeSpacePenalty penalty(cluster_size);
+    FreeFigures f;
+    for (std::size_t k = 0; k < extents.size();) {
+        auto [lo, hi] = extents[k];
+        for (++k; k < extents.size() && extents[k].first <= hi; ++k) hi = std::max(hi, extents[k].second);
+        if (hi <= lo) continue;
+        penalty.add(static_cast<std::uint64_t>(hi - lo));
+        f.largest = std::max(f.largest, hi - lo);
+        ++f.extents;
+    }
+    f.fragmentation = penalty.percent();
+    return f;
+}
+
 /// Where a candidate layout leaves free space, and what it costs.
 struct Layout {
     std::int64_t window_lo = 0;     ///< the window [window_lo, window_hi) ends up free
@@ -79,32 +104,24 @@ struct Layout {
     std::vector<std::int64_t> dest;  ///< per item: destination LCN, kStays or kNoRoom
     double fragmentation = 0;
     std::int64_t largest = 0;
+    std::int64_t extents = 0;        ///< free extents after
+    bool keeps_promise = true;       ///< no free-space figure worse than before (set by judge)
     std::int64_t moved = 0;
     std::int64_t no_room = 0;  ///< clusters of streams that must move but find no place
     bool over_budget = false;  ///< moves more than --max-moved allows
     std::int64_t left_fragmented = 0;  ///< clusters of fragmented streams the layout leaves as they are
 
-    /// Within --max-moved first, then every stream placed, then fewer fragmented streams left,
-    /// then lower free-space fragmentation, then a larger window, then less data moved.
+    /// Within --max-moved first, then free space no worse than before, then every stream
+    /// placed, then fewer fragmented streams left, then lower free-space fragmentation, then
+    /// a larger window, then less data moved.
     [[nodiscard]] bool better_than(const Layout& o) const {
         const auto key = [](const Layout& l) {
-            return std::tuple{l.over_budget, l.no_room, l.left_fragmented,
+            return std::tuple{l.over_budget, !l.keeps_promise, l.no_room, l.left_fragmented,
                               static_cast<std::int64_t>(l.fragmentation * 100 + 0.5), -l.largest, l.moved};
         };
         return key(*this) < key(o);
     }
 };
-
-double fragmentation_of(const std::vector<std::pair<std::int64_t, std::int64_t>>& extents, std::uint32_t cluster_size,
-                        std::int64_t& largest) {
-    FreeSpacePenalty penalty(cluster_size);
-    largest = 0;
-    for (const auto& [a, b] : extents) {
-        penalty.add(static_cast<std::uint64_t>(b - a));
-        largest = std::max(largest, b - a);
-    }
-    return penalty.percent();
-}
 
 class Optimizer {
 public:
@@ -181,6 +198,9 @@ public:
         for (; free != volume_.free.end(); ++free) covered(first_cluster(*free), end_cluster(*free));
         if (cursor < volume_.total_clusters)
             pinned_.add(pinned_.end(), cluster_range(cursor, volume_.total_clusters));
+        std::vector<std::pair<std::int64_t, std::int64_t>> free_now;
+        for (const auto& f : volume_.free) free_now.emplace_back(first_cluster(f), end_cluster(f));
+        before_ = free_figures(free_now, volume_.cluster_size);
         barriers_ = pinned_;
         barriers_ += volume_.mft_zone;
         zone_room_ = largest_zone_room();
@@ -194,16 +214,87 @@ public:
 
     void plan(const Progress& progress) {
         if (items_.empty()) return;
-        const Layout best = builder_.ordered() ? choose_ordered_layout(progress) : choose_layout(progress);
+        Layout best = builder_.ordered() ? choose_ordered_layout(progress) : choose_layout(progress);
         // What only the layout search needed.
         bounds_ = {};
         by_size_ = {};
         in_order_ = {};
         release_freed_memory();
-        carry_out(best, progress);
+        // optimize's promise (docs/planner.md §12): free space no worse, and no plan for nothing.
+        if (!best.keeps_promise) {
+            builder_.plan().notes.push_back(
+                "nothing moved: every layout tried would leave free space worse than it is (more free "
+                "extents, a smaller largest one or more free-space fragmentation)");
+            return;
+        }
+        if (!gains(best)) {
+            builder_.plan().notes.push_back(
+                "nothing to gain: no fragmented stream to join, and no layout leaves fewer or larger free "
+                "extents or less free-space fragmentation");
+            return;
+        }
+        carry_out(std::move(best), progress);
     }
 
 private:
+    /// Fragmentation differences below this are rounding, not a change.
+    static constexpr double kSameFragmentation = 1e-9;
+
+    /// Sets `l`'s free-space figures from the free extents it leaves (sorted here), and
+    /// whether none is worse than before the plan.
+    void judge(Layout& l, std::vector<std::pair<std::int64_t, std::int64_t>>& free_after) const {
+        const FreeFigures f = free_figures(free_after, volume_.cluster_size);
+        l.fragmentation = f.fragmentation;
+        l.largest = f.largest;
+        l.extents = f.extents;
+        l.keeps_promise = f.extents <= before_.extents && f.largest >= before_.largest &&
+                          f.fragmentation <= before_.fragmentation + kSameFragmentation;
+    }
+
+    /// Whether `l` improves anything optimize optimizes for: it joins a fragmented stream, or
+    /// leaves fewer or larger free extents or less free-space fragmentation.
+    [[nodiscard]] bool gains(const Layout& l) const {
+        if (l.moved == 0) return false;
+        for (std::size_t i = 0; i < items_.size(); ++i)
+            if (items_[i].fragmented && l.dest[i] >= 0) return true;
+        return l.extents < before_.extents || l.largest > before_.largest ||
+               l.fragmentation < before_.fragmentation - kSameFragmentation;
+    }
+
+    /// Whether item `i` lies at `to` already, in one piece: placed there it moves nothing.
+    [[nodiscard]] bool in_place(std::size_t i, std::int64_t to) const {
+        return items_[i].piece_count == 1 && pieces(items_[i]).front().lcn == to;
+    }
+
+    /// Whether item `i`, in one piece, overlaps its own destination `to` and can slide there
+    /// in at most kMostSlideMoves moves, each into the clusters the one before left: a slide
+    /// moves each cluster once, where a detour through free room moves the stream twice.
+    [[nodiscard]] bool slides(std::size_t i, std::int64_t to) const {
+        if (items_[i].piece_count != 1) return false;
+        const std::int64_t from = pieces(items_[i]).front().lcn;
+        const std::int64_t n = items_[i].clusters;
+        const std::int64_t shift = to > from ? to - from : from - to;
+        return shift > 0 && shift < n && (n + shift - 1) / shift <= kMostSlideMoves;
+    }
+
+    /// Emits the slide of item `i` to `to` (slides): towards lower clusters its first part
+    /// moves first, towards higher ones its last.
+    void slide(std::size_t i, std::int64_t to) {
+        const Stream& s = volume_.streams[items_[i].stream];
+        const Piece p = pieces(items_[i]).front();
+        const std::int64_t shift = to > p.lcn ? to - p.lcn : p.lcn - to;
+        const auto part = [&](std::int64_t at, std::int64_t clusters) {
+            builder_.move_part(s, p.vcn + at, p.lcn + at, to + at, clusters);
+        };
+        if (to < p.lcn) {
+            for (std::int64_t at = 0; at < p.clusters; at += shift) part(at, std::min(shift, p.clusters - at));
+        } else {
+            std::int64_t end = p.clusters;
+            for (; end > shift; end -= shift) part(end - shift, shift);
+            part(0, end);
+        }
+    }
+
     [[nodiscard]] std::span<Piece> pieces(const Item& item) {
         return std::span(pieces_).subspan(item.first_piece, item.piece_count);
     }
@@ -251,9 +342,9 @@ private:
     /// `join_fragmented`, the fragmented ones) at or after `split` in place, frees the window [w, split) below it (w: the end of the last
     /// barrier below `split`), and packs every other stream best-fit decreasing into the
     /// gaps after `split`; what does not fit goes to the top of the MFT zone (at most half
-    /// its free room) and then to the top of the window. The free space it predicts is
-    /// approximate (sources below the window are counted as separate extents); the plan's
-    /// summary is computed exactly afterwards.
+    /// its free room) and then to the top of the window. A stream best fit puts where it is
+    /// already moves nothing. The free space it predicts is the plan's when every stream
+    /// moves as laid out.
     [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split, bool join_fragmented) const {
         Layout l;
         l.window_hi = split;
@@ -310,7 +401,7 @@ private:
             const auto [len, start] = *g;
             gaps.erase(g);
             l.dest[i] = start;
-            l.moved += size;
+            if (!in_place(i, start)) l.moved += size;
             if (len > size) gaps.emplace(len - size, start + size);
         }
 
@@ -355,7 +446,7 @@ private:
             if (l.dest[i] >= 0 && bounds_[i].first < l.window_lo)
                 for (const Piece& p : pieces(items_[i]))
                     if (p.lcn < l.window_lo) free_after.emplace_back(p.lcn, std::min(p.lcn + p.clusters, l.window_lo));
-        l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
+        judge(l, free_after);
         for (std::size_t i = 0; i < items_.size(); ++i)
             if (items_[i].fragmented && l.dest[i] == kStays) l.left_fragmented += items_[i].clusters;
         const auto& budget = builder_.options().max_moved;
@@ -363,12 +454,14 @@ private:
         return l;
     }
 
-    /// The best ordered layout over the slacks: fewest clusters without a place, then free-space
+    /// The best ordered layout over the slacks: free space no worse than before, then fewest
+    /// clusters without a place, then free-space
     /// fragmentation to 0.1 %, then least data moved, then the largest free extent.
     /// O(slacks · (items · log barriers + pieces · log pieces)).
     Layout choose_ordered_layout(const Progress& progress) const {
         const auto key = [](const Layout& l) {
-            return std::tuple{l.over_budget, l.no_room, static_cast<std::int64_t>(l.fragmentation * 10 + 0.5),
+            return std::tuple{l.over_budget, !l.keeps_promise, l.no_room,
+                              static_cast<std::int64_t>(l.fragmentation * 10 + 0.5),
                               l.moved, -l.largest};
         };
         std::optional<Layout> best;
@@ -445,7 +538,7 @@ private:
             at = std::max(at, hi);
         }
         if (at < n) free_after.emplace_back(at, n);
-        l.fragmentation = fragmentation_of(free_after, volume_.cluster_size, l.largest);
+        judge(l, free_after);
         const auto& budget = builder_.options().max_moved;
         l.over_budget = budget && static_cast<std::uint64_t>(l.moved) * volume_.cluster_size > *budget;
         return l;
@@ -464,9 +557,13 @@ private:
     /// Emits the moves of `layout` in an order in which every destination is free when its
     /// move comes: a stream waits for the streams that still sit on its destination; when
     /// every remaining stream waits (a cycle), one goes to free room in the window first.
-    void carry_out(const Layout& layout, const Progress& progress);
+    /// A stream laid out where it is stays; one that overlaps its destination slides there
+    /// (slides) or, when that would take too many moves, waits for itself and so detours.
+    void carry_out(Layout layout, const Progress& progress);
 
     static constexpr std::size_t kLargeVolume = 250000;
+    /// Most moves a stream slides in (slides): beyond, it takes a detour instead.
+    static constexpr std::int64_t kMostSlideMoves = 64;
     /// Gaps (clusters) an ordered layout may leave before a stream that stays.
     static constexpr std::array<std::int64_t, 5> kSlacks{0, 1, 8, 64, 512};
 
@@ -479,14 +576,16 @@ private:
     std::vector<std::uint32_t> in_order_;     ///< items in placement order (ordered plans only)
     std::vector<PlacedPiece> pieces_by_lcn_;  ///< every item's pieces, by LCN
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
+    FreeFigures before_;   ///< the free space before the plan
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
     ClusterSet barriers_;  ///< pinned clusters and the MFT zone: a window never spans them
 };
 
-void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
+void Optimizer::carry_out(Layout layout, const Progress& progress) {
     const auto& streams = volume_.streams;
     std::vector<std::uint32_t> movers;  // item numbers, 32-bit as the items' own are
     for (std::size_t i = 0; i < items_.size(); ++i) {
+        if (layout.dest[i] >= 0 && in_place(i, layout.dest[i])) layout.dest[i] = kStays;  // an anchor
         if (layout.dest[i] == kNoRoom) builder_.skip(streams[items_[i].stream], "no room left outside the free window");
         if (layout.dest[i] >= 0) movers.push_back(static_cast<std::uint32_t>(i));
     }
@@ -515,7 +614,11 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     std::vector<std::size_t> on;
     for (const std::uint32_t i : movers) {
         on.clear();
-        occupants(layout.dest[i], layout.dest[i] + items_[i].clusters, [&](std::size_t j) { on.push_back(j); });
+        // A stream that slides waits for the others on its destination, not for itself.
+        const bool sliding = slides(i, layout.dest[i]);
+        occupants(layout.dest[i], layout.dest[i] + items_[i].clusters, [&](std::size_t j) {
+            if (j != i || !sliding) on.push_back(j);
+        });
         std::ranges::sort(on);
         on.erase(std::unique(on.begin(), on.end()), on.end());
         for (const std::size_t j : on) waits.emplace_back(i, static_cast<std::uint32_t>(j));
@@ -557,9 +660,11 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
     // place) the streams waiting for that place may be ready.
     std::vector<std::pair<std::int64_t, std::int64_t>> headed;  // destinations of the waiters, one stream's
     const auto leave = [&](std::size_t i, std::span<const Piece> left, bool first_time) {
-        // The parts of the place no waiting stream is headed for are room for detours.
+        // The parts of the place that neither a waiting stream nor this one (sliding, or
+        // detoured from a place it overlaps) is headed for are room for detours.
         headed.clear();
         for (const std::size_t w : waiters[i]) headed.emplace_back(layout.dest[w], layout.dest[w] + items_[w].clusters);
+        headed.emplace_back(layout.dest[i], layout.dest[i] + items_[i].clusters);
         std::ranges::sort(headed);
         for (const Piece& p : left) {
             std::int64_t from = p.lcn;
@@ -585,7 +690,10 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
             return false;
         }
         const std::span<Piece> now = pieces(items_[i]);
-        builder_.move_whole(s, now, to);
+        if (slides(i, to))
+            slide(i, to);
+        else
+            builder_.move_whole(s, now, to);
         std::int64_t at = to;
         for (Piece& p : now) {
             p.lcn = at;
@@ -628,6 +736,8 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         return std::nullopt;
     };
     bool stopped = false;
+    std::uint64_t detoured_streams = 0;
+    std::int64_t detoured_clusters = 0;
     while (done < movers.size() && !stopped) {
         if (ready.empty()) {
             // Every stream left waits for another: follow the waits until one repeats, and
@@ -648,6 +758,8 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
                 continue;
             }
             detoured[i] = 1;
+            ++detoured_streams;
+            detoured_clusters += items_[i].clusters;
             detours.take(*room, *room + items_[i].clusters);
             leave(i, old, true);
             continue;
@@ -674,6 +786,12 @@ void Optimizer::carry_out(const Layout& layout, const Progress& progress) {
         builder_.skip(streams[items_[i].stream], stopped ? builder_.moved_budget_reason()
                                                          : "its destination is held by a stream that could not move");
     }
+    if (detoured_streams > 0)
+        builder_.plan().notes.push_back(
+            std::to_string(detoured_streams) + " streams (" +
+            bytes_text(static_cast<std::uint64_t>(detoured_clusters) * volume_.cluster_size) +
+            ") moved twice: each went to free room first, to break a cycle of streams waiting for each "
+            "other's place or to make way for itself; the data moved counts both moves");
     progress.update(movers.size(), movers.size());
 }
 

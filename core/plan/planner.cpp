@@ -110,8 +110,10 @@ bool takes_order(Strategy strategy) noexcept {
 
 std::optional<PlacementOrder> default_order(Strategy strategy) {
     if (!takes_order(strategy)) return std::nullopt;
-    // MFT order serves `scan` best on every measured volume (docs/planner.md §14).
-    return PlacementOrder{PlacementOrder::Kind::Mft, {}};
+    // optimize is for free space, and best fit by size packs it best: it beats the peer's full
+    // optimization on every figure, where MFT order on small volumes keeps no layout within
+    // optimize's promise. MFT order serves `scan` best for the others (docs/planner.md §14).
+    return PlacementOrder{strategy == Strategy::Optimize ? PlacementOrder::Kind::Size : PlacementOrder::Kind::Mft, {}};
 }
 
 std::optional<PlacementOrder> effective_order(const PlanOptions& options) {
@@ -174,6 +176,65 @@ bool path_matches(std::string_view glob, std::string_view path) {
     return g == glob.size();
 }
 
+namespace {
+
+/// optimize's promise (docs/planner.md §12) for the plan as made, not only for its layout:
+/// streams that could not reach their places (a cycle with no free room to break it, a
+/// --max-growth skip) or a --max-moved stop leave free space other than the layout said.
+/// When the whole plan breaks the promise (a free-space figure worse than before) or gains
+/// nothing (no fragmented stream joined, no free-space figure better), the plan is cut to
+/// its longest prefix, ending between two streams' moves, that keeps the promise and gains
+/// something, or to nothing. Cost: none when the plan keeps it; else a replay of the plan
+/// with up to 64 prefixes and one apply_plan.
+void keep_optimize_promise(const VolumeMap& volume, const std::vector<Layer>& layers, std::uint64_t granule,
+                           PlanOutcome& out) {
+    Plan& plan = out.plan;
+    const PlanSummary b = plan.summary;  // its before-figures are the volume's
+    const double frag_before = b.free_space_fragmentation_percent_before.value_or(0);
+    const auto keeps = [&](std::uint64_t extents, std::uint64_t largest, double fragmentation) {
+        return extents <= b.free_extents_before && largest >= b.largest_free_extent_clusters_before &&
+               fragmentation <= frag_before;
+    };
+    const auto gains = [&](std::uint64_t fragmented, std::uint64_t extents, std::uint64_t largest,
+                           double fragmentation) {
+        return fragmented < b.fragmented_streams_before || extents < b.free_extents_before ||
+               largest > b.largest_free_extent_clusters_before || fragmentation < frag_before;
+    };
+    const double frag_after = b.free_space_fragmentation_percent_after.value_or(0);
+    if (plan.moves.empty() ||
+        (keeps(b.free_extents_after, b.largest_free_extent_clusters_after, frag_after) &&
+         gains(b.fragmented_streams_after, b.free_extents_after, b.largest_free_extent_clusters_after, frag_after)))
+        return;
+
+    std::vector<std::size_t> ends;  // where one stream's moves end and another's begin
+    for (std::size_t i = 1; i < plan.moves.size(); ++i)
+        if (plan.moves[i].mft_record != plan.moves[i - 1].mft_record || plan.moves[i].stream != plan.moves[i - 1].stream)
+            ends.push_back(i);
+    constexpr std::size_t kMostPrefixes = 64;
+    if (ends.size() > kMostPrefixes) {
+        std::vector<std::size_t> some;
+        for (std::size_t k = 1; k <= kMostPrefixes; ++k) some.push_back(ends[ends.size() * k / kMostPrefixes - 1]);
+        ends = std::move(some);
+    }
+    std::size_t keep = 0;
+    for (const PrefixFigures& f : replay_prefixes(volume, plan, ends))
+        if (keeps(f.free_extents, f.largest_free_extent_clusters, f.free_space_fragmentation_percent) &&
+            gains(f.fragmented_streams, f.free_extents, f.largest_free_extent_clusters, f.free_space_fragmentation_percent))
+            keep = f.moves;
+    const std::size_t left_out = plan.moves.size() - keep;
+    plan.moves.resize(keep);
+    if (keep == 0) plan.skipped = {};
+    plan.notes.push_back(
+        keep == 0 ? "nothing moved: every prefix of the plan would leave free space worse than it is, or gain nothing"
+                  : "the last " + std::to_string(left_out) +
+                        " moves were left out: without the streams that could not reach their places, "
+                        "they would leave free space worse than it is");
+    out.after = apply_plan(volume, plan);
+    plan.summary = summarize_plan(volume, out.after, layers, granule, plan);
+}
+
+}  // namespace
+
 Plan make_plan(const VolumeMap& volume, const std::vector<Layer>& layers, const PlanIdentity& identity,
                const PlanOptions& options, const Progress& progress) {
     return plan_and_apply(volume, layers, identity, options, progress).plan;
@@ -218,6 +279,7 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
         throw Error(ErrorKind::Internal, std::string("planner produced an invalid plan: ") + e.what());
     }
     plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
+    if (options.strategy == Strategy::Optimize) keep_optimize_promise(volume, layers, builder.growth().granule(), out);
     release_freed_memory();  // the replay's tables, before the caller's next phase
     return out;
 }

@@ -81,6 +81,23 @@ CommandResult run_cli_measured(const std::vector<std::string>& args);
 /// A generated image cached in the scratch directory under `key` (made once per build).
 std::filesystem::path generated_image(const std::string& key, MkImageOptions options);
 
+/// A volume drawn from `seed` for the property tests (apply_property_test.cpp,
+/// plan_property_test.cpp): every choice comes from the seed, so a failing case is made
+/// again by its seed alone. Cluster size 512 B to 64 KiB; the attribute-list pair up to
+/// `max_runs` runs each (mkimage's population: lists of a few entries to, at 60,000 runs,
+/// about two hundred, resident or not); 150 to 500 files grown 1 to 24 at a time; 10 to 50 %
+/// deleted; file data filling 5 to 95 % of the free space (nearly empty to nearly full);
+/// named streams, compressed logs (up to 4 KiB clusters), the sparse file; a bare volume
+/// or an MBR partition; under 512 MiB.
+MkImageOptions drawn_volume(std::uint32_t seed, std::uint64_t max_runs);
+
+/// The `guestfrag mkimage` arguments that make `options`' volume, for a failing case's message.
+std::string mkimage_line(const MkImageOptions& options);
+
+/// A property test's setting from the environment (bench/ runs the long variants), or
+/// `fallback` when unset.
+std::uint64_t property_setting(const char* name, std::uint64_t fallback);
+
 /// The 32 MiB disk the CLI tests of estimate and provisioning share (300 files, interleave 8,
 /// seed 23), a generated_image.
 std::filesystem::path small_cli_image();

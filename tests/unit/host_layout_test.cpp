@@ -358,11 +358,12 @@ TEST_CASE("a VHD differencing layer: sector runs in blocks the file holds in rev
 TEST_CASE("impact predicts the image file's layout after the plan as qemu lays it out",
           "[impact][host][qemu]") {
     test::require_tools({"qemu-img", "qemu-io"});
+    // 48 MiB: on a smaller volume optimize finds no plan that keeps its promise.
     MkImageOptions o;
-    o.disk_size = 32ull << 20;
-    o.files = 150;
+    o.disk_size = 48ull << 20;
+    o.files = 300;
     o.seed = 23;
-    const fs::path raw = test::generated_image("host-impact", o);
+    const fs::path raw = test::generated_image("host-impact-48", o);
     const fs::path dir = test::scratch_dir() / "host-impact";
     fs::remove_all(dir);  // what a failed run left
     fs::create_directories(dir);

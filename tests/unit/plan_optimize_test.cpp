@@ -142,6 +142,8 @@ TEST_CASE("optimize: the peer comparison volume, against the peer's full optimiz
     options.delete_fraction = 0.3;
     options.seed = 42;
     const Volume v = generated("optimize-peer", options);
+    // The order measured is optimize's default (issue: the default order beats the peer).
+    REQUIRE(default_order(Strategy::Optimize)->kind == optimize().order->kind);
     const Outcome o = run(v.map, v.layers);
     CHECK(o.free_before.extents == 6431);
     CHECK(o.files_before.fragmented_streams == 4174);
@@ -270,20 +272,18 @@ TEST_CASE("plan --frontier: every point is the volume after a prefix of the plan
             CHECK(with_run > budget);
         }
     }
-    // Against the plans made for a budget, as the points were before the replay: on this
-    // volume optimize under --max-moved keeps the layout it chooses unbudgeted, so its plan at
-    // a point's budget is that point's prefix, figure for figure (defrag and consolidate make
-    // other plans under a budget: docs/planner.md §13).
+    // Against the plans made for a budget: a plan under --max-moved keeps optimize's promise
+    // (docs/planner.md §12), which a prefix of the unbudgeted plan, a point, need not.
     for (const int k : {3, 7}) {
         INFO("point " << k << " against plan --max-moved");
         const auto budget = points[k]["budget_bytes"].get<std::uint64_t>();
         const auto bounded =
             run_json({"plan", image, "--strategy", "optimize", "--max-moved", std::to_string(budget), "--json"});
-        CHECK(points[k]["moves"] == bounded["summary"]["moves"]);
-        CHECK(points[k]["moved_bytes"] == bounded["summary"]["moved_bytes"]);
-        CHECK(points[k]["free_space_fragmentation_percent"] ==
-              bounded["summary"]["free_space_fragmentation_percent_after"]);
-        CHECK(points[k]["fragmented_streams"] == bounded["summary"]["fragmented_streams_after"]);
+        const auto& s = bounded["summary"];
+        CHECK(s["moved_bytes"].get<std::uint64_t>() <= budget);
+        CHECK(s["free_extents_after"] <= s["free_extents_before"]);
+        CHECK(s["largest_free_extent_clusters_after"] >= s["largest_free_extent_clusters_before"]);
+        CHECK(s["free_space_fragmentation_percent_after"] <= s["free_space_fragmentation_percent_before"]);
     }
     // The knee is the point frontier_knee picks from these points.
     std::vector<FrontierPoint> curve;

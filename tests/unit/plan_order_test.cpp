@@ -166,7 +166,7 @@ TEST_CASE("orders: names, defaults and the strategies that take none", "[plan][o
     CHECK(parse_order("path").text() == "path");
     CHECK_THROWS_AS(parse_order("trace:"), Error);
     CHECK_THROWS_AS(parse_order("name"), Error);
-    CHECK(default_order(Strategy::Optimize)->kind == PlacementOrder::Kind::Mft);
+    CHECK(default_order(Strategy::Optimize)->kind == PlacementOrder::Kind::Size);
     CHECK_FALSE(default_order(Strategy::Shrink));
     PlanOptions o;
     o.strategy = Strategy::Shrink;
