@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # One entry point for newcomers and CI:
-#   packaging/setup.sh demo   install what is missing, build, generate demo.img, analyse it
+#   packaging/setup.sh demo   install what is missing, build, generate demo.img, report its verdict
 #   packaging/setup.sh test   install what is missing, build, run the whole test suite
 #   packaging/setup.sh asan   the same suite built by clang with AddressSanitizer + UBSan, and the fuzzers
 #   packaging/setup.sh fuzz   each parser (containers, partition tables, the NTFS scan) under libFuzzer for FUZZ_SECONDS (30),
@@ -76,7 +76,7 @@ case "$mode" in
         build "$root/build"
         demo="$root/build/demo.img"
         [ -f "$demo" ] || "$root/build/app/cli/guestfrag" mkimage "$demo" --size 2GiB --table gpt --files 20000 --interleave 16 --delete-fraction 0.3 --seed 42
-        "$root/build/app/cli/guestfrag" analyze "$demo"
+        "$root/build/app/cli/guestfrag" report "$demo"
         ;;
     test)
         build "$root/build" -DGUESTFRAG_WERROR=ON

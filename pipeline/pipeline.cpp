@@ -42,7 +42,12 @@ void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& aft
 
 OpenedImage open_and_analyze(const std::string& path, const OpenOptions& options, std::optional<int> partition,
                              const Progress& progress) {
-    return analyze_opened(open_image(path, options), partition, progress);
+    std::vector<std::string> files;
+    OpenOptions recording = options;
+    recording.opened = [&files](const std::string& file) { files.push_back(file); };
+    OpenedImage opened = analyze_opened(open_image(path, recording), partition, progress);
+    opened.files = std::move(files);
+    return opened;
 }
 
 OpenedImage open_and_hold(const std::string& path, const OpenOptions& options, std::optional<int> partition,
@@ -54,6 +59,7 @@ OpenedImage open_and_hold(const std::string& path, const OpenOptions& options, s
     auto hold = std::make_shared<const InputHold>(files);
     OpenedImage opened = analyze_opened(std::move(image), partition, progress);
     opened.hold = std::move(hold);
+    opened.files = std::move(files);
     return opened;
 }
 

@@ -34,6 +34,10 @@ struct OpenedImage {
     /// The image's files held while a new disk is written from them (open_and_hold); null
     /// for an image only analysed.
     std::shared_ptr<const InputHold> hold{};
+    /// The host files the image was opened from (layers, extents, parents), for the checks
+    /// of who else holds them (held_for_writing); empty when not known (an image opened by
+    /// the caller, analyze_opened).
+    std::vector<std::string> files{};
 };
 
 /// Opens the image at `path` (with `options`: a forced format, parents given instead of the

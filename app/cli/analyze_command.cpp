@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/provisioning_options.hpp"
+#include "app/cli/verdict_text.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
@@ -20,6 +22,7 @@ void add_analyze_command(CLI::App& app) {
         std::optional<int> partition;
         bool json = false;
         bool files = false;
+        bool check = false;
         std::size_t top = 10;
         CopyOptionTexts copy;
         ImageOptions image_options;
@@ -36,17 +39,36 @@ void add_analyze_command(CLI::App& app) {
     add_provisioning_options(*cmd, opts->provisioning);
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     add_copy_options(*cmd, opts->copy);
+    cmd->add_flag("--check", opts->check,
+                  "Print only the verdict (report's first screen) and exit 0 when nothing is worth doing, 5 when "
+                  "a plan is and can run offline now, 6 when one is but an offline run is blocked")
+        ->excludes("--json")
+        ->excludes("--files");
     cmd->callback([opts] {
+        int found = kOk;
         on_behalf_of(opts->image, [&] {
             const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options,
                                                               opts->partition, copy_options(opts->copy));
             const std::vector<LayerProvisioning> provisioning =
                 layer_provisioning(opened.image->layers(), opts->provisioning);
+            if (opts->check) {
+                // report's defaults: scan on the array model, every strategy weighed.
+                VerdictOptions rule;
+                rule.provisioning = provisioning.front();
+                for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
+                    const Verdict v = decide(opened, volume, rule);
+                    if (volume > 0) std::cout << '\n';
+                    print_verdict(std::cout, *opened.analysis, volume, v, opts->image);
+                    found = std::max(found, check_status(v));
+                }
+                return;
+            }
             if (opts->json)
                 write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning);
             else
                 print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
         });
+        if (found != kOk) throw Finding{found};
     });
 }
 

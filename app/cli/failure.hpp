@@ -8,7 +8,22 @@
 namespace guestfrag::cli {
 
 /// Exit statuses of the CLI (docs/design.md §6, contract).
-enum ExitStatus : int { kOk = 0, kUsage = 1, kBadInput = 2, kInternal = 3, kUnfinished = 4, kInterrupted = 130 };
+enum ExitStatus : int {
+    kOk = 0,
+    kUsage = 1,
+    kBadInput = 2,
+    kInternal = 3,
+    kUnfinished = 4,
+    kPlanWorthRunning = 5,  ///< analyze --check: a plan is worth running and can run offline now
+    kPlanBlocked = 6,       ///< analyze --check: a plan is worth running, but an offline run is blocked
+    kInterrupted = 130,
+};
+
+/// Ends a command that did its work with a status that reports what it found (analyze
+/// --check), not a failure: main returns `status` and prints nothing more.
+struct Finding {
+    int status = kOk;
+};
 
 /// A failure that ends the command: printed by main as "guestfrag: error: SUBJECT: reason".
 class Failure : public std::runtime_error {

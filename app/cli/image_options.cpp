@@ -92,6 +92,7 @@ OpenedImage open_then_analyze(const std::string& image, const ImageOptions& opti
         }
     }
     for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
+    opened.files = std::move(files);
     return opened;
 }
 

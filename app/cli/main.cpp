@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
         // CLI11 prints help/version (exit 0) and usage errors; usage errors exit 1 (contract).
         const int status = app.exit(e);
         return status == 0 ? kOk : kUsage;
+    } catch (const Finding& found) {
+        return found.status;
     } catch (const Failure& f) {
         std::fprintf(stderr, "guestfrag: error: %s: %s\n", f.subject().c_str(), f.what());
         return f.status();

@@ -54,9 +54,12 @@ TEST_CASE("plans on a sparse VMDK and on a qcow2 linked clone pass the validator
         plan_and_check(vmdk, strategy);
         plan_and_check(clone, strategy);
     }
-    // A linked clone: report recommends thin-safe.
-    const auto report = test::run_cli({"report", clone.string()});
+    // A linked clone: report weighs every strategy and says what each would grow the clone by.
+    const auto report = test::run_cli({"report", clone.string(), "--json"});
     REQUIRE(report.status == 0);
-    CHECK(report.out.find("thin-safe (the disk is a linked clone") != std::string::npos);
+    const auto plans = nlohmann::json::parse(report.out)["volumes"][0]["verdict"]["plans"];
+    REQUIRE(plans.size() >= 5);
+    for (const auto& p : plans)
+        if (p["strategy"] == "thin-safe") CHECK(p["growth_bytes"] == 0);
     fs::remove_all(dir);
 }

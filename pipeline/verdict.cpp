@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "pipeline/verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
+#include "core/apply/volume_checks.hpp"
+#include "core/estimate/trace_source.hpp"
+#include "core/image/input_hold.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+/// The order that lays streams out the way `workload` reads them: its trace, the scan's
+/// order; mft (the scan's) for workloads that read no files in an order.
+PlacementOrder order_for(const Workload& workload) {
+    if (workload.kind == Workload::Kind::Trace) return {PlacementOrder::Kind::Trace, workload.trace_source};
+    if (workload.kind == Workload::Kind::Scan && workload.scan_order == Workload::ScanOrder::Path)
+        return {PlacementOrder::Kind::Path, {}};
+    return {PlacementOrder::Kind::Mft, {}};
+}
+
+/// Every strategy (or the one asked for), each strategy that takes an order with its default
+/// order and the workload's (or the one asked for).
+std::vector<PlanOptions> candidates(const VerdictOptions& options) {
+    std::vector<Strategy> strategies(kStrategies.begin(), kStrategies.end());
+    if (options.strategy) strategies = {*options.strategy};
+    std::vector<PlanOptions> out;
+    for (const Strategy s : strategies) {
+        PlanOptions o;
+        o.strategy = s;
+        if (!takes_order(s)) {
+            out.push_back(o);
+            continue;
+        }
+        std::vector<PlacementOrder> orders{options.order.value_or(*default_order(s))};
+        if (!options.order && order_for(options.workload).text() != orders.front().text())
+            orders.push_back(order_for(options.workload));
+        for (const PlacementOrder& each : orders) {
+            o.order = each;
+            out.push_back(o);
+        }
+    }
+    return out;
+}
+
+std::string seconds(double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, s >= 100 ? "%.0f s" : s >= 1 ? "%.1f s" : "%.2f s", s);
+    return text;
+}
+
+std::string name_of(const WeighedPlan& p) {
+    return std::string(strategy_name(p.options.strategy)) +
+           (p.planned.plan.order.empty() ? "" : " --order " + p.planned.plan.order);
+}
+
+/// Why the rule leaves `p` out, "" when it passes (docs/verdict.md §2).
+std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o) {
+    const double gain = on_device(p.saved, o.device);
+    const double io = on_device(p.plan_io, o.device);
+    if (p.planned.plan.moves.empty()) return "moves nothing";
+    if (gain < 0) return "slower than now (+" + seconds(-gain) + ")";
+    if (gain < o.min_gain_seconds) return "saves under " + seconds(o.min_gain_seconds);
+    if (gain < o.min_gain_share * now)
+        return "saves under " + std::to_string(std::lround(o.min_gain_share * 100)) + " % of " + seconds(now);
+    if (io > o.payback_runs * gain)
+        return "own IO " + seconds(io) + ", not repaid in " + std::to_string(std::lround(o.payback_runs)) + " runs";
+    return {};
+}
+
+/// What keeps an offline run from starting now: another process writing the image (qemu's
+/// write lock, as apply and compact refuse it), and the volume state apply refuses.
+std::vector<std::string> blockers(const OpenedImage& opened, const VolumeMap& map) {
+    std::vector<std::string> out;
+    if (const auto writer = held_for_writing(opened.files))
+        out.push_back(*writer + " is open for writing by another process (qemu's write lock): stop the VM or "
+                                "qemu-nbd first");
+    try {
+        check_volume_state(*opened.image, volume_window(*opened.analysis, map), map, false);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::Unsafe) throw;
+        out.emplace_back(e.what());
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string_view device_name(DecisionDevice device) noexcept {
+    switch (device) {
+        case DecisionDevice::Hdd:
+            return "hdd";
+        case DecisionDevice::Ssd:
+            return "ssd";
+        case DecisionDevice::Array:
+            break;
+    }
+    return "array";
+}
+
+std::optional<DecisionDevice> parse_device(std::string_view name) noexcept {
+    for (const DecisionDevice d : {DecisionDevice::Hdd, DecisionDevice::Ssd, DecisionDevice::Array})
+        if (device_name(d) == name) return d;
+    return std::nullopt;
+}
+
+double on_device(const DeviceSeconds& s, DecisionDevice device) noexcept {
+    switch (device) {
+        case DecisionDevice::Hdd:
+            return s.hdd;
+        case DecisionDevice::Ssd:
+            return s.ssd;
+        case DecisionDevice::Array:
+            break;
+    }
+    return s.array;
+}
+
+void weigh(Verdict& v, const VerdictOptions& o) {
+    v.chosen.reset();
+    for (WeighedPlan& p : v.plans) p.rejected = rejection(p, v.now_seconds, o);
+
+    // The most seconds saved; among plans within a tenth of that, the least growth, then
+    // the least data moved (docs/verdict.md §2).
+    const auto gain = [&](const WeighedPlan& p) { return on_device(p.saved, o.device); };
+    double best = 0;
+    for (const WeighedPlan& p : v.plans)
+        if (p.rejected.empty()) best = std::max(best, gain(p));
+    for (std::size_t i = 0; i < v.plans.size(); ++i) {
+        const WeighedPlan& p = v.plans[i];
+        if (!p.rejected.empty() || gain(p) < 0.9 * best) continue;
+        const auto key = [](const WeighedPlan& q) {
+            return std::tuple{q.growth_bytes, q.planned.plan.summary.moved_bytes};
+        };
+        if (!v.chosen || key(p) < key(v.plans[*v.chosen])) v.chosen = i;
+    }
+
+    const std::string on = " of " + seconds(v.now_seconds) + " on the " + std::string(device_name(o.device)) +
+                           " model for " + v.workload.text();
+    if (v.chosen) {
+        const WeighedPlan& p = v.plans[*v.chosen];
+        const double g = gain(p);
+        v.reason = name_of(p) + " saves " + seconds(g) + on + " (" +
+                   std::to_string(std::lround(100 * g / std::max(v.now_seconds, 1e-9))) + " %)";
+    } else if (std::ranges::all_of(v.plans, [](const WeighedPlan& p) { return p.planned.plan.moves.empty(); })) {
+        v.reason = "nothing to defragment: no plan weighed finds a move worth making";
+    } else {
+        // The plan that came closest, and why it falls short.
+        const WeighedPlan& closest = *std::ranges::max_element(v.plans, {}, gain);
+        v.reason = "the best plan, " + name_of(closest) + ", " + closest.rejected;
+    }
+}
+
+Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptions& asked,
+               const Progress& progress) {
+    const VolumeMap& map = opened.analysis->volumes.at(volume).map;
+    VerdictOptions options = asked;
+    std::string fallback;
+    // A trace the image itself holds (@prefetch, @layout) is not on every volume: a data
+    // volume has none, and the verdict is then the default workload's, said so.
+    if (const Workload& w = asked.workload;
+        w.kind == Workload::Kind::Trace && w.trace_source.starts_with("@")) {
+        try {
+            (void)load_trace(w.trace_source, *opened.image, map);
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::NotFound && e.kind() != ErrorKind::Unsupported) throw;
+            fallback = std::string(e.what()) + ": the verdict weighs scan instead";
+            options.workload = parse_workload("scan");
+            if (options.order && options.order->kind == PlacementOrder::Kind::Trace) options.order.reset();
+        }
+    }
+    Verdict v;
+    v.partition = map.partition;
+    v.device = options.device;
+    v.workload = options.workload;
+    ImpactOptions impact;
+    impact.models = options.models;
+    impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
+    for (const PlanOptions& each : candidates(options)) {
+        WeighedPlan p;
+        p.options = prepare_plan_options(opened, volume, each);
+        p.planned = plan_volume(opened, volume, p.options, progress);
+        p.estimate = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, &p.planned, options.models,
+                                     progress, impact.provisioning);
+        const DeviceSeconds& b = p.estimate.before.stats.device_seconds;
+        const DeviceSeconds& a = p.estimate.after->stats.device_seconds;
+        p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};
+        const Impact costs = plan_impact(opened, p.planned, impact);
+        p.plan_io = costs.plan_writes.stats.device_seconds;
+        p.growth_bytes = costs.growth.thin_growth_bytes + costs.growth.clone_delta_growth_bytes;
+        v.now_seconds = on_device(b, options.device);
+        v.plans.push_back(std::move(p));
+    }
+    weigh(v, options);
+    v.blockers = blockers(opened, map);
+    v.fallback = std::move(fallback);
+    return v;
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The verdict (docs/verdict.md): whether to defragment a volume, with which plan, what it
+// buys the guest and what it costs the storage, and whether it can run offline now. One
+// decision for every front end: report, analyze --check, the GUI and batch call this.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/estimate/workload.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace guestfrag {
+
+/// The device model a verdict weighs seconds on.
+enum class DecisionDevice { Hdd, Ssd, Array };
+
+/// "hdd", "ssd", "array".
+[[nodiscard]] std::string_view device_name(DecisionDevice device) noexcept;
+/// The device of a name device_name gives, nullopt for another text.
+[[nodiscard]] std::optional<DecisionDevice> parse_device(std::string_view name) noexcept;
+/// `seconds`' figure for `device`.
+[[nodiscard]] double on_device(const DeviceSeconds& seconds, DecisionDevice device) noexcept;
+
+struct VerdictOptions {
+    /// What the guest does: docs/verdict.md argues `scan` (every file read in MFT order).
+    Workload workload = parse_workload("scan");
+    /// Where the seconds are weighed: the array (guest disks live on shared storage).
+    DecisionDevice device = DecisionDevice::Array;
+    DeviceModels models;
+    /// The top layer's provisioning for first writes; nullopt: the detected one.
+    std::optional<LayerProvisioning> provisioning;
+    /// Only this strategy (and, for one that takes one, only this order) is weighed.
+    std::optional<Strategy> strategy;
+    std::optional<PlacementOrder> order;
+    /// A plan must save at least this many seconds of the workload on the device, and this
+    /// share of its time ...
+    double min_gain_seconds = 0.1;
+    double min_gain_share = 0.05;
+    /// ... and its own IO must be repaid by at most this many runs of the workload.
+    double payback_runs = 30;
+};
+
+/// One plan the verdict weighed.
+struct WeighedPlan {
+    PlanOptions options;
+    PlannedVolume planned;
+    VolumeEstimate estimate;
+    DeviceSeconds saved;       ///< the workload's seconds before − after, per device
+    DeviceSeconds plan_io;     ///< the plan's own IO (impact's plan_writes), per device
+    std::uint64_t growth_bytes = 0;  ///< thin growth + clone delta growth
+    /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than
+    /// now, or its own IO is not repaid.
+    std::string rejected;
+};
+
+struct Verdict {
+    int partition = 0;
+    DecisionDevice device = DecisionDevice::Array;
+    Workload workload;
+    double now_seconds = 0;               ///< the workload on the device, as the volume is
+    std::vector<WeighedPlan> plans;        ///< every candidate, in the order weighed
+    std::optional<std::size_t> chosen;     ///< into plans; nullopt: no action
+    std::string reason;                    ///< one line: why this plan, or why no action
+    /// Why the workload asked for could not be replayed on this volume (a trace read from
+    /// the image, @prefetch or @layout, that the volume lacks), when the verdict weighs the
+    /// default `scan` instead; "" otherwise.
+    std::string fallback;
+    /// What keeps an offline run from starting now (one line each): an unclean, dirty or
+    /// hibernated volume, shadow copies, another process writing the image.
+    std::vector<std::string> blockers;
+};
+
+/// The rule of docs/verdict.md §2 over `v.plans` (their saved seconds, own IO, moves and
+/// growth) and `v.now_seconds`: sets each plan's `rejected`, `v.chosen` and `v.reason`.
+/// O(plans).
+void weigh(Verdict& v, const VerdictOptions& options);
+
+/// The candidates for volume `volume` of `opened`: every strategy (with the order its
+/// default takes and the order the workload reads in) unless options restrict them,
+/// planned, estimated before and after, and their storage costs; the rule of
+/// docs/verdict.md picks one or none; and what blocks an offline run. Throws what
+/// plan_volume, estimate_volume and plan_impact throw. Cost: a plan, an estimate and an
+/// impact per candidate (5 to 8), and the volume state checks.
+[[nodiscard]] Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptions& options,
+                             const Progress& progress = {});
+
+}  // namespace guestfrag
