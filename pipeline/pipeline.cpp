@@ -31,11 +31,13 @@ void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& aft
         const SkippedMove& first = rehearsal.skipped.front();
         const Move& move = plan.moves[first.index];
         throw Error(made ? ErrorKind::Unfinished : ErrorKind::Corrupt,
-                    "apply would not carry out move " + std::to_string(first.index + 1) + " of the plan (record " +
-                        std::to_string(move.mft_record) + " " + std::string(move.stream) + "): " + first.reason);
+                    "apply would not carry out move " + std::to_string(first.index + 1) +
+                        " of the plan (record " + std::to_string(move.mft_record) + " " +
+                        std::string(move.stream) + "): " + first.reason);
     }
     if (adopt_rehearsal(after, rehearsal))
-        plan.summary = summarize_plan(before, after, opened.analysis->layers, plan.summary.granule_size, plan);
+        plan.summary =
+            summarize_plan(before, after, opened.analysis->layers, plan.summary.granule_size, plan);
 }
 
 }  // namespace
@@ -106,7 +108,8 @@ PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan pla
     const VolumeMap& before = analysis.volumes.at(volume).map;
     check_identity(plan.identity, identity_of(opened, before));
     VolumeMap after = apply_plan(before, plan);
-    plan.summary = summarize_plan(before, after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
+    plan.summary =
+        summarize_plan(before, after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
     rehearse(opened, before, after, plan, false);
     return {volume, std::move(plan), std::make_shared<const VolumeMap>(std::move(after))};
 }

@@ -68,7 +68,8 @@ std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o)
     if (gain < o.min_gain_share * now)
         return "saves under " + std::to_string(std::lround(o.min_gain_share * 100)) + " % of " + seconds(now);
     if (io > o.payback_runs * gain)
-        return "own IO " + seconds(io) + ", not repaid in " + std::to_string(std::lround(o.payback_runs)) + " runs";
+        return "own IO " + seconds(io) + ", not repaid in " + std::to_string(std::lround(o.payback_runs)) +
+               " runs";
     return {};
 }
 
@@ -77,8 +78,9 @@ std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o)
 std::vector<std::string> blockers(const OpenedImage& opened, const VolumeMap& map) {
     std::vector<std::string> out;
     if (const auto writer = held_for_writing(opened.files))
-        out.push_back(*writer + " is open for writing by another process (qemu's write lock): stop the VM or "
-                                "qemu-nbd first");
+        out.push_back(*writer +
+                      " is open for writing by another process (qemu's write lock): stop the VM or "
+                      "qemu-nbd first");
     try {
         check_volume_state(*opened.image, volume_window(*opened.analysis, map), map, false);
     } catch (const Error& e) {
@@ -146,11 +148,14 @@ void weigh(Verdict& v, const VerdictOptions& o) {
         const double g = gain(p);
         v.reason = name_of(p) + " saves " + seconds(g) + on + " (" +
                    std::to_string(std::lround(100 * g / std::max(v.now_seconds, 1e-9))) + " %)";
-    } else if (std::ranges::all_of(v.plans, [](const WeighedPlan& p) { return p.planned.plan.moves.empty(); })) {
+    } else if (std::ranges::all_of(v.plans,
+                                   [](const WeighedPlan& p) { return p.planned.plan.moves.empty(); })) {
         v.reason = "nothing to defragment: no plan weighed finds a move worth making";
     } else {
         // The plan that came closest, and why it falls short.
-        const WeighedPlan& closest = *std::ranges::max_element(v.plans, {}, gain);
+        const WeighedPlan& closest = *std::ranges::max_element(v.plans, {}, [&](const WeighedPlan& p) {
+            return std::pair{gain(p), !p.planned.plan.moves.empty()};
+        });
         v.reason = "the best plan, " + name_of(closest) + ", " + closest.rejected;
     }
 }
@@ -184,8 +189,8 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         WeighedPlan p;
         p.options = prepare_plan_options(opened, volume, each);
         p.planned = plan_volume(opened, volume, p.options, progress);
-        p.estimate = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, &p.planned, options.models,
-                                     progress, impact.provisioning);
+        p.estimate = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, &p.planned,
+                                     options.models, progress, impact.provisioning);
         const DeviceSeconds& b = p.estimate.before.stats.device_seconds;
         const DeviceSeconds& a = p.estimate.after->stats.device_seconds;
         p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};

@@ -48,8 +48,8 @@ struct WeighedPlan {
     PlanOptions options;
     PlannedVolume planned;
     VolumeEstimate estimate;
-    DeviceSeconds saved;       ///< the workload's seconds before − after, per device
-    DeviceSeconds plan_io;     ///< the plan's own IO (impact's plan_writes), per device
+    DeviceSeconds saved;             ///< the workload's seconds before − after, per device
+    DeviceSeconds plan_io;           ///< the plan's own IO (impact's plan_writes), per device
     std::uint64_t growth_bytes = 0;  ///< thin growth + clone delta growth
     /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than
     /// now, or its own IO is not repaid.
@@ -60,10 +60,10 @@ struct Verdict {
     int partition = 0;
     DecisionDevice device = DecisionDevice::Array;
     Workload workload;
-    double now_seconds = 0;               ///< the workload on the device, as the volume is
-    std::vector<WeighedPlan> plans;        ///< every candidate, in the order weighed
-    std::optional<std::size_t> chosen;     ///< into plans; nullopt: no action
-    std::string reason;                    ///< one line: why this plan, or why no action
+    double now_seconds = 0;             ///< the workload on the device, as the volume is
+    std::vector<WeighedPlan> plans;     ///< every candidate, in the order weighed
+    std::optional<std::size_t> chosen;  ///< into plans; nullopt: no action
+    std::string reason;                 ///< one line: why this plan, or why no action
     /// Why the workload asked for could not be replayed on this volume (a trace read from
     /// the image, @prefetch or @layout, that the volume lacks), when the verdict weighs the
     /// default `scan` instead; "" otherwise.

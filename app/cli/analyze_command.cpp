@@ -39,9 +39,10 @@ void add_analyze_command(CLI::App& app) {
     add_provisioning_options(*cmd, opts->provisioning);
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     add_copy_options(*cmd, opts->copy);
-    cmd->add_flag("--check", opts->check,
-                  "Print only the verdict (report's first screen) and exit 0 when nothing is worth doing, 5 when "
-                  "a plan is and can run offline now, 6 when one is but an offline run is blocked")
+    cmd->add_flag(
+           "--check", opts->check,
+           "Print only the verdict (report's first screen) and exit 0 when nothing is worth doing, 5 when "
+           "a plan is and can run offline now, 6 when one is but an offline run is blocked")
         ->excludes("--json")
         ->excludes("--files");
     cmd->callback([opts] {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag report IMAGE`: the verdict per volume (docs/verdict.md) first; with --verbose
-// the analysis, the chosen plan, its storage impact and its effect on a workload's IO. Every figure comes from the same functions as
-// `analyze`, `plan`, `impact` and `estimate`, so each can be reproduced with those commands.
+// the analysis, the chosen plan, its storage impact and its effect on a workload's IO. Every figure comes
+// from the same functions as `analyze`, `plan`, `impact` and `estimate`, so each can be reproduced with those
+// commands.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -67,7 +68,8 @@ void add_report_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "report", "Whether to defragment, with which plan, what it buys and costs (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
-    cmd->add_option("--strategy", opts->strategy, strategy_choices() + " (default: every strategy is weighed)")
+    cmd->add_option("--strategy", opts->strategy,
+                    strategy_choices() + " (default: every strategy is weighed)")
         ->check(strategy_check());
     cmd->add_option("--order", opts->order,
                     "Order to weigh (default: the strategy's default and the workload's order: mft for scan, "
@@ -78,7 +80,8 @@ void add_report_command(CLI::App& app) {
     add_copy_options(*cmd, opts->copy);
     add_provisioning_options(*cmd, opts->provisioning);
     add_device_options(*cmd, opts->device);
-    cmd->add_option("--decide-on", opts->decide_on, "Device model the verdict weighs seconds on: hdd, ssd or array")
+    cmd->add_option("--decide-on", opts->decide_on,
+                    "Device model the verdict weighs seconds on: hdd, ssd or array")
         ->check(CLI::IsMember({"hdd", "ssd", "array"}))
         ->capture_default_str();
     cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see `estimate`)")
@@ -86,9 +89,10 @@ void add_report_command(CLI::App& app) {
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
     cmd->add_flag("--verbose", opts->verbose,
                   "After the verdict: the analysis, the chosen plan, its storage impact and IO estimate");
-    cmd->add_flag("--json", opts->json,
-                  "Print the guestfrag.report.v1 JSON document (analysis, and per volume the verdict, its plan "
-                  "and impact)");
+    cmd->add_flag(
+        "--json", opts->json,
+        "Print the guestfrag.report.v1 JSON document (analysis, and per volume the verdict, its plan "
+        "and impact)");
     cmd->callback([opts] {
         const std::optional<Strategy> chosen =
             opts->strategy ? parse_strategy(*opts->strategy) : std::nullopt;
@@ -127,8 +131,10 @@ void add_report_command(CLI::App& app) {
                         const WeighedPlan& p = v.plans[*shown];
                         const Impact impact = plan_impact(opened, p.planned, impact_options);
                         entry["strategy"] = std::string(strategy_name(p.options.strategy));
-                        entry["order"] = p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order);
-                        entry["plan"] = Json::parse(plan_to_json(p.planned.plan, analysis.volumes[volume].map));
+                        entry["order"] =
+                            p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order);
+                        entry["plan"] =
+                            Json::parse(plan_to_json(p.planned.plan, analysis.volumes[volume].map));
                         entry["impact"] = impact_to_json(impact, plan_copy_states(opened, p.planned, copy),
                                                          opened.image->path(), "");
                     }
@@ -145,8 +151,9 @@ void add_report_command(CLI::App& app) {
                 print_verdict(std::cout, analysis, volume, verdicts[volume], opts->image);
             }
             if (!opts->verbose) {
-                std::cout << "\nThe analysis, the plan, its storage impact and IO estimate: the same command with "
-                             "--verbose\n";
+                std::cout
+                    << "\nThe analysis, the plan, its storage impact and IO estimate: the same command with "
+                       "--verbose\n";
                 return;
             }
             std::cout << '\n';
@@ -157,7 +164,8 @@ void add_report_command(CLI::App& app) {
                 if (!shown) continue;
                 const WeighedPlan& p = v.plans[*shown];
                 const VolumeMap& before = analysis.volumes[volume].map;
-                std::cout << "\n" << (v.chosen ? "The chosen plan" : "The plan asked for (not worth running)")
+                std::cout << "\n"
+                          << (v.chosen ? "The chosen plan" : "The plan asked for (not worth running)")
                           << " for partition " << v.partition << '\n';
                 print_plan_summary(std::cout, p.planned.plan, before, opts->image);
                 const Frontier frontier = plan_frontier(before, p.planned.plan);
@@ -167,8 +175,8 @@ void add_report_command(CLI::App& app) {
                 print_impact(std::cout, plan_impact(opened, p.planned, impact_options),
                              plan_copy_states(opened, p.planned, copy));
                 std::cout << '\n';
-                print_estimate(std::cout, opened.image->path(), p.estimate.workload, std::string("the plan above"),
-                               std::vector{p.estimate});
+                print_estimate(std::cout, opened.image->path(), p.estimate.workload,
+                               std::string("the plan above"), std::vector{p.estimate});
             }
         });
     });

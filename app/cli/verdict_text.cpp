@@ -43,14 +43,17 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
         const WeighedPlan& p = v.plans[*v.chosen];
         const double saved = on_device(p.saved, v.device);
         out << "defragment with " << plan_name(p) << (v.blockers.empty() ? "" : " (blocked now)") << '\n';
-        out << "  buys     " << v.workload.text() << " on the " << device << " model " << seconds_text(v.now_seconds)
-            << " -> " << seconds_text(v.now_seconds - saved) << " (-" << percent(saved, v.now_seconds) << "); hdd "
-            << change(p.saved.hdd) << ", ssd " << change(p.saved.ssd) << '\n';
+        out << "  buys     " << v.workload.text() << " on the " << device << " model "
+            << seconds_text(v.now_seconds) << " -> " << seconds_text(v.now_seconds - saved) << " (-"
+            << percent(saved, v.now_seconds) << "); hdd " << change(p.saved.hdd) << ", ssd "
+            << change(p.saved.ssd) << '\n';
         const PlanSummary& s = p.planned.plan.summary;
-        out << "  costs    moves " << format_size(s.moved_bytes) << ", its own IO " << seconds_text(on_device(p.plan_io, v.device))
-            << " on the " << device << "; grows the disk by " << format_size(p.growth_bytes) << '\n';
-        out << "  leaves   fragmented streams " << s.fragmented_streams_before << " -> " << s.fragmented_streams_after
-            << ", free extents " << s.free_extents_before << " -> " << s.free_extents_after << '\n';
+        out << "  costs    moves " << format_size(s.moved_bytes) << ", its own IO "
+            << seconds_text(on_device(p.plan_io, v.device)) << " on the " << device << "; grows the disk by "
+            << format_size(p.growth_bytes) << '\n';
+        out << "  leaves   fragmented streams " << s.fragmented_streams_before << " -> "
+            << s.fragmented_streams_after << ", free extents " << s.free_extents_before << " -> "
+            << s.free_extents_after << '\n';
     }
     if (v.blockers.empty()) {
         out << "  offline  can run now: the volume is clean and no other process writes the image\n";
@@ -60,15 +63,16 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
 
     out << "\n  Plans weighed: " << v.workload.text() << " on the " << device << " model, now "
         << seconds_text(v.now_seconds) << "\n";
-    out << "    " << pad("plan", 28) << pad("moved", 11, true) << pad("saves", 10, true) << pad("own IO", 10, true)
-        << "  verdict\n";
+    out << "    " << pad("plan", 28) << pad("moved", 11, true) << pad("saves", 10, true)
+        << pad("own IO", 10, true) << "  verdict\n";
     for (std::size_t i = 0; i < v.plans.size(); ++i) {
         const WeighedPlan& p = v.plans[i];
-        const std::string verdict = v.chosen == i        ? "chosen"
-                                    : !p.rejected.empty() ? p.rejected
-                                    : on_device(p.saved, v.device) < 0.9 * on_device(v.plans[*v.chosen].saved, v.device)
-                                        ? "passes; saves less than the chosen"
-                                        : "passes; the chosen grows or moves less";
+        const std::string verdict =
+            v.chosen == i         ? "chosen"
+            : !p.rejected.empty() ? p.rejected
+            : on_device(p.saved, v.device) < 0.9 * on_device(v.plans[*v.chosen].saved, v.device)
+                ? "passes; saves less than the chosen"
+                : "passes; the chosen grows or moves less";
         out << (v.chosen == i ? "  * " : "    ") << pad(plan_name(p), 28)
             << pad(format_size(p.planned.plan.summary.moved_bytes), 11, true)
             << pad(seconds_text(on_device(p.saved, v.device)), 10, true)
@@ -76,8 +80,8 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
     }
 
     const VolumeMap& map = va.map;
-    out << "\n  Volume   " << format_size(static_cast<std::uint64_t>(map.total_clusters) * map.cluster_size) << ", "
-        << format_size(map.cluster_size) << " clusters, " << va.files.files << " files; "
+    out << "\n  Volume   " << format_size(static_cast<std::uint64_t>(map.total_clusters) * map.cluster_size)
+        << ", " << format_size(map.cluster_size) << " clusters, " << va.files.files << " files; "
         << va.files.fragmented_streams << " of " << va.files.streams << " streams fragmented\n";
     out << "  Free     " << va.free_space.extents << " extents, largest "
         << format_size(va.free_space.largest_extent_clusters * map.cluster_size) << ", fragmentation "
@@ -85,10 +89,10 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
     if (v.chosen) {
         // The commands to run it, with the image's path where it fits 100 columns.
         const WeighedPlan& p = v.plans[*v.chosen];
-        const std::string tail = (analysis.volumes.size() > 1 ? " --partition " + std::to_string(v.partition) : "") +
-                                 " --strategy " + std::string(strategy_name(p.options.strategy)) +
-                                 (p.planned.plan.order.empty() ? "" : " --order " + p.planned.plan.order) +
-                                 " -o plan.json";
+        const std::string tail =
+            (analysis.volumes.size() > 1 ? " --partition " + std::to_string(v.partition) : "") +
+            " --strategy " + std::string(strategy_name(p.options.strategy)) +
+            (p.planned.plan.order.empty() ? "" : " --order " + p.planned.plan.order) + " -o plan.json";
         const std::size_t widest = std::max(26 + tail.size(), std::size_t{51}) + image.size();
         const std::string name = widest <= 100 ? image : "IMAGE";
         out << "\n  Run      guestfrag plan " << name << tail << "\n           guestfrag apply " << name
@@ -99,14 +103,16 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
 Json verdict_to_json(const Verdict& v) {
     Json plans = Json::array();
     for (const WeighedPlan& p : v.plans)
-        plans.push_back({{"strategy", std::string(strategy_name(p.options.strategy))},
-                         {"order", p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order)},
-                         {"moves", p.planned.plan.moves.size()},
-                         {"moved_bytes", p.planned.plan.summary.moved_bytes},
-                         {"seconds_saved", {{"hdd", p.saved.hdd}, {"ssd", p.saved.ssd}, {"array", p.saved.array}}},
-                         {"plan_io_seconds", {{"hdd", p.plan_io.hdd}, {"ssd", p.plan_io.ssd}, {"array", p.plan_io.array}}},
-                         {"growth_bytes", p.growth_bytes},
-                         {"rejected", p.rejected.empty() ? Json(nullptr) : Json(p.rejected)}});
+        plans.push_back(
+            {{"strategy", std::string(strategy_name(p.options.strategy))},
+             {"order", p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order)},
+             {"moves", p.planned.plan.moves.size()},
+             {"moved_bytes", p.planned.plan.summary.moved_bytes},
+             {"seconds_saved", {{"hdd", p.saved.hdd}, {"ssd", p.saved.ssd}, {"array", p.saved.array}}},
+             {"plan_io_seconds",
+              {{"hdd", p.plan_io.hdd}, {"ssd", p.plan_io.ssd}, {"array", p.plan_io.array}}},
+             {"growth_bytes", p.growth_bytes},
+             {"rejected", p.rejected.empty() ? Json(nullptr) : Json(p.rejected)}});
     Json out = {{"action", v.chosen ? "plan" : "none"},
                 {"reason", v.reason},
                 {"fallback", v.fallback.empty() ? Json(nullptr) : Json(v.fallback)},

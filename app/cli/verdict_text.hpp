@@ -15,8 +15,8 @@ namespace guestfrag::cli {
 /// The verdict's lines for volume `volume` of `analysis`: the decision, what it buys and
 /// costs, whether it can run offline now, the plans weighed and the volume in brief; at most
 /// 100 columns and about 25 lines.
-void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t volume, const Verdict& verdict,
-                   const std::string& image);
+void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t volume,
+                   const Verdict& verdict, const std::string& image);
 
 /// The `verdict` object of the JSON documents: decision, reason, blockers, device, workload,
 /// the workload's seconds now and every plan weighed with the rule's figures.

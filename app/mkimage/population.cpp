@@ -188,7 +188,8 @@ PopulationPlan plan_population(const MkImageOptions& options, std::uint64_t volu
         // clusters: there libntfs-3g's allocations for a file grown cluster by cluster span
         // several clusters, so the pair is sized as at 4 KiB.
         const std::uint64_t run_bytes = std::max<std::uint64_t>(cluster, 4096);
-        const std::uint64_t pair_bytes = std::min(options.list_runs * run_bytes, budget / 8) / cluster * cluster;
+        const std::uint64_t pair_bytes =
+            std::min(options.list_runs * run_bytes, budget / 8) / cluster * cluster;
         plan.files.push_back({"CBS.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
         plan.files.push_back({"WindowsUpdate.log", pair_bytes, 0, 0, 1, FileRole::AttrListPair, false});
         const std::uint64_t piece = sparse_piece(cluster);

@@ -106,7 +106,8 @@ ClusterSet clusters_of(std::span<const Extent> runs) {
 }
 
 /// Sets and clears the scratch volume's $Bitmap bits so that its free clusters are `free`.
-void set_free_space(WritableDisk& disk, const VolumeWindow& window, const ClusterSet& was, const ClusterSet& free) {
+void set_free_space(WritableDisk& disk, const VolumeWindow& window, const ClusterSet& was,
+                    const ClusterSet& free) {
     ntfs::Volume volume(ntfs::Device(disk, window.offset, window.length), ntfs::MountMode::Forensic);
     ntfs_attr* bitmap = volume.get()->lcnbmp_na;
     errno = 0;
@@ -127,11 +128,14 @@ RehearsedList read_list(ntfs_volume* vol, std::uint64_t record) {
     if (!ni) ntfs::throw_library_error(ErrorKind::Io, "cannot open record " + std::to_string(record));
     if (!NInoAttrList(ni.get())) return out;
     const ntfs::AttrPtr na(ntfs_attr_open(ni.get(), AT_ATTRIBUTE_LIST, AT_UNNAMED, 0));
-    if (!na) ntfs::throw_library_error(ErrorKind::Io, "cannot open the attribute list of " + std::to_string(record));
+    if (!na)
+        ntfs::throw_library_error(ErrorKind::Io,
+                                  "cannot open the attribute list of " + std::to_string(record));
     if (!NAttrNonResident(na.get())) return out;
     errno = 0;
     if (ntfs_attr_map_whole_runlist(na.get()) != 0)
-        ntfs::throw_library_error(ErrorKind::Io, "cannot read the list's runlist in record " + std::to_string(record));
+        ntfs::throw_library_error(ErrorKind::Io,
+                                  "cannot read the list's runlist in record " + std::to_string(record));
     out.non_resident = true;
     out.size = static_cast<std::uint64_t>(na->data_size);
     out.allocated_size = static_cast<std::uint64_t>(na->allocated_size);
@@ -142,7 +146,8 @@ RehearsedList read_list(ntfs_volume* vol, std::uint64_t record) {
 
 }  // namespace
 
-std::vector<std::uint64_t> files_to_rehearse(const VolumeMap& before, const VolumeMap& after, const Plan& plan) {
+std::vector<std::uint64_t> files_to_rehearse(const VolumeMap& before, const VolumeMap& after,
+                                             const Plan& plan) {
     std::vector<std::uint64_t> moved;
     for (const Move& m : plan.moves) moved.push_back(m.mft_record);
     std::ranges::sort(moved);
@@ -168,7 +173,9 @@ Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, con
         if (m.mft_record < FILE_first_user) carried.push_back(m.mft_record);
     std::ranges::sort(carried);
     carried.erase(std::unique(carried.begin(), carried.end()), carried.end());
-    const auto rehearsed = [&carried](std::uint64_t record) { return std::ranges::binary_search(carried, record); };
+    const auto rehearsed = [&carried](std::uint64_t record) {
+        return std::ranges::binary_search(carried, record);
+    };
 
     Plan part;
     part.identity = plan.identity;
@@ -196,9 +203,11 @@ Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, con
     const auto copy_unless_user_data = [&](std::size_t i, const std::stop_token&) {
         const Move& m = part.moves[i];
         const std::string& label = m.stream;
-        scratch.copy_data(m.mft_record < FILE_first_user || !(label == "$DATA" || label.starts_with("$DATA:")));
+        scratch.copy_data(m.mft_record < FILE_first_user ||
+                          !(label == "$DATA" || label.starts_with("$DATA:")));
     };
-    const MoveOutcome done = carry_out_moves(scratch, window, before, part, {}, {}, nullptr, copy_unless_user_data);
+    const MoveOutcome done =
+        carry_out_moves(scratch, window, before, part, {}, {}, nullptr, copy_unless_user_data);
     for (const SkippedMove& s : done.skipped) out.skipped.push_back({index[s.index], s.reason});
 
     ntfs::Volume volume(ntfs::Device(scratch, window.offset, window.length), ntfs::MountMode::Forensic);

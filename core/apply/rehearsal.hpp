@@ -15,17 +15,17 @@ namespace guestfrag {
 
 /// A rehearsed file's $ATTRIBUTE_LIST as libntfs-3g leaves it after the file's moves.
 struct RehearsedList {
-    std::uint64_t record = 0;      ///< the file's base record
-    bool non_resident = false;     ///< false: resident, or removed (no extension record left)
-    std::uint64_t size = 0;        ///< data size, when non-resident
+    std::uint64_t record = 0;   ///< the file's base record
+    bool non_resident = false;  ///< false: resident, or removed (no extension record left)
+    std::uint64_t size = 0;     ///< data size, when non-resident
     std::uint64_t allocated_size = 0;
-    std::vector<Extent> runs;      ///< VCN order, when non-resident
+    std::vector<Extent> runs;  ///< VCN order, when non-resident
 };
 
 /// What rehearse_moves found.
 struct Rehearsal {
-    std::vector<RehearsedList> lists;   ///< one per rehearsed file, by record
-    std::vector<SkippedMove> skipped;   ///< moves apply would skip (indices into Plan::moves)
+    std::vector<RehearsedList> lists;  ///< one per rehearsed file, by record
+    std::vector<SkippedMove> skipped;  ///< moves apply would skip (indices into Plan::moves)
 };
 
 /// The files of `plan` whose record layout its moves may change in a way the replay
@@ -50,8 +50,9 @@ struct Rehearsal {
 /// to lay a runlist out (apply would fail there too) or the image cannot be read.
 /// Cost: nothing when `files` is empty; else reads the image's $Bitmap, the files' records
 /// and their non-$DATA clusters, memory for what libntfs-3g writes.
-[[nodiscard]] Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, const VolumeMap& before,
-                                       const Plan& plan, const std::vector<std::uint64_t>& files);
+[[nodiscard]] Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window,
+                                       const VolumeMap& before, const Plan& plan,
+                                       const std::vector<std::uint64_t>& files);
 
 /// Amends `after` (the replay's volume) by `rehearsal`: each rehearsed file's
 /// $ATTRIBUTE_LIST stream takes the runs libntfs-3g left it, or goes when it left none, and

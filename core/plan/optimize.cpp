@@ -81,7 +81,8 @@ struct FreeFigures {
 
 /// The figures of free clusters `extents` (any order; touching or overlapping ones are one
 /// extent, as they are in $Bitmap). Sorts `extents`. O(n log n).
-FreeFigures free_figures(std::vector<std::pair<std::int64_t, std::int64_t>>& extents, std::uint32_t cluster_size) {
+FreeFigures free_figures(std::vector<std::pair<std::int64_t, std::int64_t>>& extents,
+                         std::uint32_t cluster_size) {
     std::ranges::sort(extents);
     FreeSpacePenalty penalty(cluster_size);
     FreeFigures f;
@@ -104,8 +105,8 @@ struct Layout {
     std::vector<std::int64_t> dest;  ///< per item: destination LCN, kStays or kNoRoom
     double fragmentation = 0;
     std::int64_t largest = 0;
-    std::int64_t extents = 0;        ///< free extents after
-    bool keeps_promise = true;       ///< no free-space figure worse than before (set by judge)
+    std::int64_t extents = 0;   ///< free extents after
+    bool keeps_promise = true;  ///< no free-space figure worse than before (set by judge)
     std::int64_t moved = 0;
     std::int64_t no_room = 0;  ///< clusters of streams that must move but find no place
     bool over_budget = false;  ///< moves more than --max-moved allows
@@ -116,8 +117,13 @@ struct Layout {
     /// a larger window, then less data moved.
     [[nodiscard]] bool better_than(const Layout& o) const {
         const auto key = [](const Layout& l) {
-            return std::tuple{l.over_budget, !l.keeps_promise, l.no_room, l.left_fragmented,
-                              static_cast<std::int64_t>(l.fragmentation * 100 + 0.5), -l.largest, l.moved};
+            return std::tuple{l.over_budget,
+                              !l.keeps_promise,
+                              l.no_room,
+                              l.left_fragmented,
+                              static_cast<std::int64_t>(l.fragmentation * 100 + 0.5),
+                              -l.largest,
+                              l.moved};
         };
         return key(*this) < key(o);
     }
@@ -287,7 +293,8 @@ private:
             builder_.move_part(s, p.vcn + at, p.lcn + at, to + at, clusters);
         };
         if (to < p.lcn) {
-            for (std::int64_t at = 0; at < p.clusters; at += shift) part(at, std::min(shift, p.clusters - at));
+            for (std::int64_t at = 0; at < p.clusters; at += shift)
+                part(at, std::min(shift, p.clusters - at));
         } else {
             std::int64_t end = p.clusters;
             for (; end > shift; end -= shift) part(end - shift, shift);
@@ -339,12 +346,11 @@ private:
     }
 
     /// The layout that keeps unfragmented streams of ≥ anchor_min clusters (and, unless
-    /// `join_fragmented`, the fragmented ones) at or after `split` in place, frees the window [w, split) below it (w: the end of the last
-    /// barrier below `split`), and packs every other stream best-fit decreasing into the
-    /// gaps after `split`; what does not fit goes to the top of the MFT zone (at most half
-    /// its free room) and then to the top of the window. A stream best fit puts where it is
-    /// already moves nothing. The free space it predicts is the plan's when every stream
-    /// moves as laid out.
+    /// `join_fragmented`, the fragmented ones) at or after `split` in place, frees the window [w, split)
+    /// below it (w: the end of the last barrier below `split`), and packs every other stream best-fit
+    /// decreasing into the gaps after `split`; what does not fit goes to the top of the MFT zone (at most
+    /// half its free room) and then to the top of the window. A stream best fit puts where it is already
+    /// moves nothing. The free space it predicts is the plan's when every stream moves as laid out.
     [[nodiscard]] Layout evaluate(std::int64_t anchor_min, std::int64_t split, bool join_fragmented) const {
         Layout l;
         l.window_hi = split;
@@ -460,9 +466,9 @@ private:
     /// O(slacks · (items · log barriers + pieces · log pieces)).
     Layout choose_ordered_layout(const Progress& progress) const {
         const auto key = [](const Layout& l) {
-            return std::tuple{l.over_budget, !l.keeps_promise, l.no_room,
-                              static_cast<std::int64_t>(l.fragmentation * 10 + 0.5),
-                              l.moved, -l.largest};
+            return std::tuple{l.over_budget, !l.keeps_promise,
+                              l.no_room,     static_cast<std::int64_t>(l.fragmentation * 10 + 0.5),
+                              l.moved,       -l.largest};
         };
         std::optional<Layout> best;
         for (std::size_t k = 0; k < kSlacks.size(); ++k) {
@@ -576,7 +582,7 @@ private:
     std::vector<std::uint32_t> in_order_;     ///< items in placement order (ordered plans only)
     std::vector<PlacedPiece> pieces_by_lcn_;  ///< every item's pieces, by LCN
     std::optional<std::pair<std::int64_t, std::int64_t>> zone_room_;  ///< largest free extent in the MFT zone
-    FreeFigures before_;   ///< the free space before the plan
+    FreeFigures before_;                                              ///< the free space before the plan
     ClusterSet pinned_;    ///< clusters no move of this plan frees or fills
     ClusterSet barriers_;  ///< pinned clusters and the MFT zone: a window never spans them
 };
@@ -663,7 +669,8 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
         // The parts of the place that neither a waiting stream nor this one (sliding, or
         // detoured from a place it overlaps) is headed for are room for detours.
         headed.clear();
-        for (const std::size_t w : waiters[i]) headed.emplace_back(layout.dest[w], layout.dest[w] + items_[w].clusters);
+        for (const std::size_t w : waiters[i])
+            headed.emplace_back(layout.dest[w], layout.dest[w] + items_[w].clusters);
         headed.emplace_back(layout.dest[i], layout.dest[i] + items_[i].clusters);
         std::ranges::sort(headed);
         for (const Piece& p : left) {
@@ -736,8 +743,6 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
         return std::nullopt;
     };
     bool stopped = false;
-    std::uint64_t detoured_streams = 0;
-    std::int64_t detoured_clusters = 0;
     while (done < movers.size() && !stopped) {
         if (ready.empty()) {
             // Every stream left waits for another: follow the waits until one repeats, and
@@ -758,8 +763,6 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
                 continue;
             }
             detoured[i] = 1;
-            ++detoured_streams;
-            detoured_clusters += items_[i].clusters;
             detours.take(*room, *room + items_[i].clusters);
             leave(i, old, true);
             continue;
@@ -786,12 +789,6 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
         builder_.skip(streams[items_[i].stream], stopped ? builder_.moved_budget_reason()
                                                          : "its destination is held by a stream that could not move");
     }
-    if (detoured_streams > 0)
-        builder_.plan().notes.push_back(
-            std::to_string(detoured_streams) + " streams (" +
-            bytes_text(static_cast<std::uint64_t>(detoured_clusters) * volume_.cluster_size) +
-            ") moved twice: each went to free room first, to break a cycle of streams waiting for each "
-            "other's place or to make way for itself; the data moved counts both moves");
     progress.update(movers.size(), movers.size());
 }
 

@@ -2,6 +2,8 @@
 #include "core/plan/planner.hpp"
 
 #include <array>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "core/error.hpp"
@@ -113,7 +115,8 @@ std::optional<PlacementOrder> default_order(Strategy strategy) {
     // optimize is for free space, and best fit by size packs it best: it beats the peer's full
     // optimization on every figure, where MFT order on small volumes keeps no layout within
     // optimize's promise. MFT order serves `scan` best for the others (docs/planner.md §14).
-    return PlacementOrder{strategy == Strategy::Optimize ? PlacementOrder::Kind::Size : PlacementOrder::Kind::Mft, {}};
+    return PlacementOrder{
+        strategy == Strategy::Optimize ? PlacementOrder::Kind::Size : PlacementOrder::Kind::Mft, {}};
 }
 
 std::optional<PlacementOrder> effective_order(const PlanOptions& options) {
@@ -186,6 +189,31 @@ namespace {
 /// its longest prefix, ending between two streams' moves, that keeps the promise and gains
 /// something, or to nothing. Cost: none when the plan keeps it; else a replay of the plan
 /// with up to 64 prefixes and one apply_plan.
+/// A note on the streams `plan` moves more than once (optimize's detours, docs/planner.md §12),
+/// counted from the moves themselves: how many, and the bytes of their clusters moved again.
+/// Nothing when none is. O(moves · log).
+void note_moved_twice(Plan& plan, std::uint32_t cluster_size) {
+    std::map<std::pair<std::uint64_t, StreamLabel>, ClusterSet> moved;  // each stream's VCNs moved so far
+    std::set<std::pair<std::uint64_t, StreamLabel>> twice;
+    std::int64_t again = 0;
+    for (const Move& m : plan.moves) {
+        const auto key = std::pair{m.mft_record, m.stream};
+        ClusterSet& vcns = moved[key];
+        const auto range = ClusterSet::interval_type::right_open(m.vcn, m.vcn + m.clusters);
+        if (const std::int64_t n = boost::icl::length(vcns & range); n > 0) {
+            again += n;
+            twice.insert(key);
+        }
+        vcns += range;
+    }
+    if (twice.empty()) return;
+    plan.notes.push_back(
+        std::to_string(twice.size()) + " streams (" +
+        planner::bytes_text(static_cast<std::uint64_t>(again) * cluster_size) +
+        ") moved twice: each went to free room first, to break a cycle of streams waiting for "
+        "each other's place or to make way for itself; the data moved counts both moves");
+}
+
 void keep_optimize_promise(const VolumeMap& volume, const std::vector<Layer>& layers, std::uint64_t granule,
                            PlanOutcome& out) {
     Plan& plan = out.plan;
@@ -203,29 +231,34 @@ void keep_optimize_promise(const VolumeMap& volume, const std::vector<Layer>& la
     const double frag_after = b.free_space_fragmentation_percent_after.value_or(0);
     if (plan.moves.empty() ||
         (keeps(b.free_extents_after, b.largest_free_extent_clusters_after, frag_after) &&
-         gains(b.fragmented_streams_after, b.free_extents_after, b.largest_free_extent_clusters_after, frag_after)))
+         gains(b.fragmented_streams_after, b.free_extents_after, b.largest_free_extent_clusters_after,
+               frag_after)))
         return;
 
     std::vector<std::size_t> ends;  // where one stream's moves end and another's begin
     for (std::size_t i = 1; i < plan.moves.size(); ++i)
-        if (plan.moves[i].mft_record != plan.moves[i - 1].mft_record || plan.moves[i].stream != plan.moves[i - 1].stream)
+        if (plan.moves[i].mft_record != plan.moves[i - 1].mft_record ||
+            plan.moves[i].stream != plan.moves[i - 1].stream)
             ends.push_back(i);
     constexpr std::size_t kMostPrefixes = 64;
     if (ends.size() > kMostPrefixes) {
         std::vector<std::size_t> some;
-        for (std::size_t k = 1; k <= kMostPrefixes; ++k) some.push_back(ends[ends.size() * k / kMostPrefixes - 1]);
+        for (std::size_t k = 1; k <= kMostPrefixes; ++k)
+            some.push_back(ends[ends.size() * k / kMostPrefixes - 1]);
         ends = std::move(some);
     }
     std::size_t keep = 0;
     for (const PrefixFigures& f : replay_prefixes(volume, plan, ends))
         if (keeps(f.free_extents, f.largest_free_extent_clusters, f.free_space_fragmentation_percent) &&
-            gains(f.fragmented_streams, f.free_extents, f.largest_free_extent_clusters, f.free_space_fragmentation_percent))
+            gains(f.fragmented_streams, f.free_extents, f.largest_free_extent_clusters,
+                  f.free_space_fragmentation_percent))
             keep = f.moves;
     const std::size_t left_out = plan.moves.size() - keep;
     plan.moves.resize(keep);
     if (keep == 0) plan.skipped = {};
     plan.notes.push_back(
-        keep == 0 ? "nothing moved: every prefix of the plan would leave free space worse than it is, or gain nothing"
+        keep == 0 ? "nothing moved: every prefix of the plan would leave free space worse than it is, or "
+                    "gain nothing"
                   : "the last " + std::to_string(left_out) +
                         " moves were left out: without the streams that could not reach their places, "
                         "they would leave free space worse than it is");
@@ -279,7 +312,10 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
         throw Error(ErrorKind::Internal, std::string("planner produced an invalid plan: ") + e.what());
     }
     plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
-    if (options.strategy == Strategy::Optimize) keep_optimize_promise(volume, layers, builder.growth().granule(), out);
+    if (options.strategy == Strategy::Optimize) {
+        keep_optimize_promise(volume, layers, builder.growth().granule(), out);
+        note_moved_twice(plan, volume.cluster_size);
+    }
     release_freed_memory();  // the replay's tables, before the caller's next phase
     return out;
 }

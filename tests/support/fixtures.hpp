@@ -94,9 +94,15 @@ MkImageOptions drawn_volume(std::uint32_t seed, std::uint64_t max_runs);
 /// The `guestfrag mkimage` arguments that make `options`' volume, for a failing case's message.
 std::string mkimage_line(const MkImageOptions& options);
 
-/// A property test's setting from the environment (bench/ runs the long variants), or
-/// `fallback` when unset.
-std::uint64_t property_setting(const char* name, std::uint64_t fallback);
+/// Runs `check` on the volumes of a property test (bench/property.sh runs the long variant):
+/// GUESTFRAG_PROPERTY_CASES (default `cases`) volumes drawn from seeds
+/// GUESTFRAG_PROPERTY_SEED (default 1), +1, ..., with pair files of up to
+/// GUESTFRAG_PROPERTY_RUNS (default 6000) runs; each made in a fresh WorkDir `name`
+/// (options.output) and handed over with how it was drawn, for the test's messages
+/// (mkimage_line).
+void for_each_drawn_volume(
+    const std::string& name, std::uint64_t cases,
+    const std::function<void(const MkImageOptions& volume, const WorkDir& dir)>& check);
 
 /// The 32 MiB disk the CLI tests of estimate and provisioning share (300 files, interleave 8,
 /// seed 23), a generated_image.

@@ -87,15 +87,35 @@ MkImageOptions drawn_volume(std::uint32_t seed, std::uint64_t max_runs) {
 std::string mkimage_line(const MkImageOptions& o) {
     std::ostringstream text;
     text << "mkimage --size " << (o.disk_size >> 20) << "MiB --table " << o.table << " --cluster-size "
-         << o.cluster_size << " --files " << o.files << " --interleave " << o.interleave << " --delete-fraction "
-         << o.delete_fraction << " --fill " << o.fill << " --named-stream-every " << o.named_stream_every
-         << " --list-runs " << o.list_runs << (o.compressed ? " --compressed" : "") << " --seed " << o.seed;
+         << o.cluster_size << " --files " << o.files << " --interleave " << o.interleave
+         << " --delete-fraction " << o.delete_fraction << " --fill " << o.fill << " --named-stream-every "
+         << o.named_stream_every << " --list-runs " << o.list_runs << (o.compressed ? " --compressed" : "")
+         << " --seed " << o.seed;
     return text.str();
 }
+
+namespace {
 
 std::uint64_t property_setting(const char* name, std::uint64_t fallback) {
     const char* value = std::getenv(name);
     return value != nullptr && *value != '\0' ? std::stoull(value) : fallback;
+}
+
+}  // namespace
+
+void for_each_drawn_volume(
+    const std::string& name, std::uint64_t cases,
+    const std::function<void(const MkImageOptions& volume, const WorkDir& dir)>& check) {
+    cases = property_setting("GUESTFRAG_PROPERTY_CASES", cases);
+    const std::uint64_t first = property_setting("GUESTFRAG_PROPERTY_SEED", 1);
+    const std::uint64_t max_runs = property_setting("GUESTFRAG_PROPERTY_RUNS", 6000);
+    for (std::uint64_t k = 0; k < cases; ++k) {
+        const WorkDir dir(name);
+        MkImageOptions options = drawn_volume(static_cast<std::uint32_t>(first + k), max_runs);
+        options.output = dir / "in.img";
+        make_image(options);
+        check(options, dir);
+    }
 }
 
 }  // namespace guestfrag::test

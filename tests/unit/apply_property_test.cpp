@@ -30,7 +30,8 @@ Json read_json(const fs::path& path) {
 }
 
 /// plan → apply (proved) → analyze for one strategy (and order) on `image`.
-void plan_apply_analyse(const fs::path& image, const test::WorkDir& dir, const std::vector<std::string>& how) {
+void plan_apply_analyse(const fs::path& image, const test::WorkDir& dir,
+                        const std::vector<std::string>& how) {
     std::string name;
     for (const std::string& word : how) name += word + " ";
     INFO("plan " << name);
@@ -50,8 +51,8 @@ void plan_apply_analyse(const fs::path& image, const test::WorkDir& dir, const s
     }
     const fs::path out = dir / "out.qcow2";
     fs::remove(out);
-    const auto applied = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string(),
-                                        "--output-format", "qcow2", "--json"});
+    const auto applied = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o",
+                                        out.string(), "--output-format", "qcow2", "--json"});
     INFO(applied.err);
     REQUIRE(applied.status == 0);
     const Json doc = Json::parse(applied.out);
@@ -70,24 +71,20 @@ void plan_apply_analyse(const fs::path& image, const test::WorkDir& dir, const s
 
 }  // namespace
 
-TEST_CASE("every strategy's plan on drawn volumes is carried out whole and as predicted", "[apply][property]") {
-    const std::uint64_t cases = test::property_setting("GUESTFRAG_PROPERTY_CASES", 2);
-    const std::uint64_t first = test::property_setting("GUESTFRAG_PROPERTY_SEED", 1);
-    const std::uint64_t max_runs = test::property_setting("GUESTFRAG_PROPERTY_RUNS", 6000);
-    for (std::uint64_t k = 0; k < cases; ++k) {
-        const test::WorkDir dir("apply-property");
-        MkImageOptions options = test::drawn_volume(static_cast<std::uint32_t>(first + k), max_runs);
-        options.output = dir / "in.img";
-        INFO("case " << k << ": " << test::mkimage_line(options));
-        make_image(options);
-        for (const Strategy strategy : kStrategies) {
-            const std::string name(strategy_name(strategy));
-            if (strategy != Strategy::Optimize) {
-                plan_apply_analyse(options.output, dir, {"--strategy", name});
-                continue;
+TEST_CASE("every strategy's plan on drawn volumes is carried out whole and as predicted",
+          "[apply][property]") {
+    test::for_each_drawn_volume(
+        "apply-property", 2, [](const MkImageOptions& volume, const test::WorkDir& dir) {
+            INFO(test::mkimage_line(volume));
+            const fs::path& image = volume.output;
+            for (const Strategy strategy : kStrategies) {
+                const std::string name(strategy_name(strategy));
+                if (strategy != Strategy::Optimize) {
+                    plan_apply_analyse(image, dir, {"--strategy", name});
+                    continue;
+                }
+                for (const char* order : {"mft", "size", "path"})
+                    plan_apply_analyse(image, dir, {"--strategy", name, "--order", order});
             }
-            for (const char* order : {"mft", "size", "path"})
-                plan_apply_analyse(options.output, dir, {"--strategy", name, "--order", order});
-        }
-    }
+        });
 }

@@ -37,7 +37,8 @@ IstatList istat_list(const fs::path& image, std::uint64_t record) {
     bool in_list = false;
     for (std::string line; std::getline(lines, line);) {
         if (line.starts_with("Type: ")) {
-            in_list = line.starts_with("Type: $ATTRIBUTE_LIST") && line.find("Non-Resident") != std::string::npos;
+            in_list =
+                line.starts_with("Type: $ATTRIBUTE_LIST") && line.find("Non-Resident") != std::string::npos;
             if (in_list) {
                 out.non_resident = true;
                 out.size = std::stoull(line.substr(line.find("size: ") + 6));
@@ -79,9 +80,11 @@ TEST_CASE("the rehearsal foresees each moved file's attribute list as istat find
     for (const char* strategy : {"defrag", "optimize"}) {
         INFO("strategy " << strategy);
         const fs::path plan_path = dir / (std::string(strategy) + ".json");
-        REQUIRE(test::run_cli({"plan", image.string(), "--strategy", strategy, "-o", plan_path.string()}).status == 0);
+        REQUIRE(test::run_cli({"plan", image.string(), "--strategy", strategy, "-o", plan_path.string()})
+                    .status == 0);
         const fs::path out = dir / (std::string(strategy) + ".raw");
-        const auto applied = test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string()});
+        const auto applied =
+            test::run_cli({"apply", image.string(), "--plan", plan_path.string(), "-o", out.string()});
         INFO(applied.err);
         REQUIRE(applied.status == 0);
 
@@ -104,7 +107,8 @@ TEST_CASE("the rehearsal foresees each moved file's attribute list as istat find
             CHECK(found.size == list.size);
             CHECK(found.clusters == clusters_of(list.runs));
             const auto was = std::ranges::find_if(before.streams, [&](const Stream& s) {
-                return s.mft_record == list.record && s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
+                return s.mft_record == list.record &&
+                       s.type == static_cast<std::uint32_t>(AttrType::AttributeList);
             });
             if (was != before.streams.end() && was->size > list.size) ++shortened;
         }

@@ -147,7 +147,8 @@ TEST_CASE("report weighs the orders for the workload and chooses the one that sa
     CHECK(volume["verdict"]["chosen"] == 1);
     CHECK(volume["order"] == "path");
     CHECK(volume["plan"]["order"] == "path");
-    CHECK(plans[1]["seconds_saved"]["array"].get<double>() > plans[0]["seconds_saved"]["array"].get<double>());
+    CHECK(plans[1]["seconds_saved"]["array"].get<double>() >
+          plans[0]["seconds_saved"]["array"].get<double>());
 
     const auto refused = test::run_cli({"report", image, "--strategy", "thin-safe", "--order", "path"});
     CHECK(refused.status == 1);

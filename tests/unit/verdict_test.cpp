@@ -20,7 +20,8 @@ namespace {
 
 /// A plan that saves `saved` array seconds, costs `io` array seconds of its own IO, moves
 /// `moved` bytes (one move when non-zero) and grows the disk by `growth` bytes.
-WeighedPlan hand_plan(Strategy strategy, double saved, double io, std::uint64_t moved, std::uint64_t growth = 0) {
+WeighedPlan hand_plan(Strategy strategy, double saved, double io, std::uint64_t moved,
+                      std::uint64_t growth = 0) {
     WeighedPlan p;
     p.options.strategy = strategy;
     if (moved > 0) p.planned.plan.moves.push_back({100, "$DATA", 0, 10, 20, 1});
@@ -74,7 +75,8 @@ TEST_CASE("the verdict's rule on hand-computed plans", "[verdict]") {
         CHECK(v.plans[3].rejected.empty());
     }
     SECTION("nothing moves: nothing to defragment") {
-        const Verdict v = hand_verdict(5, {hand_plan(Strategy::Defrag, 0, 0, 0), hand_plan(Strategy::Shrink, 0, 0, 0)});
+        const Verdict v =
+            hand_verdict(5, {hand_plan(Strategy::Defrag, 0, 0, 0), hand_plan(Strategy::Shrink, 0, 0, 0)});
         CHECK_FALSE(v.chosen);
         CHECK(v.plans[1].rejected == "moves nothing");
         CHECK(v.reason == "nothing to defragment: no plan weighed finds a move worth making");
@@ -99,12 +101,13 @@ TEST_CASE("the verdict on a fragmented disk: a plan that makes the scan faster o
     CHECK(v.plans.size() >= 5);
     for (const WeighedPlan& w : v.plans) {
         INFO(strategy_name(w.options.strategy) << " " << w.planned.plan.order);
-        std::vector<std::string> args{"plan", image, "--strategy", std::string(strategy_name(w.options.strategy)),
-                                      "--json"};
+        std::vector<std::string> args{"plan", image, "--strategy",
+                                      std::string(strategy_name(w.options.strategy)), "--json"};
         if (!w.planned.plan.order.empty()) args.insert(args.end(), {"--order", w.planned.plan.order});
         const auto planned = test::run_cli(args);
         REQUIRE(planned.status == 0);
-        CHECK(nlohmann::json::parse(planned.out)["summary"]["moved_bytes"] == w.planned.plan.summary.moved_bytes);
+        CHECK(nlohmann::json::parse(planned.out)["summary"]["moved_bytes"] ==
+              w.planned.plan.summary.moved_bytes);
     }
 
     const auto check = test::run_cli({"analyze", image, "--check"});
@@ -124,8 +127,9 @@ TEST_CASE("a trace the volume does not hold: the verdict weighs scan instead and
     const std::string image = test::fragmented_256_image().string();
     const auto r = test::run_cli({"report", image, "--workload", "trace:@prefetch"});
     CHECK(r.status == 0);
-    CHECK(r.err == "guestfrag: warning: the volume has no \\Windows\\Prefetch directory (not a Windows system "
-                   "volume, or prefetching is off): the verdict weighs scan instead\n");
+    CHECK(r.err ==
+          "guestfrag: warning: the volume has no \\Windows\\Prefetch directory (not a Windows system "
+          "volume, or prefetching is off): the verdict weighs scan instead\n");
     CHECK(r.out.find("Plans weighed: scan on the array model") != std::string::npos);
 }
 
@@ -137,7 +141,8 @@ TEST_CASE("the verdict on a volume with nothing worth doing: no action, the reas
     CHECK(check.out.rfind("Partition 0: no action\n  why      the best plan, ", 0) == 0);
 }
 
-TEST_CASE("the verdict names an image another process writes as the blocker, exit 6", "[verdict][cli][lock]") {
+TEST_CASE("the verdict names an image another process writes as the blocker, exit 6",
+          "[verdict][cli][lock]") {
     test::require_tools({"qemu-nbd"});
     const test::WorkDir dir("verdict-held");
     const fs::path image = dir / "in.img";
