@@ -2,6 +2,7 @@
 // guestfrag-gui: the desktop viewer. --help and --version are answered before Qt starts so
 // they work without a display; --screenshot runs the window unattended and saves it.
 #include <algorithm>
+#include <memory>
 #include <cstdio>
 #include <iostream>
 #include <stdexcept>
@@ -30,10 +31,12 @@ void quiet_messages(QtMsgType type, const QMessageLogContext&, const QString& me
     if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "guestfrag-gui: qt: " << message.toStdString() << '\n';
 }
 
-/// Waits for the plan and its tab's figures (planFinished), lets the event loop lay out and
-/// paint once more, saves the window.
+/// Waits for the plan and its tab's figures (planFinished) and for the verdict banner
+/// (verdictShown), lets the event loop lay out and paint once more, saves the window.
 void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file) {
-    QObject::connect(&window, &guestfrag::gui::MainWindow::planFinished, &window, [&app, &window, file] {
+    auto waiting = std::make_shared<int>(2);
+    const auto arrived = [&app, &window, file, waiting] {
+        if (--*waiting != 0) return;
         QTimer::singleShot(250, &window, [&app, &window, file] {
             if (window.grab().save(file, "PNG")) {
                 app.exit(0);
@@ -42,7 +45,9 @@ void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, cons
                 app.exit(kBadInput);
             }
         });
-    });
+    };
+    QObject::connect(&window, &guestfrag::gui::MainWindow::planFinished, &window, arrived);
+    QObject::connect(&window, &guestfrag::gui::MainWindow::verdictShown, &window, arrived);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@
 #include "app/gui/plan_panel.hpp"
 #include "app/gui/plan_writes_panel.hpp"
 #include "app/gui/warnings_model.hpp"
+#include "pipeline/verdict.hpp"
 #include "core/image/nbd_uri.hpp"
 
 namespace guestfrag::gui {
@@ -76,6 +77,8 @@ MainWindow::MainWindow(bool interactive, QWidget* parent)
       map_(new ClusterMapWidget),
       legend_(new MapLegend),
       summary_(new QLabel),
+      verdict_job_(new BackgroundJob(this)),
+      verdict_(new QLabel),
       volume_box_(new QComboBox),
       state_box_(new QComboBox),
       mode_box_(new QComboBox),
@@ -185,6 +188,10 @@ QWidget* MainWindow::build_central() {
     auto* map_box = new QWidget;
     auto* map_layout = new QVBoxLayout(map_box);
     map_layout->setContentsMargins(0, 0, 0, 0);
+    verdict_->setObjectName(QStringLiteral("verdictBanner"));
+    verdict_->setWordWrap(true);
+    verdict_->setVisible(false);
+    map_layout->addWidget(verdict_);
     map_layout->addWidget(summary_);
     map_layout->addWidget(scroll, 1);
     map_layout->addWidget(legend_);
@@ -337,6 +344,8 @@ void MainWindow::choose_uri() {
 }
 
 void MainWindow::open_image(const QString& path, const std::vector<ParentOverride>& parents) {
+    verdict_job_->cancel();  // the verdict on the image shown before
+    verdict_->setVisible(false);
     image_path_ = path;
     parents_ = parents;
     opened_ = {};
@@ -427,6 +436,53 @@ void MainWindow::choose_volume(int index, std::optional<MapCells> view) {
     map_->show_cells(*before_cells_);  // a new volume starts at its default zoom
     update_summary();
     update_actions_enabled();
+    weigh_volume(static_cast<std::size_t>(index));
+}
+
+void MainWindow::weigh_volume(std::size_t volume) {
+    // The banner says what it is in words and a sign; its colours (blue, amber, grey) differ
+    // in lightness too, so no reader depends on hue.
+    const auto show = [this](const QString& text, const char* background) {
+        verdict_->setText(text);
+        verdict_->setStyleSheet(
+            QStringLiteral("QLabel { background: %1; color: black; border: 1px solid #555; padding: 6px; }")
+                .arg(QLatin1String(background)));
+        verdict_->setVisible(true);
+    };
+    show(tr("Verdict: weighing every plan against no action…"), "#eeeeee");
+    VerdictOptions rule;
+    rule.models = models_;
+    verdict_job_->start<Verdict>(
+        [opened = opened_, volume, rule](const Progress& progress) { return decide(opened, volume, rule, progress); },
+        [this, show](const Verdict& v) {
+            if (!v.chosen) {
+                show(tr("● No action: %1.").arg(qstr(v.reason)), "#e0e0e0");
+            } else {
+                const WeighedPlan& p = v.plans[*v.chosen];
+                const double saved = on_device(p.saved, v.device);
+                const QString plan =
+                    qstr(strategy_name(p.options.strategy)) +
+                    (p.planned.plan.order.empty() ? QString() : QStringLiteral(" --order ") + qstr(p.planned.plan.order));
+                const QString buys = tr("%1 %2 s → %3 s on the %4 model (−%5 %); moves %6")
+                                         .arg(qstr(v.workload.text()))
+                                         .arg(v.now_seconds, 0, 'f', 2)
+                                         .arg(v.now_seconds - saved, 0, 'f', 2)
+                                         .arg(qstr(device_name(v.device)))
+                                         .arg(v.now_seconds > 0 ? 100 * saved / v.now_seconds : 0, 0, 'f', 0)
+                                         .arg(size_text(p.planned.plan.summary.moved_bytes));
+                if (v.blockers.empty())
+                    show(tr("✔ Defragment with %1: %2; can run offline now.").arg(plan, buys), "#cfe3ff");
+                else
+                    show(tr("⚠ Defragment with %1 once unblocked: %2. Blocked: %3")
+                             .arg(plan, buys, qstr(v.blockers.front())),
+                         "#ffd98a");
+            }
+            emit verdictShown();
+        },
+        [show](const Error& error) {
+            if (error.kind() == ErrorKind::Cancelled) return;
+            show(QObject::tr("Verdict: could not be weighed: %1").arg(qstr(error.what())), "#e0e0e0");
+        });
 }
 
 void MainWindow::show_map() {

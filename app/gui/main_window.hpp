@@ -128,6 +128,8 @@ signals:
     void analysisFinished();
     /// A plan is shown, with the figures of the tab in view (docs/gui.md).
     void planFinished();
+    /// The verdict on the volume in view is shown in the banner above the map.
+    void verdictShown();
     /// Figures of the shown plan that a tab asked for later are computed and shown.
     void figuresFinished();
     /// Opening, analysing or planning `image` failed with `reason` (one line); `exit_code`
@@ -168,6 +170,9 @@ private:
                    const std::function<void(const QString&)>& write);
     void show_map();
     void update_summary();
+    /// Weighs every plan for the volume in view (docs/verdict.md) on a job of its own, and
+    /// shows the verdict above the map.
+    void weigh_volume(std::size_t volume);
     void update_progress();
     void job_started(const QString& what);
     void job_ended();
@@ -219,6 +224,8 @@ private:
     ClusterMapWidget* map_;
     MapLegend* legend_;
     QLabel* summary_;
+    BackgroundJob* verdict_job_;  ///< its own job: planning by hand never replaces the verdict
+    QLabel* verdict_;             ///< the verdict banner above the map
     QComboBox* volume_box_;
     QComboBox* state_box_;
     QComboBox* mode_box_;

@@ -152,8 +152,9 @@ void PlanPanel::suggest_strategy(Strategy strategy) {
     const std::string_view name = strategy_name(strategy);
     strategy_->setCurrentIndex(strategy_->findText(QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()))));
     // The core's choice for this disk (as `guestfrag report` makes it).
-    strategy_note_->setText(strategy == Strategy::Defrag ? tr("recommended (thick disk)")
-                                                         : tr("recommended (thin or cloned disk)"));
+    // The verdict above the map weighs every plan; this is only the first one shown.
+    strategy_note_->setText(strategy == Strategy::Defrag ? tr("first shown: thick disk")
+                                                         : tr("first shown: no growth on a thin or cloned disk"));
     strategy_note_->setVisible(true);
 }
 

@@ -388,6 +388,28 @@ private slots:
         QCOMPARE(planned.count(), 1);
     }
 
+    void verdictBannerAboveTheMap() {
+        // The banner says what `guestfrag analyze --check` decides for the same image.
+        MainWindow window(false);
+        QSignalSpy shown(&window, &MainWindow::verdictShown);
+        window.open_image(QString::fromStdString(image_path_.string()));
+        QTRY_COMPARE_WITH_TIMEOUT(shown.count(), 1, kTimeoutMs);
+        const auto* banner = window.findChild<QLabel*>(QStringLiteral("verdictBanner"));
+        QVERIFY(banner != nullptr && !banner->isHidden());
+        const auto check = test::run_cli({"analyze", image_path_.string(), "--check"});
+        const std::string first = check.out.substr(0, check.out.find('\n'));
+        if (check.status == 0) {
+            QVERIFY(banner->text().startsWith(QStringLiteral("● No action: ")));
+            QCOMPARE(first, std::string("Partition 1: no action"));
+        } else {
+            QCOMPARE(check.status, 5);
+            QVERIFY(banner->text().startsWith(QStringLiteral("✔ Defragment with ")));
+            // "Partition 1: defragment with optimize --order mft" ↔ "✔ Defragment with optimize --order mft: …"
+            const std::string plan = first.substr(first.find(" with ") + 6);
+            QVERIFY(banner->text().contains(QString::fromStdString(" with " + plan + ":")));
+        }
+    }
+
     void cancelStopsTheWork() {
         MainWindow window(false);
         QSignalSpy failed(&window, &MainWindow::failed);
