@@ -463,13 +463,14 @@ void MainWindow::weigh_volume(std::size_t volume) {
                 const QString plan =
                     qstr(strategy_name(p.options.strategy)) +
                     (p.planned.plan.order.empty() ? QString() : QStringLiteral(" --order ") + qstr(p.planned.plan.order));
-                const QString buys = tr("%1 %2 s → %3 s on the %4 model (−%5 %); moves %6")
+                QString buys = tr("%1 %2 s → %3 s on the %4 model (−%5 %); moves %6")
                                          .arg(qstr(v.workload.text()))
                                          .arg(v.now_seconds, 0, 'f', 2)
                                          .arg(v.now_seconds - saved, 0, 'f', 2)
                                          .arg(qstr(device_name(v.device)))
                                          .arg(v.now_seconds > 0 ? 100 * saved / v.now_seconds : 0, 0, 'f', 0)
                                          .arg(size_text(p.planned.plan.summary.moved_bytes));
+                if (p.growth_bytes > 0) buys += tr(", grows the disk by %1").arg(size_text(p.growth_bytes));
                 if (v.blockers.empty())
                     show(tr("✔ Defragment with %1: %2; can run offline now.").arg(plan, buys), "#cfe3ff");
                 else
