@@ -8,12 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
-#include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/copy_options.hpp"
 #include "app/cli/estimate_text.hpp"
@@ -29,7 +27,6 @@
 #include "core/estimate/workload.hpp"
 #include "core/plan/plan_io.hpp"
 #include "pipeline/pipeline.hpp"
-#include "pipeline/sizes.hpp"
 #include "pipeline/verdict.hpp"
 
 namespace guestfrag::cli {
