@@ -86,8 +86,12 @@ private:
 
 /// The streams of file `record` in `map` (sorted by map_order).
 std::span<const Stream> streams_of(const VolumeMap& map, std::uint64_t record) {
-    const auto by_record = [](const Stream& s) { return s.mft_record; };
-    const auto [first, last] = std::ranges::equal_range(map.streams, record, {}, by_record);
+    // std::equal_range, not the ranges form: clang 14 cannot take libstdc++ 12's subrange apart.
+    struct ByRecord {
+        bool operator()(const Stream& s, std::uint64_t r) const { return s.mft_record < r; }
+        bool operator()(std::uint64_t r, const Stream& s) const { return r < s.mft_record; }
+    };
+    const auto [first, last] = std::equal_range(map.streams.begin(), map.streams.end(), record, ByRecord{});
     return {first, last};
 }
 
