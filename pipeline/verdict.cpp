@@ -194,9 +194,9 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         const DeviceSeconds& b = p.estimate.before.stats.device_seconds;
         const DeviceSeconds& a = p.estimate.after->stats.device_seconds;
         p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};
-        const Impact costs = plan_impact(opened, p.planned, impact);
-        p.plan_io = costs.plan_writes.stats.device_seconds;
-        p.growth_bytes = costs.growth.thin_growth_bytes + costs.growth.clone_delta_growth_bytes;
+        p.impact = plan_impact(opened, p.planned, impact);
+        p.plan_io = p.impact.plan_writes.stats.device_seconds;
+        p.growth_bytes = p.impact.growth.thin_growth_bytes + p.impact.growth.clone_delta_growth_bytes;
         v.now_seconds = on_device(b, options.device);
         v.plans.push_back(std::move(p));
     }

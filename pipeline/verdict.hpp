@@ -49,6 +49,7 @@ struct WeighedPlan {
     PlannedVolume planned;
     VolumeEstimate estimate;
     DeviceSeconds saved;             ///< the workload's seconds before − after, per device
+    Impact impact;                   ///< plan_impact's, with the verdict's models and provisioning
     DeviceSeconds plan_io;           ///< the plan's own IO (impact's plan_writes), per device
     std::uint64_t growth_bytes = 0;  ///< thin growth + clone delta growth
     /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than

@@ -110,9 +110,6 @@ void add_report_command(CLI::App& app) {
             // One provisioning and one set of device models for the plan's own IO and the
             // workload's, as `impact` and `estimate` take them.
             rule.provisioning = layer_provisioning(opened.image->layers(), opts->provisioning).front();
-            ImpactOptions impact_options;
-            impact_options.models = models;
-            impact_options.provisioning = *rule.provisioning;
 
             std::vector<Verdict> verdicts;
             for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
@@ -126,13 +123,12 @@ void add_report_command(CLI::App& app) {
                     Json entry = {{"partition", v.partition}, {"verdict", verdict_to_json(v)}};
                     if (const auto shown = shown_plan(v, chosen.has_value())) {
                         const WeighedPlan& p = v.plans[*shown];
-                        const Impact impact = plan_impact(opened, p.planned, impact_options);
                         entry["strategy"] = std::string(strategy_name(p.options.strategy));
                         entry["order"] =
                             p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order);
                         entry["plan"] =
                             Json::parse(plan_to_json(p.planned.plan, analysis.volumes[volume].map));
-                        entry["impact"] = impact_to_json(impact, plan_copy_states(opened, p.planned, copy),
+                        entry["impact"] = impact_to_json(p.impact, plan_copy_states(opened, p.planned, copy),
                                                          opened.image->path(), "");
                     }
                     volumes.push_back(std::move(entry));
@@ -169,7 +165,7 @@ void add_report_command(CLI::App& app) {
                 if (const std::string knee = knee_text(frontier); !knee.empty())
                     std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
                 std::cout << "\nImpact of this plan on the storage\n";
-                print_impact(std::cout, plan_impact(opened, p.planned, impact_options),
+                print_impact(std::cout, p.impact,
                              plan_copy_states(opened, p.planned, copy));
                 std::cout << '\n';
                 print_estimate(std::cout, opened.image->path(), p.estimate.workload,
