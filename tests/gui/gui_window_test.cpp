@@ -196,9 +196,13 @@ private slots:
         // label shows all of its text: a wrapping label is tall enough for its text at its
         // width, any other one is as wide as its text.
         MainWindow window(false);
+        QSignalSpy verdict(&window, &MainWindow::verdictShown);
         window.show();
         window.open_image(QString::fromStdString(image_path_.string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+        // The verdict banner too: its text arrives on a job of its own, and the layout that
+        // makes room for it runs after.
+        QTRY_COMPARE_WITH_TIMEOUT(verdict.count(), 1, kTimeoutMs);
         QCOMPARE(window.size(), gui::kWindowSize);
         // On every tab: the Impact tab's "Carrying out the plan" figures wrap in a narrow column.
         for (const char* tab : {"files", "histograms", "trade-off", "impact"}) {
