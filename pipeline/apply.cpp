@@ -12,8 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "analyzers/layer_usage.hpp"
 #include "core/apply/cow_disk.hpp"
 #include "core/apply/disk_copy.hpp"
+#include "core/apply/mover.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
 #include "core/image/nbd_uri.hpp"
@@ -89,8 +91,20 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         result.output_file_bytes = writer.finish();
     } else {
         if (options.on_step) options.on_step(ApplyStep::Copy);
+        // As compaction does (docs/compact.md): the clusters the moves take data out of are
+        // left out of the copy and read from the input when a move needs them, and the
+        // moves' destinations are written in the same pass, so that the moves find their
+        // bytes in place and neither read nor write them again. What the moves leave free
+        // reads as zeros in the output.
+        const ByteSet disk_bytes(ByteSet::interval_type::right_open(0, input.image->size()));
+        const ByteSet free = free_bytes_on_disk(before);
+        ByteSet moved_out = moved_bytes(before, adopted.plan, &Move::from_lcn) - free;
+        const ByteSet keep = disk_bytes - moved_out - moved_bytes(before, adopted.plan, &Move::to_lcn);
+        std::vector<Relocation> ahead = moves_to_copy_ahead(before, adopted.plan, keep, free);
         try {
-            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter).bytes_written;
+            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter,
+                                                         {.only = &keep, .relocated = ahead})
+                                            .bytes_written;
         } catch (const Error& e) {
             // A disk whose bytes are not all readable (a truncated fixed VHD) cannot be
             // copied whole, but an overlay needs only the clusters the moves touch.
@@ -102,9 +116,12 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         result.output_file_bytes = input.image->size();
         disk.start_writeback();  // beside the moves
         WritableRawFile file(disk.fd(), disk.path());
+        DeferredCopyDisk output(file, *input.image, std::move(moved_out), std::move(ahead));
         if (options.on_step) options.on_step(ApplyStep::Move);
-        result.moves = carry_out_moves(file, window, before, adopted.plan, progress, options.after_move,
+        result.moves = carry_out_moves(output, window, before, adopted.plan, progress, options.after_move,
                                        options.limiter, options.before_move);
+        // What a skipped move left where it was, or libntfs-3g kept, is still in use.
+        result.disk_bytes_written += output.copy(bytes_in_use(output, window, output.deferred()));
     }
     disk.sync();
 

@@ -104,7 +104,8 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
             // A read ends on a hole block's boundary unless the piece ends first, so that each
             // block of the piece is tested whole.
             std::uint64_t n = std::min(kBlock - pending, to + length - at);
-            if (at + n < to + length) n -= (at + n) % hole;
+            // When the buffer's room ends before the next boundary, what is pending goes first.
+            if (const std::uint64_t past = (at + n) % hole; at + n < to + length) n = past < n ? n - past : 0;
             if (n == 0) {
                 flush();
                 continue;

@@ -20,8 +20,8 @@ public:
     /// Borrows `fd`, a file open O_RDWR that must outlive this object; `path` names it for
     /// libntfs-3g's messages. With `record_writes`, written() keeps every range written
     /// (off by default: a writer of a whole volume would hold an interval per file).
-    WritableRawFile(int fd, std::string path, bool record_writes = false)
-        : fd_(fd), path_(std::move(path)), record_writes_(record_writes) {}
+    /// Advises the kernel that `fd` is read at random (see the constructor's definition).
+    WritableRawFile(int fd, std::string path, bool record_writes = false);
 
     [[nodiscard]] const std::string& path() const noexcept override { return path_; }
     /// The borrowed descriptor, for what the file system does beyond reads and writes.

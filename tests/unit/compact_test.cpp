@@ -324,6 +324,31 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     CHECK(plain.written().empty());
 }
 
+TEST_CASE("the copy takes a relocated piece after an unaligned pending one, with 1 MiB zero blocks",
+          "[compact]") {
+    // apply's copy: 1 MiB zero blocks, and pieces where the bytes already pending end past
+    // the block's middle, so the room left in the buffer ends before the next block boundary.
+    constexpr std::uint64_t kSize = 3 << 20;
+    constexpr std::uint64_t kKiB = 1024;
+    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
+    for (std::uint64_t i = 0; i < kSize; ++i) (*bytes)[i] = static_cast<std::byte>(i % 253 + 1);
+    const RawImage image(std::make_shared<MemorySource>("mem", bytes));
+    test::WorkDir dir("compact-relocate-unaligned");
+    UniqueFd fd(::open((dir / "out.raw").c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    const ByteSet only(ByteSet::interval_type::right_open(900 * kKiB, 1100 * kKiB));
+    const std::vector<Relocation> relocated{{1100 * kKiB, 2 * kKiB + 7, 1 << 20}};
+    const SparseCopy copy =
+        copy_disk_sparse(image, fd.get(), {}, nullptr, {.only = &only, .relocated = relocated});
+    CHECK(copy.bytes_written == 200 * kKiB + (1 << 20));
+    std::vector<std::byte> expected(kSize);
+    std::copy_n(bytes->begin() + 900 * kKiB, 200 * kKiB, expected.begin() + 900 * kKiB);
+    std::copy_n(bytes->begin() + 2 * kKiB + 7, 1 << 20, expected.begin() + 1100 * kKiB);
+    std::vector<std::byte> back(kSize);
+    REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
+    CHECK(back == expected);
+}
+
 TEST_CASE("the copy writes relocated bytes in disk order among the rest, their zero blocks left holes",
           "[compact]") {
     constexpr std::uint64_t kSize = 3 << 20;
