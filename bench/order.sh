@@ -5,7 +5,7 @@
 # moved, the free space left, and the workload the order serves replayed before and after
 # the plan (`estimate --plan`): IOs, sequential share, HDD and array seconds. Planning's
 # wall time and peak RSS stand beside the anchor measured in the same run: `guestfrag
-# analyze` of the image (the volume map every plan starts from).
+# analyze --no-verdict` of the image (the volume map every plan starts from).
 # ORDER_1M=1 adds the issue's 1,002,519-file volume (mkimage --size 16GiB --files 1250000
 # --fill 0.15 --seed 3; minutes to make): optimize --order path against scan:path.
 # Usage: bench/order.sh [BUILD_DIR] [LAYOUT]   (LAYOUT default 2000)
@@ -17,7 +17,7 @@ image=$data/order-issue-$layout.raw
 [ -f "$image" ] || "$cli" mkimage "$image" --size 2GiB --table gpt --files 20000 --interleave 16 \
     --delete-fraction 0.3 --seed 42 --layout-ini "$layout" >/dev/null
 cat "$image" >/dev/null
-anchor=$( { /usr/bin/time -f "%e %M" "$cli" analyze "$image" >/dev/null; } 2>&1 )
+anchor=$( { /usr/bin/time -f "%e %M" "$cli" analyze "$image" --no-verdict >/dev/null; } 2>&1 )
 
 echo "$(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg); anchor: analyze ${anchor% *} s, ${anchor#* } KB"
 echo
@@ -58,7 +58,7 @@ if [ "${ORDER_1M:-0}" = 1 ]; then
     image=$data/order-1m.raw
     [ -f "$image" ] || "$cli" mkimage "$image" --size 16GiB --files 1250000 --fill 0.15 --seed 3 >/dev/null
     cat "$image" >/dev/null
-    anchor=$( { /usr/bin/time -f "%e %M" "$cli" analyze "$image" >/dev/null; } 2>&1 )
+    anchor=$( { /usr/bin/time -f "%e %M" "$cli" analyze "$image" --no-verdict >/dev/null; } 2>&1 )
     echo
     echo "1M-file volume; anchor: analyze ${anchor% *} s, ${anchor#* } KB"
     run optimize path scan:path

@@ -62,6 +62,7 @@ std::string name_of(const WeighedPlan& p) {
 std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o) {
     const double gain = on_device(p.saved, o.device);
     const double io = on_device(p.plan_io, o.device);
+    if (!p.failure.empty()) return p.failure;
     if (p.planned.plan.moves.empty()) return "moves nothing";
     if (gain < 0) return "slower than now (+" + seconds(-gain) + ")";
     if (gain < o.min_gain_seconds) return "saves under " + seconds(o.min_gain_seconds);
@@ -188,7 +189,16 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     for (const PlanOptions& each : candidates(options)) {
         WeighedPlan p;
         p.options = prepare_plan_options(opened, volume, each);
-        p.planned = plan_volume(opened, volume, p.options, progress);
+        try {
+            p.planned = plan_volume(opened, volume, p.options, progress);
+        } catch (const Error& e) {
+            // guestfrag's own plan that apply would not carry out: this candidate is out,
+            // the others still count (a fault in the input fails them all alike).
+            if (e.kind() != ErrorKind::Unfinished) throw;
+            p.failure = std::string("cannot be carried out: ") + e.what();
+            v.plans.push_back(std::move(p));
+            continue;
+        }
         p.estimate = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, &p.planned,
                                      options.models, progress, impact.provisioning);
         const DeviceSeconds& b = p.estimate.before.stats.device_seconds;

@@ -55,6 +55,10 @@ struct WeighedPlan {
     /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than
     /// now, or its own IO is not repaid.
     std::string rejected;
+    /// Why it could not be planned ("" when it was): its rehearsal found a move apply would
+    /// not carry out (Error(Unfinished) from plan_volume). Such a plan is left out whatever
+    /// it would save, and the other candidates are still weighed.
+    std::string failure;
 };
 
 struct Verdict {

@@ -26,6 +26,15 @@ struct FleetImage {
     /// absent for rows before schema 5 and 8.
     std::optional<std::uint64_t> copy_commands;
     std::optional<std::uint64_t> copy_relaid_commands;
+    /// With `batch --verdict`: its volumes weighed, those with a plan recommended, and over
+    /// those the seconds the plans save a run and their own IO seconds (docs/verdict.md, the
+    /// device decided on); the sums absent when no plan is recommended.
+    std::uint64_t weighed_volumes = 0;
+    std::uint64_t recommended_volumes = 0;
+    std::optional<double> seconds_saved;
+    std::optional<double> plan_io_seconds;
+    /// A plan is recommended for one of its volumes: the sums above are there.
+    [[nodiscard]] bool recommended() const { return seconds_saved && plan_io_seconds; }
     /// The trend: successful analyses recorded, and fragmentation_percent at the first of them.
     std::uint64_t analyses = 0;
     double first_fragmentation_percent = 0;
@@ -49,7 +58,7 @@ struct FleetFailure {
     std::string error;
 };
 
-enum class FleetRank { Fragmentation, Reclaimable, Growth, Copy };
+enum class FleetRank { Fragmentation, Reclaimable, Growth, Copy, Gain };
 
 struct FleetReport {
     std::vector<FleetImage> images;      ///< ranked, highest first
@@ -60,7 +69,9 @@ struct FleetReport {
 
 /// What every image of `db` has at stake, ranked by `rank` (ties by path): fragmentation
 /// (the most fragmented volume's %), reclaimable bytes, the thin growth its plan would cause,
-/// or the copy commands a re-laid copy saves (now − re-laid).
+/// the copy commands a re-laid copy saves (now − re-laid), or the gain per cost of its
+/// verdict: seconds saved a run per second of the plans' own IO (images with no plan
+/// recommended after, then those never weighed).
 [[nodiscard]] FleetReport fleet_report(ResultsDb& db, FleetRank rank);
 
 }  // namespace guestfrag::batch

@@ -13,6 +13,7 @@
 #include "core/image/throttled_image.hpp"
 #include "core/plan/plan_io.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/verdict.hpp"
 
 namespace guestfrag::batch {
 
@@ -66,6 +67,38 @@ Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
                                       own->first_writes,
                                       own->device_seconds};
     return planned.plan;
+}
+
+/// The verdict on volume `volume` with report's defaults and `models`. A volume no plan can
+/// be made for (cross-linked clusters) gets "no verdict: REASON"; its figures still count.
+VolumeResult::VerdictResult record_verdict(const OpenedImage& opened, std::size_t volume,
+                                           const DeviceModels& models, const std::stop_token& stop) {
+    VerdictOptions rule;
+    rule.models = models;
+    VolumeResult::VerdictResult r;
+    r.device = device_name(rule.device);
+    r.workload = rule.workload.text();
+    Verdict v;
+    try {
+        v = decide(opened, volume, rule, Progress{{}, stop});
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Cancelled) throw;
+        r.reason = std::string("no verdict: ") + e.what();
+        return r;
+    }
+    r.now_seconds = v.now_seconds;
+    r.reason = v.reason;
+    r.blockers = v.blockers;
+    if (v.chosen) {
+        const WeighedPlan& p = v.plans[*v.chosen];
+        r.strategy = strategy_name(p.options.strategy);
+        r.order = p.planned.plan.order;
+        r.saved_seconds = on_device(p.saved, v.device);
+        r.plan_io_seconds = on_device(p.plan_io, v.device);
+        r.growth_bytes = p.growth_bytes;
+        r.moved_bytes = p.planned.plan.summary.moved_bytes;
+    }
+    return r;
 }
 
 /// Carries `plan` out as `options` says, through the pipeline's apply use case, into
@@ -174,6 +207,8 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
             result.volumes.push_back(volume_result(analysis.volumes[volume]));
             if (options.plan || options.apply)
                 plans.push_back(record_plan(result.volumes.back(), opened, volume, options, stop));
+            if (options.verdict)
+                result.volumes.back().verdict = record_verdict(opened, volume, options.models, stop);
         }
         result.ok = true;
         if (options.apply) {

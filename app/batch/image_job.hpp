@@ -23,8 +23,12 @@ struct JobOptions {
     /// Placement order for the strategies that take one (nullopt: their default); a
     /// recommended strategy that takes none (thin-safe) plans without it.
     std::optional<PlacementOrder> order;
-    /// The device models the plan's own IO is timed on (--preset, --device-model).
+    /// The device models the plan's own IO (and the verdict) is timed on (--preset,
+    /// --device-model).
     DeviceModels models;
+    /// With `batch --verdict`: weigh every volume as `report` does (decide) and record the
+    /// verdict.
+    bool verdict = false;
     /// With `batch --apply-to`: carry the plan out into a new disk (implies `plan`).
     struct Apply {
         std::map<std::string, std::string> outputs;  ///< image path → output path (output_paths)

@@ -54,6 +54,25 @@ struct VolumeResult {
     };
     std::optional<PlanResult> plan;
     std::vector<ImpactWarning> warnings;  ///< with `batch --plan`
+    /// With `batch --verdict`: the verdict on the volume (docs/verdict.md) with report's
+    /// defaults and the batch's device models.
+    struct VerdictResult {
+        std::string device;    ///< the model decided on: "array"
+        std::string workload;  ///< "scan"
+        double now_seconds = 0;
+        /// The plan chosen ("" for no action): its strategy, placement order ("" when it
+        /// takes none), the seconds it saves and its own IO on `device`, its growth and
+        /// the bytes it moves.
+        std::string strategy;
+        std::string order;
+        double saved_seconds = 0;
+        double plan_io_seconds = 0;
+        std::uint64_t growth_bytes = 0;
+        std::uint64_t moved_bytes = 0;
+        std::string reason;  ///< why this plan, why no action, or "no verdict: REASON"
+        std::vector<std::string> blockers;
+    };
+    std::optional<VerdictResult> verdict;
 };
 
 /// With `batch --apply-to`: what applying the image's plan did, or why it failed

@@ -3,9 +3,10 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <ctime>
 #include <iterator>
 #include <map>
-#include <ctime>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/io/process_owner.hpp"
@@ -177,6 +178,25 @@ CREATE TABLE compactions (
 );
 )sql";
 
+// Schema 9: the verdict on each volume with `batch --verdict` (docs/verdict.md). Keep in
+// step with docs/batch.md.
+constexpr const char* kVerdictTable = R"sql(
+CREATE TABLE verdicts (
+  volume_id       INTEGER PRIMARY KEY REFERENCES volumes(volume_id),
+  device          TEXT NOT NULL,
+  workload        TEXT NOT NULL,
+  now_seconds     REAL NOT NULL,
+  strategy        TEXT,
+  plan_order      TEXT,
+  saved_seconds   REAL,
+  plan_io_seconds REAL,
+  growth_bytes    INTEGER,
+  moved_bytes     INTEGER,
+  reason          TEXT NOT NULL,
+  blockers        TEXT
+);
+)sql";
+
 std::string utc_now() {
     const std::time_t now = std::time(nullptr);
     std::tm tm{};
@@ -243,12 +263,16 @@ void upgrade_to_8(Connection& db) {
         db.exec_ddl(std::string("ALTER TABLE images ADD COLUMN ") + column);
 }
 
+/// Schema 9 adds the verdicts table; older volumes simply have no verdict rows.
+void upgrade_to_9(Connection& db) { db.exec_ddl(kVerdictTable); }
+
 struct UpgradeStep {
     int to;
     void (*run)(Connection&);
 };
-constexpr UpgradeStep kUpgrades[] = {
-    {2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4}, {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7}, {8, upgrade_to_8}};
+constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4},
+                                     {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7},
+                                     {8, upgrade_to_8}, {9, upgrade_to_9}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
@@ -284,6 +308,7 @@ void ResultsDb::create_schema() {
     db_->exec_ddl(kSchema);
     db_->exec_ddl(kApplyTables);
     db_->exec_ddl(kCompactTable);
+    db_->exec_ddl(kVerdictTable);
     db_->set_schema_version(kSchemaVersion);
 }
 
@@ -435,6 +460,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     Statement metrics(*db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement plan(*db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement warning(*db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
+    Statement verdict(*db_, "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
         volume.bind(1, image_id).bind(2, v.partition).bind(3, v.start).bind(4, v.length);
         volume.bind(5, static_cast<std::int64_t>(v.cluster_size)).bind(6, v.total_clusters).bind(7, v.free_clusters);
@@ -455,6 +481,20 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
             plan.bind(10, s.reclaimable_bytes_before).bind(11, s.reclaimable_bytes_after);
             plan.bind(12, v.plan->json).bind(13, v.plan->ios).bind(14, v.plan->first_writes);
             plan.bind(15, v.plan->seconds.hdd).bind(16, v.plan->seconds.ssd).bind(17, v.plan->seconds.array).run();
+        }
+        if (const auto& d = v.verdict) {
+            // NULL where there is nothing: no plan chosen, no order, no blocker.
+            const auto some = [](bool present, auto value) {
+                return present ? std::optional(value) : std::nullopt;
+            };
+            const bool chosen = !d->strategy.empty();
+            std::string blockers;
+            for (const std::string& b : d->blockers) blockers += (blockers.empty() ? "" : "\n") + b;
+            verdict.bind(1, volume_id).bind(2, d->device).bind(3, d->workload).bind(4, d->now_seconds);
+            verdict.bind(5, some(chosen, d->strategy)).bind(6, some(!d->order.empty(), d->order));
+            verdict.bind(7, some(chosen, d->saved_seconds)).bind(8, some(chosen, d->plan_io_seconds));
+            verdict.bind(9, some(chosen, d->growth_bytes)).bind(10, some(chosen, d->moved_bytes));
+            verdict.bind(11, d->reason).bind(12, some(!blockers.empty(), blockers)).run();
         }
         for (const ImpactWarning& w : v.warnings)
             warning.bind(1, volume_id).bind(2, w.code).bind(3, severity_name(w.severity)).bind(4, w.bytes)
@@ -607,7 +647,7 @@ void ResultsDb::merge_from(const std::string& other) {
     copy_rows(from, *db_, "runs", "run_id", "run_id", {}, &runs);
     copy_rows(from, *db_, "images", "image_id", "image_id", {{"run_id", &runs}}, &images);
     copy_rows(from, *db_, "volumes", "volume_id", "volume_id", {{"image_id", &images}}, &volumes);
-    for (const char* table : {"metrics", "plans"})
+    for (const char* table : {"metrics", "plans", "verdicts"})
         copy_rows(from, *db_, table, "volume_id", nullptr, {{"volume_id", &volumes}}, nullptr);
     // Within one volume (one image) the source's order: its index is on the id alone, so ties
     // come in insertion order in SQLite; the rowid makes that explicit.

@@ -22,8 +22,8 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
     const FileFragmentation& f = v.files;
     const FreeSpaceFragmentation& fs = v.free_space;
     const std::uint64_t cs = m.cluster_size;
-    out << "\nVolume on partition " << m.partition << (m.label.empty() ? "" : " \"" + m.label + "\"") << " (NTFS "
-        << m.ntfs_version << ")\n";
+    out << "Volume on partition " << m.partition << (m.label.empty() ? "" : " \"" + m.label + "\"")
+        << " (NTFS " << m.ntfs_version << ")\n";
     row(out, "Size", format_size(static_cast<std::uint64_t>(m.total_clusters) * cs) + " in " +
                          std::to_string(m.total_clusters) + " clusters of " + format_size(cs));
     row(out, "Free", format_size(static_cast<std::uint64_t>(m.free_clusters()) * cs) + " (" +
@@ -150,6 +150,11 @@ std::string host_layout_text(const HostLayout& h) {
 
 void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, bool all_files,
                     std::span<const LayerProvisioning> provisioning) {
+    // What the user came for first: each volume's fragmentation, then the image's make-up.
+    for (const VolumeAnalysis& v : a.volumes) {
+        print_volume(out, v, top, all_files);
+        out << '\n';
+    }
     out << "Image " << a.path << "\n";
     row(out, "Format", std::string(format_name(a.format)));
     row(out, "Virtual size", format_size(a.virtual_size) + " (" + std::to_string(a.virtual_size) + " bytes)");
@@ -169,7 +174,6 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
         out << "  " << pad(std::to_string(p.number), 4) << pad(std::to_string(p.start), 14, true)
             << pad(format_size(p.length), 14, true) << "  " << pad(p.type, 11)
             << (p.filesystem.empty() ? "-" : p.filesystem) << '\n';
-    for (const VolumeAnalysis& v : a.volumes) print_volume(out, v, top, all_files);
 }
 
 }  // namespace guestfrag::cli

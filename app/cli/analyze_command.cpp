@@ -12,6 +12,7 @@
 #include "app/cli/image_options.hpp"
 #include "app/cli/provisioning_options.hpp"
 #include "app/cli/verdict_text.hpp"
+#include "core/error.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace guestfrag::cli {
@@ -23,6 +24,7 @@ void add_analyze_command(CLI::App& app) {
         bool json = false;
         bool files = false;
         bool check = false;
+        bool no_verdict = false;
         std::size_t top = 10;
         CopyOptionTexts copy;
         ImageOptions image_options;
@@ -45,6 +47,10 @@ void add_analyze_command(CLI::App& app) {
            "a plan is and can run offline now, 6 when one is but an offline run is blocked")
         ->excludes("--json")
         ->excludes("--files");
+    cmd->add_flag("--no-verdict", opts->no_verdict,
+                  "Leave the verdict out of the text report: no plans are made or weighed, which takes "
+                  "about as long again as the analysis")
+        ->excludes("--check");
     cmd->callback([opts] {
         int found = kOk;
         on_behalf_of(opts->image, [&] {
@@ -52,22 +58,35 @@ void add_analyze_command(CLI::App& app) {
                                                               opts->partition, copy_options(opts->copy));
             const std::vector<LayerProvisioning> provisioning =
                 layer_provisioning(opened.image->layers(), opts->provisioning);
-            if (opts->check) {
-                // report's defaults: scan on the array model, every strategy weighed.
+            if (opts->json) {
+                write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning);
+                return;
+            }
+            if (!opts->no_verdict) {
+                // The answer first, as report gives it: scan on the array model, every
+                // strategy weighed.
                 VerdictOptions rule;
                 rule.provisioning = provisioning.front();
                 for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
-                    const Verdict v = decide(opened, volume, rule);
                     if (volume > 0) std::cout << '\n';
-                    print_verdict(std::cout, *opened.analysis, volume, v, opts->image);
-                    found = std::max(found, check_status(v));
+                    std::optional<Verdict> v;
+                    try {
+                        v = decide(opened, volume, rule);
+                    } catch (const Error& e) {
+                        // A volume no plan can be made for (cross-linked clusters) is still
+                        // measured; only --check, which is about the verdict, fails on it.
+                        if (opts->check || e.kind() == ErrorKind::Cancelled) throw;
+                        std::cout << "Partition " << opened.analysis->volumes[volume].map.partition
+                                  << ": no verdict: " << e.what() << '\n';
+                        continue;
+                    }
+                    print_verdict(std::cout, *opened.analysis, volume, *v, opts->image);
+                    if (opts->check) found = std::max(found, check_status(*v));
                 }
-                return;
+                if (opts->check) return;
+                std::cout << '\n';
             }
-            if (opts->json)
-                write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning);
-            else
-                print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
+            print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
         });
         if (found != kOk) throw Finding{found};
     });

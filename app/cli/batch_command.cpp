@@ -42,6 +42,7 @@ struct Options {
     std::string read_rate;
     unsigned per_datastore = 0;
     bool plan = false;
+    bool verdict = false;
     std::optional<std::string> strategy;
     std::string order;
     bool force = false;
@@ -137,6 +138,20 @@ Json event_json(const BatchEvent& e) {
             Json warnings = Json::array();
             for (const ImpactWarning& w : v.warnings) warnings.push_back(w.code);
             j["warnings"] = std::move(warnings);
+        }
+        if (const auto& d = v.verdict) {
+            const bool chosen = !d->strategy.empty();
+            j["verdict"] = {{"device", d->device},
+                            {"workload", d->workload},
+                            {"now_seconds", d->now_seconds},
+                            {"strategy", chosen ? Json(d->strategy) : Json(nullptr)},
+                            {"order", d->order.empty() ? Json(nullptr) : Json(d->order)},
+                            {"seconds_saved", d->saved_seconds},
+                            {"plan_io_seconds", d->plan_io_seconds},
+                            {"growth_bytes", d->growth_bytes},
+                            {"moved_bytes", d->moved_bytes},
+                            {"reason", d->reason},
+                            {"blockers", d->blockers}};
         }
         volumes.push_back(std::move(j));
     }
@@ -256,6 +271,7 @@ void run(const Options& opts) {
     const bool device_given = opts.device.preset != DeviceOptions{}.preset || !opts.device.model_file.empty();
     options.job.plan = options.job.plan || options.job.order.has_value() || device_given;
     options.job.models = device_models(opts.device);
+    options.job.verdict = opts.verdict;
 
     const std::string db_name = batch::database_name(opts.db);
     on_behalf_of(db_name, [&] {
@@ -311,6 +327,9 @@ void add_batch_command(CLI::App& app) {
                     "Most jobs at once on one storage device (file system); 0: no limit")
         ->capture_default_str();
     cmd->add_flag("--plan", opts->plan, "Also plan every volume (recommended strategy) and record impact warnings");
+    cmd->add_flag(
+        "--verdict", opts->verdict,
+        "Also weigh every volume as report does and record the verdict (fleet --rank gain ranks by it)");
     cmd->add_option("--strategy", opts->strategy, "Plan with this strategy (implies --plan)")
         ->check(strategy_check());
     cmd->add_option("--order", opts->order, std::string(kOrderHelp) + " (implies --plan)")

@@ -26,9 +26,13 @@ using Json = nlohmann::ordered_json;
 const std::map<std::string, FleetRank> kRanks{{"fragmentation", FleetRank::Fragmentation},
                                               {"reclaimable", FleetRank::Reclaimable},
                                               {"growth", FleetRank::Growth},
-                                              {"copy", FleetRank::Copy}};
+                                              {"copy", FleetRank::Copy},
+                                              {"gain", FleetRank::Gain}};
 
-Json optional_json(const std::optional<std::uint64_t>& value) { return value ? Json(*value) : Json(nullptr); }
+template <typename T>
+Json optional_json(const std::optional<T>& value) {
+    return value ? Json(*value) : Json(nullptr);
+}
 
 Json group_json(const FleetGroup& g) {
     return {{"name", g.name},
@@ -57,6 +61,11 @@ Json report_json(const batch::FleetReport& r, const std::string& rank) {
              {"thin_growth_bytes", optional_json(i.thin_growth_bytes)},
              {"copy_commands_4m", optional_json(i.copy_commands)},
              {"copy_relaid_commands_4m", optional_json(i.copy_relaid_commands)},
+             {"verdict",
+              {{"weighed_volumes", i.weighed_volumes},
+               {"recommended_volumes", i.recommended_volumes},
+               {"seconds_saved", optional_json(i.seconds_saved)},
+               {"plan_io_seconds", optional_json(i.plan_io_seconds)}}},
              {"trend",
               {{"analyses", i.analyses},
                {"first_fragmentation_percent", i.first_fragmentation_percent},
@@ -82,9 +91,10 @@ std::string optional_text(const std::optional<std::uint64_t>& value) {
 }
 
 void print_csv(const batch::FleetReport& r) {
-    std::cout << "rank,path,host,datastore,analyzed_at,volumes,fragmentation_percent,excess_fragments,"
-                 "reclaimable_bytes,thin_growth_bytes,copy_commands_4m,copy_relaid_commands_4m,analyses,"
-                 "first_fragmentation_percent\n";
+    std::cout
+        << "rank,path,host,datastore,analyzed_at,volumes,fragmentation_percent,excess_fragments,"
+           "reclaimable_bytes,thin_growth_bytes,copy_commands_4m,copy_relaid_commands_4m,analyses,"
+           "first_fragmentation_percent,weighed_volumes,recommended_volumes,seconds_saved,plan_io_seconds\n";
     std::size_t rank = 0;
     for (const FleetImage& i : r.images)
         std::cout << ++rank << ',' << csv(i.path) << ',' << csv(i.host) << ',' << csv(i.datastore) << ','
@@ -92,7 +102,16 @@ void print_csv(const batch::FleetReport& r) {
                   << i.excess_fragments << ',' << i.reclaimable_bytes << ','
                   << optional_text(i.thin_growth_bytes) << ',' << optional_text(i.copy_commands) << ','
                   << optional_text(i.copy_relaid_commands) << ',' << i.analyses << ','
-                  << fixed(i.first_fragmentation_percent, 4) << '\n';
+                  << fixed(i.first_fragmentation_percent, 4) << ',' << i.weighed_volumes << ','
+                  << i.recommended_volumes << ',' << (i.seconds_saved ? fixed(*i.seconds_saved, 4) : "")
+                  << ',' << (i.plan_io_seconds ? fixed(*i.plan_io_seconds, 4) : "") << '\n';
+}
+
+/// The verdict in a column: "2.37 s a run / 12.9 s", "no action", or "-" when not weighed.
+std::string verdict_text(const FleetImage& i) {
+    if (i.weighed_volumes == 0) return "-";
+    if (!i.recommended()) return "no action";
+    return seconds_text(*i.seconds_saved) + " a run / " + seconds_text(*i.plan_io_seconds);
 }
 
 std::string copy_text(const FleetImage& i) {
@@ -120,12 +139,15 @@ void print_groups(const char* title, const std::vector<FleetGroup>& groups) {
 }
 
 void print_text(const batch::FleetReport& r, const std::string& rank, std::size_t top) {
+    // Ranked by gain, the verdict's column takes the copy figures' place.
+    const bool by_gain = rank == "gain";
     std::cout << r.images.size() << " images, ranked by " << rank;
     if (r.images.size() > top) std::cout << " (the first " << top << ")";
     std::cout << "\n\n"
               << pad("#", 4, true) << "  " << pad("image", 40) << pad("files %", 9, true)
               << pad("excess", 9, true) << pad("reclaimable", 13, true) << pad("thin growth", 13, true)
-              << pad("copy 4M now > re-laid", 24, true) << pad("trend", 18, true) << '\n';
+              << pad(by_gain ? "saves / own IO" : "copy 4M now > re-laid", 24, true) << pad("trend", 18, true)
+              << '\n';
     std::size_t n = 0;
     for (const FleetImage& i : r.images) {
         if (n == top) break;
@@ -135,7 +157,7 @@ void print_text(const batch::FleetReport& r, const std::string& rank, std::size_
                   << pad(std::to_string(i.excess_fragments), 9, true)
                   << pad(format_size(i.reclaimable_bytes), 13, true)
                   << pad(i.thin_growth_bytes ? format_size(*i.thin_growth_bytes) : "-", 13, true)
-                  << pad(copy_text(i), 24, true)
+                  << pad(by_gain ? verdict_text(i) : copy_text(i), 24, true)
                   << pad((change >= 0 ? "+" : "") + fixed(change, 2) + " pp (" + std::to_string(i.analyses) +
                              (i.analyses == 1 ? " run)" : " runs)"),
                          18, true)
@@ -164,8 +186,10 @@ void add_fleet_command(CLI::App& app) {
         "fleet", "Every image a batch recorded, ranked by what is at stake, by datastore and host");
     cmd->add_option("--db", opts->db, "Results database: an SQLite file or a postgresql:// URI")
         ->capture_default_str();
-    cmd->add_option("--rank", opts->rank, "Rank images by fragmentation, reclaimable, growth or copy")
-        ->check(CLI::IsMember({"fragmentation", "reclaimable", "growth", "copy"}))
+    cmd->add_option("--rank", opts->rank,
+                    "Rank images by fragmentation, reclaimable, growth, copy or gain (the verdict's seconds "
+                    "saved a run per second of the plan's own IO; batch --verdict records it)")
+        ->check(CLI::IsMember({"fragmentation", "reclaimable", "growth", "copy", "gain"}))
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Images the text report lists")
         ->check(CLI::PositiveNumber)

@@ -119,7 +119,10 @@ void print_schedule(std::ostream& out, const Schedule& schedule, const ScheduleS
     const Batch& last = schedule.batches.back();
     out << "\nFinishes " << local_text(last.end) << ", "
         << duration_text(static_cast<std::uint64_t>((last.end - schedule.batches.front().start).count()))
-        << " after the first batch starts\n";
+        << " after the first batch starts\n"
+        // One statement per fact: these times are the limits', and impact's are the device's.
+        << "  at the limits above; a device slower than them takes longer (impact --plan times\n"
+           "  the plan's own IO on each device model)\n";
 }
 
 std::string schedule_to_json(const Schedule& schedule, const ScheduleSource& source) {

@@ -261,10 +261,9 @@ QWidget* MainWindow::build_central() {
     layout->addLayout(bar);
     layout->addWidget(split, 1);
 
-    connect(volume_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
-        choose_volume(index, std::nullopt);
-        run_plan();
-    });
+    // Choosing a volume weighs it; its first plan follows the verdict (weigh_volume).
+    connect(volume_box_, &QComboBox::currentIndexChanged, this,
+            [this](int index) { choose_volume(index, std::nullopt); });
     connect(state_box_, &QComboBox::currentIndexChanged, this, &MainWindow::show_map);
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::assess_tab);
     connect(mode_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
@@ -384,9 +383,8 @@ void MainWindow::open_image(const QString& path, const std::vector<ParentOverrid
             if (interactive_) remember_recent(image_path_);
             plan_panel_->suggest_strategy(
                 recommended_strategy(opened_.analysis->layers, opened_.analysis->virtual_size));
-            show_analysis(std::move(opened.first));
+            show_analysis(std::move(opened.first));  // weighs the first volume, then plans it
             emit analysisFinished();
-            run_plan();
         },
         [this](const Error& error) {
             job_ended();
@@ -429,6 +427,8 @@ void MainWindow::choose_volume(int index, std::optional<MapCells> view) {
     files_view_->horizontalHeader()->setSectionResizeMode(FilesModel::Path, QHeaderView::Stretch);
     warnings_->set_warnings({});
     warnings_note_->clear();
+    weighed_.reset();
+    plan_panel_->show_judgement({});
     plan_writes_->show_result(nullptr);
     histograms_->show_result(nullptr);
     plan_panel_->show_result(nullptr, nullptr);
@@ -453,8 +453,12 @@ void MainWindow::weigh_volume(std::size_t volume) {
     VerdictOptions rule;
     rule.models = models_;
     verdict_job_->start<Verdict>(
-        [opened = opened_, volume, rule](const Progress& progress) { return decide(opened, volume, rule, progress); },
-        [this, show](const Verdict& v) {
+        [opened = opened_, volume, rule](const Progress& progress) {
+            return decide(opened, volume, rule, progress);
+        },
+        [this, show](Verdict weighed) {
+            weighed_ = std::make_shared<const Verdict>(std::move(weighed));
+            const Verdict& v = *weighed_;
             if (!v.chosen) {
                 show(tr("● No action: %1.").arg(qstr(v.reason)), "#e0e0e0");
             } else {
@@ -477,12 +481,20 @@ void MainWindow::weigh_volume(std::size_t volume) {
                     show(tr("⚠ Defragment with %1 once unblocked: %2. Blocked: %3")
                              .arg(plan, buys, qstr(v.blockers.front())),
                          "#ffd98a");
+                (void)plan_panel_->adopt_verdict_plan(p.options.strategy, p.planned.plan.order);
             }
             emit verdictShown();
+            // The volume's first plan is the verdict's, unless the user chose another; one
+            // planned by hand meanwhile stays.
+            if (plan_)
+                show_judgement();
+            else
+                run_plan();
         },
-        [show](const Error& error) {
+        [this, show](const Error& error) {
             if (error.kind() == ErrorKind::Cancelled) return;
             show(QObject::tr("Verdict: could not be weighed: %1").arg(qstr(error.what())), "#e0e0e0");
+            if (!plan_) run_plan();
         });
 }
 
@@ -610,6 +622,49 @@ void MainWindow::show_figures() {
         warnings_->set_warnings({});
         warnings_note_->setText(tr("Storage impact not available: %1").arg(QString::fromStdString(plan->impact_error)));
     }
+    show_judgement();
+}
+
+void MainWindow::show_judgement() {
+    if (!plan_) return plan_panel_->show_judgement({});
+    const Plan& shown = plan_->plan;
+    // The verdict weighed each strategy with its default settings: the plan shown is one of
+    // them when it makes the same moves.
+    std::optional<std::size_t> match;
+    if (weighed_)
+        for (std::size_t i = 0; i < weighed_->plans.size() && !match; ++i) {
+            const Plan& w = weighed_->plans[i].planned.plan;
+            if (w.strategy == shown.strategy && w.order == shown.order &&
+                w.summary.moves == shown.summary.moves && w.summary.moved_bytes == shown.summary.moved_bytes)
+                match = i;
+        }
+    QString text;
+    const std::vector<ImpactWarning>* warnings = plan_->impact ? &plan_->impact->warnings : nullptr;
+    if (!weighed_) {
+        // Not weighed (yet, or the verdict failed, as its banner says): its warnings only.
+    } else if (!match) {
+        text =
+            tr("Verdict: this plan was not weighed (its settings differ from the defaults); the "
+               "IO histograms tab has its estimate.");
+    } else {
+        const WeighedPlan& p = weighed_->plans[*match];
+        const QString device = qstr(device_name(weighed_->device));
+        if (weighed_->chosen == match)
+            text = tr("✔ The verdict's plan (the banner says what it buys).");
+        else if (!p.rejected.empty())
+            text = tr("✖ Not recommended: %1 (%2 on the %3 model).")
+                       .arg(qstr(p.rejected), qstr(weighed_->workload.text()), device);
+        else
+            text = tr("○ Worth running, but saves less than the verdict's plan.");
+        warnings = &p.impact.warnings;
+    }
+    if (warnings != nullptr && !warnings->empty()) {
+        QStringList codes;
+        for (const ImpactWarning& w : *warnings) codes << qstr(w.code);
+        if (!text.isEmpty()) text += QLatin1Char('\n');
+        text += tr("Warnings: %1 (Impact tab).").arg(codes.join(QStringLiteral(", ")));
+    }
+    plan_panel_->show_judgement(text);
 }
 
 Figures MainWindow::tab_figures() const {

@@ -28,6 +28,10 @@ class QTabWidget;
 class QTableView;
 class QTimer;
 
+namespace guestfrag {
+struct Verdict;
+}
+
 namespace guestfrag::gui {
 
 class ApplyProgressDialog;
@@ -163,6 +167,8 @@ private:
     [[nodiscard]] Figures tab_figures() const;
     /// Shows the plan's figures in their tabs, empty where not computed yet.
     void show_figures();
+    /// The plan panel's line on the plan shown: where the verdict puts it and its warnings.
+    void show_judgement();
     /// One File ▸ Export: nothing without a plan, or while work runs and `needed` lacks;
     /// otherwise computes `needed`, asks where, runs `write` there and shows its Error in a
     /// dialog titled `title`.
@@ -226,6 +232,8 @@ private:
     QLabel* summary_;
     BackgroundJob* verdict_job_;  ///< its own job: planning by hand never replaces the verdict
     QLabel* verdict_;             ///< the verdict banner above the map
+    /// The verdict on the volume shown, once weighed: every candidate's figures and warnings.
+    std::shared_ptr<const Verdict> weighed_;
     QComboBox* volume_box_;
     QComboBox* state_box_;
     QComboBox* mode_box_;

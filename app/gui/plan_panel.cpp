@@ -7,6 +7,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 #include "app/gui/files_model.hpp"
@@ -44,6 +45,7 @@ PlanPanel::PlanPanel(QWidget* parent)
       workload_(new QLineEdit(QStringLiteral("scan"))),
       plan_button_(new QPushButton(tr("Plan"))),
       apply_button_(new QPushButton(tr("Apply to a copy…"))),
+      judgement_(new QLabel),
       summary_(new QLabel) {
     for (const Strategy strategy : kStrategies) {
         const std::string_view name = strategy_name(strategy);
@@ -85,7 +87,17 @@ PlanPanel::PlanPanel(QWidget* parent)
     apply_button_->setToolTip(tr("Carry the plan out on a new disk (the image is only read) and verify it"));
     apply_button_->setEnabled(false);
     layout->addLayout(buttons);
-    layout->addWidget(summary_, 1);
+    judgement_->setObjectName(QStringLiteral("planJudgement"));
+    judgement_->setWordWrap(true);
+    judgement_->setVisible(false);
+    layout->addWidget(judgement_);
+    // A plan's notes can run past the panel's height at the default window size: they scroll.
+    auto* summary_area = new QScrollArea;
+    summary_area->setWidget(summary_);
+    summary_area->setWidgetResizable(true);
+    summary_area->setFrameShape(QFrame::NoFrame);
+    summary_area->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    layout->addWidget(summary_area, 1);
 
     connect(plan_button_, &QPushButton::clicked, this, &PlanPanel::planRequested);
     connect(apply_button_, &QPushButton::clicked, this, &PlanPanel::applyRequested);
@@ -156,6 +168,25 @@ void PlanPanel::suggest_strategy(Strategy strategy) {
     strategy_note_->setText(strategy == Strategy::Defrag ? tr("first shown: thick disk")
                                                          : tr("first shown: no growth on a thin or cloned disk"));
     strategy_note_->setVisible(true);
+}
+
+bool PlanPanel::adopt_verdict_plan(Strategy strategy, const std::string& order) {
+    if (strategy_chosen_ || order_chosen_) return false;
+    const std::string_view name = strategy_name(strategy);
+    const QString strategy_text = QString::fromUtf8(name.data(), static_cast<qsizetype>(name.size()));
+    const QString order_text = QString::fromStdString(order);
+    const bool changed = strategy_->currentText() != strategy_text ||
+                         (!order.empty() && order_->currentText().trimmed() != order_text);
+    strategy_->setCurrentIndex(strategy_->findText(strategy_text));
+    if (!order.empty()) order_->setCurrentText(order_text);
+    strategy_note_->setText(tr("the verdict's plan"));
+    strategy_note_->setVisible(true);
+    return changed;
+}
+
+void PlanPanel::show_judgement(const QString& text) {
+    judgement_->setText(text);
+    judgement_->setVisible(!text.isEmpty());
 }
 
 void PlanPanel::set_busy(bool busy) { plan_button_->setEnabled(!busy); }

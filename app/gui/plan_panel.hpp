@@ -28,6 +28,12 @@ public:
     void set_strategy(const std::string& name);
     /// Shows `strategy` as the recommended one unless the user chose one.
     void suggest_strategy(Strategy strategy);
+    /// Takes the verdict's plan (its strategy and order) as the one shown, unless the user
+    /// chose a strategy or an order; true when that changed the fields.
+    bool adopt_verdict_plan(Strategy strategy, const std::string& order);
+    /// Where the verdict puts the plan shown, and the storage warnings it raises, under the
+    /// buttons (plain text; "" clears it).
+    void show_judgement(const QString& text);
     void set_busy(bool busy);
     /// Enables "Apply to a copy…" (the window knows when a plan with moves can be applied).
     void set_apply_enabled(bool enabled);
@@ -52,6 +58,7 @@ private:
     QLineEdit* workload_;
     QPushButton* plan_button_;
     QPushButton* apply_button_;
+    QLabel* judgement_;
     QLabel* summary_;
 };
 

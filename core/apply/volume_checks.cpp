@@ -148,11 +148,17 @@ void check_volume_state(const DiskImage& image, const VolumeWindow& window, cons
     if (const auto difference = mirror_difference(vol))
         throw Error(ErrorKind::Unsafe, *difference + "; run chkdsk in the guest first");
     const VssFigures vss = find_shadow_copies(map);
-    if (vss.store_files > 0 && !allow_vss)
+    if (vss.store_files > 0 && !allow_vss) {
+        // Named, so that the administrator knows what vssadmin delete shadows removes.
+        std::string names = "\\System Volume Information\\" + vss.store_names.front();
+        if (vss.store_names.size() > 1)
+            names += " and " + std::to_string(vss.store_names.size() - 1) + " more";
         throw Error(ErrorKind::Unsafe,
-                    "the volume has " + std::to_string(vss.store_files) +
-                        " shadow copy store file(s): an offline move bypasses the shadow copy driver's "
-                        "copy-on-write and leaves the shadow copies wrong (--allow-vss to apply anyway)");
+                    "the volume has " + std::to_string(vss.store_files) + " shadow copy store file(s) (" +
+                        names +
+                        "): an offline move bypasses the shadow copy driver's copy-on-write and leaves the "
+                        "shadow copies wrong (--allow-vss to apply anyway)");
+    }
 }
 
 }  // namespace guestfrag

@@ -70,6 +70,7 @@ struct SnapshotDelta {
 struct VssFigures {
     bool catalog = false;             ///< System Volume Information holds the VSS catalog
     std::uint64_t store_files = 0;    ///< shadow copy diff-area files
+    std::vector<std::string> store_names;  ///< their names, in System Volume Information, by record
     std::uint64_t store_bytes = 0;    ///< their allocated bytes
     std::uint32_t cluster_size = 0;
     /// Store files present and clusters under 16 KiB: Windows copies every moved cluster's

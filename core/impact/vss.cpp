@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
+#include <map>
 #include <string_view>
 
 namespace guestfrag {
@@ -44,13 +44,14 @@ VssFigures find_shadow_copies(const VolumeMap& volume) {
         return f.directory && f.parent == kRootRecord && iequals(f.name, "System Volume Information");
     });
     if (svi == volume.files.end()) return out;
-    std::set<std::uint64_t> stores;
+    std::map<std::uint64_t, std::string> stores;  // by record: one name per file (hard links)
     for (const FileEntry& f : volume.files) {
         if (f.parent != svi->mft_record || f.directory) continue;
         if (iequals(f.name, kVssGuid)) out.catalog = true;
-        if (is_store_name(f.name)) stores.insert(f.mft_record);
+        if (is_store_name(f.name)) stores.emplace(f.mft_record, f.name);
     }
     out.store_files = stores.size();
+    for (const auto& [record, name] : stores) out.store_names.push_back(name);
     for (const Stream& s : volume.streams)
         if (stores.contains(s.mft_record))
             out.store_bytes += static_cast<std::uint64_t>(s.allocated_clusters()) * volume.cluster_size;

@@ -55,10 +55,18 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
     if (impact.clone.parent_layers > 0) {
         const std::string parent = layers.size() > 1 ? layers[1].path : "the parent image";
         const std::uint64_t b = impact.clone.sharing_lost_bytes;
+        // Said so that it agrees with the growth figures: copied data lands in blocks the
+        // clone holds already, or in new ones, which CLONE_DELTA_GROWTH and THIN_GROWTH count.
+        const std::uint64_t grown = impact.growth.clone_delta_growth_bytes + impact.growth.thin_growth_bytes;
+        const std::string where = b == 0       ? ""
+                                  : grown == 0 ? ", into blocks it holds already (the delta does not grow)"
+                                               : ", the delta growing by " + size_text(grown);
         out.push_back({"SHARED_BASE_IMAGE", b > 0 ? Severity::Warning : Severity::Info, b,
-                       "this disk is a linked clone of " + parent + " (" + size_text(impact.clone.shared_bytes) +
+                       "this disk is a linked clone of " + parent + " (" +
+                           size_text(impact.clone.shared_bytes) +
                            " of its files read through to the base); the plan copies " + size_text(b) +
-                           " of shared base data into the clone. Defragment the parent, then recompose the clones"});
+                           " of shared base data into the clone" + where +
+                           ". Defragment the parent, then recompose the clones"});
     }
     if (const auto& h = impact.host; h.after.seeks > h.before.seeks) {
         const std::string file = layers.empty() ? "the image file" : layers.front().path;
@@ -72,7 +80,10 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
                            " times in the file; rewrite the file in order afterwards (qemu-img convert, "
                            "vmkfstools -i, Convert-VHD) or use thin-safe"});
     }
-    if (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0) {
+    // Only a thin disk gives space back: a thick one (lazy or eager, as detected or as
+    // --provisioning says) keeps every block it was created with, TRIM or not.
+    if (impact.plan_writes.provisioning.type == Provisioning::Thin &&
+        (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0)) {
         std::string message = size_text(impact.reclaimable_bytes_before) +
                                " of NTFS-free space is still allocated in the top layer";
         if (impact.reclaimable_bytes_after > impact.reclaimable_bytes_before)
@@ -120,7 +131,7 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
                                " chunks that a post-process deduplicator must scan again; run impact --deep for "
                                "the change in distinct chunks"});
     }
-    if (impact.vss.copy_on_write)
+    if (impact.vss.copy_on_write && impact.vss.copy_on_write_bytes > 0)  // a plan that moves something
         out.push_back({"VSS_COPY_ON_WRITE", Severity::Warning, impact.vss.copy_on_write_bytes,
                        std::to_string(impact.vss.store_files) + " shadow copy store(s) (" +
                            size_text(impact.vss.store_bytes) + ") and " + size_text(impact.vss.cluster_size) +

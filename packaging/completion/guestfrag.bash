@@ -22,7 +22,7 @@ _guestfrag() {
         --strategy) COMPREPLY=($(compgen -W "defrag consolidate thin-safe shrink" -- "$cur")); return ;;
         --table) COMPREPLY=($(compgen -W "msdos gpt none" -- "$cur")); return ;;
         --workload) COMPREPLY=($(compgen -W "scan trace:@prefetch trace: write:" -- "$cur")); return ;;
-        --rank) COMPREPLY=($(compgen -W "fragmentation reclaimable growth copy" -- "$cur")); return ;;
+        --rank) COMPREPLY=($(compgen -W "fragmentation reclaimable growth copy gain" -- "$cur")); return ;;
         --output-format) COMPREPLY=($(compgen -W "raw qcow2 vmdk vhdx" -- "$cur")); return ;;
         --apply-to | --compact-to) _filedir -d; return ;;
         --plan | --list | --db | --parent | -o | --output | --check | --apply | --compact | --device-model) _filedir; return ;;

@@ -264,8 +264,18 @@ private slots:
         window.open_image(QString::fromStdString(image_path_.string()));
         QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
         const PlanResult& plan = *window.plan();
-        // No strategy given: the core's recommendation for this disk, as `report` uses.
-        QCOMPARE(plan.plan.strategy, std::string(strategy_name(recommended_strategy(analysis_.layers, analysis_.virtual_size))));
+        // No strategy given: the verdict's plan, which the plan panel says it shows; with no
+        // action, the core's first suggestion for this disk.
+        const auto* banner = window.findChild<QLabel*>(QStringLiteral("verdictBanner"));
+        const auto* judgement = window.findChild<QLabel*>(QStringLiteral("planJudgement"));
+        QVERIFY(banner != nullptr && judgement != nullptr);
+        if (banner->text().contains(QStringLiteral("Defragment with")))
+            QVERIFY2(judgement->text().startsWith(QStringLiteral("✔ The verdict's plan")),
+                     qPrintable(judgement->text()));
+        else
+            QCOMPARE(
+                plan.plan.strategy,
+                std::string(strategy_name(recommended_strategy(analysis_.layers, analysis_.virtual_size))));
 
         // The plan JSON the window exports is the core's: it reads back to the same moves.
         const auto json_path = test::scratch_dir() / ("gui_plan_" + std::to_string(QCoreApplication::applicationPid()) + ".json");

@@ -121,3 +121,88 @@ TEST_CASE("fleet ranks every image by what is at stake and groups them by datast
     CHECK(missing.status == 2);
     CHECK(missing.err.find('\n') == missing.err.size() - 1);
 }
+
+TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank gain ranks by it",
+          "[batch][fleet][verdict]") {
+    const test::Scratch store{test::scratch_dir() / ("fleet-gain." + std::to_string(::getpid()))};
+    fs::create_directories(store.dir);
+    // A fragmented disk the verdict defragments, a small one, and one with nothing worth doing.
+    fs::copy_file(test::fragmented_256_image(), store.dir / "fragmented.img");
+    fs::copy_file(test::small_cli_image(), store.dir / "small.img");
+    MkImageOptions o;
+    o.disk_size = 40ull << 20;
+    o.files = 150;
+    o.seed = 41;
+    fs::copy_file(test::generated_image("batch-41", o), store.dir / "quiet.img");
+    const std::string db = (store.dir / "gain.sqlite").string();
+    const auto batch = test::run_cli({"batch", store.dir.string(), "--db", db, "--verdict", "--json"});
+    INFO(batch.err);
+    REQUIRE(batch.status == 0);
+    const auto lines = test::batch_json_lines(batch.out);
+
+    // The oracle: report's verdict on each image (the same rule, defaults and models).
+    for (const auto& [path, line] : lines) {
+        INFO(path);
+        const auto report = test::run_cli({"report", path, "--json"});
+        REQUIRE(report.status == 0);
+        const Json r = Json::parse(report.out)["volumes"][0]["verdict"];
+        const Json& got = line["volumes"][0]["verdict"];
+        CHECK(got["device"] == "array");
+        CHECK(got["workload"] == "scan");
+        CHECK(got["now_seconds"].get<double>() == Approx(r["now_seconds"].get<double>()));
+        CHECK(got["reason"] == r["reason"]);
+        if (r["chosen"].is_null()) {
+            CHECK(got["strategy"].is_null());
+            CHECK(test::db_integer(db,
+                                   "SELECT count(*) FROM verdicts d JOIN volumes v USING (volume_id) "
+                                   "JOIN images i USING (image_id) WHERE i.path = ? AND d.strategy IS NULL",
+                                   path) == 1);
+            continue;
+        }
+        const Json& chosen = r["plans"][r["chosen"].get<std::size_t>()];
+        CHECK(got["strategy"] == chosen["strategy"]);
+        CHECK(got["order"] == chosen["order"]);
+        CHECK(got["seconds_saved"].get<double>() == Approx(chosen["seconds_saved"]["array"].get<double>()));
+        CHECK(got["plan_io_seconds"].get<double>() ==
+              Approx(chosen["plan_io_seconds"]["array"].get<double>()));
+        CHECK(got["moved_bytes"] == chosen["moved_bytes"]);
+        CHECK(test::db_integer(db,
+                               "SELECT moved_bytes FROM verdicts d JOIN volumes v USING (volume_id) "
+                               "JOIN images i USING (image_id) WHERE i.path = ?",
+                               path) == chosen["moved_bytes"].get<std::int64_t>());
+    }
+    CHECK_FALSE(
+        lines.at((store.dir / "fragmented.img").string())["volumes"][0]["verdict"]["strategy"].is_null());
+    CHECK(lines.at((store.dir / "quiet.img").string())["volumes"][0]["verdict"]["strategy"].is_null());
+
+    // Ranked by seconds saved a run per second of the plan's own IO; no action after.
+    const Json fleet = Json::parse(test::run_cli({"fleet", "--db", db, "--json", "--rank", "gain"}).out);
+    CHECK(fleet["rank"] == "gain");
+    const Json& images = fleet["images"];
+    REQUIRE(images.size() == 3);
+    const auto key = [](const Json& i) {
+        const Json& v = i["verdict"];
+        return v["recommended_volumes"] == 0
+                   ? -1.0
+                   : v["seconds_saved"].get<double>() / v["plan_io_seconds"].get<double>();
+    };
+    for (std::size_t k = 1; k < images.size(); ++k) CHECK(key(images[k - 1]) >= key(images[k]));
+    CHECK(images[0]["path"] == (store.dir / "fragmented.img").string());
+    CHECK(images[0]["verdict"]["recommended_volumes"] == 1);
+    CHECK(key(images[0]) > 0);
+    const Json& last = images[2];
+    CHECK(last["verdict"]["weighed_volumes"] == 1);
+    CHECK(last["verdict"]["seconds_saved"].is_null());
+    const auto text = test::run_cli({"fleet", "--db", db, "--rank", "gain"});
+    REQUIRE(text.status == 0);
+    CHECK(text.out.find("saves / own IO") != std::string::npos);
+    CHECK(text.out.find("no action") != std::string::npos);
+    CHECK(text.out.find(" s a run / ") != std::string::npos);
+
+    // merge carries the verdicts over with their volumes.
+    const std::string merged = (store.dir / "merged.sqlite").string();
+    REQUIRE(test::run_cli({"merge", merged, db}).status == 0);
+    CHECK(test::db_integer(merged, "SELECT count(*) FROM verdicts d JOIN volumes v USING (volume_id)") == 3);
+    CHECK(Json::parse(test::run_cli({"fleet", "--db", merged, "--json", "--rank", "gain"}).out)["images"] ==
+          images);
+}

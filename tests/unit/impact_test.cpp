@@ -11,9 +11,10 @@
 #include <random>
 #include <utility>
 
-#include "core/impact/content_map.hpp"
 #include "core/image/host_layout.hpp"
+#include "core/impact/content_map.hpp"
 #include "core/impact/impact.hpp"
+#include "core/impact/warnings.hpp"
 #include "core/io/rate_limiter.hpp"
 #include "core/plan/growth.hpp"
 #include "support/memory_image.hpp"
@@ -236,6 +237,40 @@ TEST_CASE("impact figures of a hand-built plan", "[impact]") {
     const auto dedup = std::find_if(impact.warnings.begin(), impact.warnings.end(),
                                     [](const ImpactWarning& w) { return w.code == "DEDUP_LOSS"; });
     CHECK(dedup->bytes == 64 * K);  // the largest rewrite: two 32 KiB chunks
+}
+
+TEST_CASE("reclaim advice only where space can be given back: a thin disk, not a thick one", "[impact]") {
+    const test::MemoryImage image(disk(), layers());
+    const auto has_reclaim = [&](std::optional<Provisioning> type) {
+        ImpactOptions options;
+        if (type) options.provisioning = LayerProvisioning{*type, 1 << 20, false, "given"};
+        const Impact impact = assess_impact(image, table(), volume(), plan(), options);
+        REQUIRE(impact.reclaimable_bytes_before + impact.reclaimable_bytes_after > 0);
+        return std::ranges::any_of(impact.warnings,
+                                   [](const ImpactWarning& w) { return w.code == "RECLAIMABLE_SPACE"; });
+    };
+    CHECK(has_reclaim(std::nullopt));  // the image's layer: thin
+    CHECK(has_reclaim(Provisioning::Thin));
+    CHECK_FALSE(has_reclaim(Provisioning::Lazy));
+    CHECK_FALSE(has_reclaim(Provisioning::Eager));
+}
+
+TEST_CASE("the shared-base warning agrees with the growth figures", "[impact]") {
+    const test::MemoryImage image(disk(), layers());
+    Impact impact;
+    impact.clone.parent_layers = 1;
+    impact.clone.shared_bytes = 64 * K;
+    impact.clone.sharing_lost_bytes = 16 * K;
+    const auto message = [&] {
+        for (const ImpactWarning& w : impact_warnings(impact, image))
+            if (w.code == "SHARED_BASE_IMAGE") return w.message;
+        return std::string();
+    };
+    CHECK_THAT(message(),
+               Catch::Contains("copies 16.0 KiB of shared base data into the clone, into blocks it "
+                               "holds already (the delta does not grow)."));
+    impact.growth.clone_delta_growth_bytes = 64 * K;
+    CHECK_THAT(message(), Catch::Contains("into the clone, the delta growing by 64.0 KiB."));
 }
 
 TEST_CASE("deep dedup census of a hand-built disk", "[impact][deep]") {

@@ -104,6 +104,11 @@ TEST_CASE("cross-linked files: analyze lists the shared clusters, plan refuses",
     const auto text_out = test::run_cli({"analyze", image.string()});
     CHECK(text_out.status == 0);
     CHECK(text_out.out.find("CROSS_LINKED_CLUSTERS") != std::string::npos);
+    // No plan can be made, so no verdict: said first, and the measurements follow.
+    CHECK(text_out.out.rfind("Partition 0: no verdict: ", 0) == 0);
+    CHECK_THAT(text_out.out, Catch::Contains("cross-linked"));
+    const auto check = test::run_cli({"analyze", "--check", image.string()});
+    CHECK(check.status == 2);
 }
 
 TEST_CASE("a file mapping its own clusters twice is cross-linked", "[hostile][ntfs]") {

@@ -273,6 +273,8 @@ TEST_CASE("schedule prints a table for people", "[schedule][cli]") {
     CHECK_THAT(r.out, Catch::Contains("Mon-Fri 22:00-06:00 (local time)"));
     CHECK_THAT(r.out, Catch::Contains("Fri 2026-11-20 23:00:00 UTC"));
     CHECK_THAT(r.out, Catch::Contains("Finishes "));
+    // The times are the limits', and say so beside the device models' (impact).
+    CHECK_THAT(r.out, Catch::Contains("at the limits above; a device slower than them takes longer"));
 
     // One value per --window: PLAN may come after it.
     const auto after = test::run_cli({"schedule", "--rate", "64KiB/s", "--window", "Mon-Fri 22:00-06:00",

@@ -74,6 +74,13 @@ TEST_CASE("the verdict's rule on hand-computed plans", "[verdict]") {
         CHECK(v.reason == "thin-safe saves 2.8 s of 20.0 s on the array model for scan (14 %)");
         CHECK(v.plans[3].rejected.empty());
     }
+    SECTION("a plan that could not be carried out is out whatever it saves; the next best is chosen") {
+        WeighedPlan failed = hand_plan(Strategy::Optimize, 5.0, 1, 1 << 30);
+        failed.failure = "cannot be carried out: apply would not carry out move 3 of the plan";
+        const Verdict v = hand_verdict(20, {failed, hand_plan(Strategy::Defrag, 2.0, 1, 1 << 20)});
+        CHECK(v.chosen == 1u);
+        CHECK(v.plans[0].rejected == failed.failure);
+    }
     SECTION("nothing moves: nothing to defragment") {
         const Verdict v =
             hand_verdict(5, {hand_plan(Strategy::Defrag, 0, 0, 0), hand_plan(Strategy::Shrink, 0, 0, 0)});
