@@ -9,6 +9,7 @@
 #include "core/apply/volume_checks.hpp"
 #include "core/estimate/trace_source.hpp"
 #include "core/image/input_hold.hpp"
+#include "pipeline/sizes.hpp"
 
 namespace guestfrag {
 
@@ -59,7 +60,7 @@ std::string name_of(const WeighedPlan& p) {
 }
 
 /// Why the rule leaves `p` out, "" when it passes (docs/verdict.md §2).
-std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o) {
+std::string rejection(const WeighedPlan& p, double now, std::uint64_t disk, const VerdictOptions& o) {
     const double gain = on_device(p.saved, o.device);
     const double io = on_device(p.plan_io, o.device);
     if (!p.failure.empty()) return p.failure;
@@ -71,6 +72,10 @@ std::string rejection(const WeighedPlan& p, double now, const VerdictOptions& o)
     if (io > o.payback_runs * gain)
         return "own IO " + seconds(io) + ", not repaid in " + std::to_string(std::lround(o.payback_runs)) +
                " runs";
+    if (const std::uint64_t net = p.net_growth_bytes();
+        net > 0 && static_cast<double>(net) >= o.max_growth_share * static_cast<double>(disk))
+        return "grows the disk by " + format_size(net) + " net, " +
+               std::to_string(std::lround(o.max_growth_share * 100)) + " % of it or more";
     return {};
 }
 
@@ -125,7 +130,7 @@ double on_device(const DeviceSeconds& s, DecisionDevice device) noexcept {
 
 void weigh(Verdict& v, const VerdictOptions& o) {
     v.chosen.reset();
-    for (WeighedPlan& p : v.plans) p.rejected = rejection(p, v.now_seconds, o);
+    for (WeighedPlan& p : v.plans) p.rejected = rejection(p, v.now_seconds, v.disk_bytes, o);
 
     // The most seconds saved; among plans within a tenth of that, the least growth, then
     // the least data moved (docs/verdict.md §2).
@@ -137,7 +142,7 @@ void weigh(Verdict& v, const VerdictOptions& o) {
         const WeighedPlan& p = v.plans[i];
         if (!p.rejected.empty() || gain(p) < 0.9 * best) continue;
         const auto key = [](const WeighedPlan& q) {
-            return std::tuple{q.growth_bytes, q.planned.plan.summary.moved_bytes};
+            return std::tuple{q.net_growth_bytes(), q.planned.plan.summary.moved_bytes};
         };
         if (!v.chosen || key(p) < key(v.plans[*v.chosen])) v.chosen = i;
     }
@@ -183,6 +188,7 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     v.partition = map.partition;
     v.device = options.device;
     v.workload = options.workload;
+    v.disk_bytes = opened.image->size();
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
@@ -206,7 +212,15 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};
         p.impact = plan_impact(opened, p.planned, impact);
         p.plan_io = p.impact.plan_writes.stats.device_seconds;
-        p.growth_bytes = p.impact.growth.thin_growth_bytes + p.impact.growth.clone_delta_growth_bytes;
+        // A thick top layer (as detected or as --provisioning says) is allocated whole: the
+        // plan neither grows it nor frees anything a reclaim could give back.
+        const Impact& i = p.impact;
+        const bool thin = i.plan_writes.provisioning.type == Provisioning::Thin;
+        p.growth_bytes = (thin ? i.growth.thin_growth_bytes : 0) + i.growth.clone_delta_growth_bytes;
+        p.freed_bytes = thin && i.reclaimable_bytes_after > i.reclaimable_bytes_before
+                            ? i.reclaimable_bytes_after - i.reclaimable_bytes_before
+                            : 0;
+        if (thin) v.reclaimable_bytes = i.reclaimable_bytes_before;
         v.now_seconds = on_device(b, options.device);
         v.plans.push_back(std::move(p));
     }

@@ -39,8 +39,11 @@ struct VerdictOptions {
     /// share of its time ...
     double min_gain_seconds = 0.1;
     double min_gain_share = 0.05;
-    /// ... and its own IO must be repaid by at most this many runs of the workload.
+    /// ... and its own IO must be repaid by at most this many runs of the workload ...
     double payback_runs = 30;
+    /// ... and it must grow the storage, net of what it frees, by less than this share of
+    /// the virtual disk (the share at which impact calls growth critical).
+    double max_growth_share = 0.1;
 };
 
 /// One plan the verdict weighed.
@@ -51,9 +54,19 @@ struct WeighedPlan {
     DeviceSeconds saved;             ///< the workload's seconds before − after, per device
     Impact impact;                   ///< plan_impact's, with the verdict's models and provisioning
     DeviceSeconds plan_io;           ///< the plan's own IO (impact's plan_writes), per device
-    std::uint64_t growth_bytes = 0;  ///< thin growth + clone delta growth
+    /// What the plan adds to the storage: thin growth (when the top layer is thin, as
+    /// detected or as --provisioning says) + clone delta growth.
+    std::uint64_t growth_bytes = 0;
+    /// Top-layer space the plan frees for reclaim (reclaimable after − before, on a thin top
+    /// layer): what TRIM, a sparsifier or `compact` gives back afterwards.
+    std::uint64_t freed_bytes = 0;
+    /// growth_bytes − freed_bytes, at least 0: what the storage keeps once the freed space
+    /// is reclaimed. The rule weighs this.
+    [[nodiscard]] std::uint64_t net_growth_bytes() const noexcept {
+        return growth_bytes > freed_bytes ? growth_bytes - freed_bytes : 0;
+    }
     /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than
-    /// now, or its own IO is not repaid.
+    /// now, its own IO is not repaid, or it grows the storage too much.
     std::string rejected;
     /// Why it could not be planned ("" when it was): its rehearsal found a move apply would
     /// not carry out (Error(Unfinished) from plan_volume). Such a plan is left out whatever
@@ -66,6 +79,10 @@ struct Verdict {
     DecisionDevice device = DecisionDevice::Array;
     Workload workload;
     double now_seconds = 0;             ///< the workload on the device, as the volume is
+    std::uint64_t disk_bytes = 0;       ///< the virtual disk's size, growth is weighed against
+    /// NTFS-free space a thin top layer holds now (docs/impact.md §1, reclaimable before):
+    /// what `compact` leaves out and TRIM gives back, plan or not; 0 on a thick one.
+    std::uint64_t reclaimable_bytes = 0;
     std::vector<WeighedPlan> plans;     ///< every candidate, in the order weighed
     std::optional<std::size_t> chosen;  ///< into plans; nullopt: no action
     std::string reason;                 ///< one line: why this plan, or why no action
@@ -79,7 +96,7 @@ struct Verdict {
 };
 
 /// The rule of docs/verdict.md §2 over `v.plans` (their saved seconds, own IO, moves and
-/// growth) and `v.now_seconds`: sets each plan's `rejected`, `v.chosen` and `v.reason`.
+/// growth), `v.now_seconds` and `v.disk_bytes`: sets each plan's `rejected`, `v.chosen` and `v.reason`.
 /// O(plans).
 void weigh(Verdict& v, const VerdictOptions& options);
 

@@ -45,12 +45,13 @@ void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, b
                                  format_size(fs.largest_extent_clusters * cs) + ", average " +
                                  format_size(static_cast<std::uint64_t>(fs.average_extent_clusters * static_cast<double>(cs))));
     row(out, "Free-space fragmentation", fixed(fs.fragmentation_percent, 2) + "%");
+    // One fact a row, so that each fits 100 columns.
     for (const LayerUsage& u : v.layers) {
         row(out, "Layer " + std::to_string(u.depth) + " in this volume",
-            format_size(u.allocated_bytes) + " allocated: " + format_size(u.ntfs_used_bytes) + " NTFS-used, " +
-                format_size(u.ntfs_free_bytes) + " NTFS-free (" + format_size(u.reclaimable_bytes) +
-                " reclaimable in whole granules)");
-        row(out, "Layer " + std::to_string(u.depth) + " file layout", host_layout_text(u.host));
+            format_size(u.allocated_bytes) + " allocated: " + format_size(u.ntfs_used_bytes) +
+                " NTFS-used, " + format_size(u.ntfs_free_bytes) + " NTFS-free");
+        row(out, "  reclaimable", format_size(u.reclaimable_bytes) + " (NTFS-free in whole granules)");
+        row(out, "  file layout", host_layout_text(u.host));
     }
 
     if (!m.findings.empty()) {
@@ -161,8 +162,8 @@ void print_analysis(std::ostream& out, const ImageAnalysis& a, std::size_t top, 
     for (std::size_t i = 0; i < a.layers.size(); ++i) {
         const Layer& l = a.layers[i];
         row(out, "Layer " + std::to_string(l.depth) + " (" + std::string(format_name(l.format)) + ")",
-            format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules: " +
-                l.path);
+            format_size(l.allocated_bytes()) + " allocated in " + format_size(l.granule_size) + " granules");
+        row(out, "  file", l.path);
         row(out, "  file layout", host_layout_text(a.host[i]));
         row(out, "  provisioning", provisioning_text(i < provisioning.size() ? provisioning[i] : l.provisioning));
     }

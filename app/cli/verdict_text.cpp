@@ -51,6 +51,9 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
         out << "  costs    moves " << format_size(s.moved_bytes) << ", its own IO "
             << seconds_text(on_device(p.plan_io, v.device)) << " on the " << device << "; grows the disk by "
             << format_size(p.growth_bytes) << '\n';
+        if (p.freed_bytes > 0)
+            out << "           " << format_size(p.net_growth_bytes()) << " net once the "
+                << format_size(p.freed_bytes) << " it frees is reclaimed (compact or TRIM in the guest)\n";
         out << "  leaves   fragmented streams " << s.fragmented_streams_before << " -> "
             << s.fragmented_streams_after << ", free extents " << s.free_extents_before << " -> "
             << s.free_extents_after << '\n';
@@ -60,6 +63,9 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
     } else {
         for (const std::string& b : v.blockers) out << "  blocked  " << b << '\n';
     }
+    if (v.reclaimable_bytes > 0)
+        out << "  reclaim  " << format_size(v.reclaimable_bytes)
+            << " of NTFS-free space is allocated in the image: compact or TRIM gives it back\n";
 
     out << "\n  Plans weighed: " << v.workload.text() << " on the " << device << " model, now "
         << seconds_text(v.now_seconds) << "\n";
@@ -112,6 +118,8 @@ Json verdict_to_json(const Verdict& v) {
              {"plan_io_seconds",
               {{"hdd", p.plan_io.hdd}, {"ssd", p.plan_io.ssd}, {"array", p.plan_io.array}}},
              {"growth_bytes", p.growth_bytes},
+             {"freed_bytes", p.freed_bytes},
+             {"net_growth_bytes", p.net_growth_bytes()},
              {"rejected", p.rejected.empty() ? Json(nullptr) : Json(p.rejected)}});
     Json out = {{"action", v.chosen ? "plan" : "none"},
                 {"reason", v.reason},
@@ -119,6 +127,8 @@ Json verdict_to_json(const Verdict& v) {
                 {"device", std::string(device_name(v.device))},
                 {"workload", v.workload.text()},
                 {"now_seconds", v.now_seconds},
+                {"disk_bytes", v.disk_bytes},
+                {"reclaimable_bytes", v.reclaimable_bytes},
                 {"chosen", v.chosen ? Json(*v.chosen) : Json(nullptr)},
                 {"can_run_offline", v.blockers.empty()},
                 {"blockers", v.blockers},

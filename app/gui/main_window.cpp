@@ -475,6 +475,8 @@ void MainWindow::weigh_volume(std::size_t volume) {
                                          .arg(v.now_seconds > 0 ? 100 * saved / v.now_seconds : 0, 0, 'f', 0)
                                          .arg(size_text(p.planned.plan.summary.moved_bytes));
                 if (p.growth_bytes > 0) buys += tr(", grows the disk by %1").arg(size_text(p.growth_bytes));
+                if (p.freed_bytes > 0)
+                    buys += tr(" (%1 net once reclaimed)").arg(size_text(p.net_growth_bytes()));
                 if (v.blockers.empty())
                     show(tr("✔ Defragment with %1: %2; can run offline now.").arg(plan, buys), "#cfe3ff");
                 else

@@ -42,11 +42,23 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
     const std::vector<Layer>& layers = image.layers();
     const std::string granule = size_text(impact.granule_size);
 
-    if (const std::uint64_t b = impact.growth.thin_growth_bytes; b > 0)
-        out.push_back({"THIN_GROWTH", growth_severity(b, image.size()), b,
-                       "the plan writes into " + size_text(b) + " of " + granule +
-                           " granules no layer has allocated: the thin disk grows by that much; use the thin-safe "
-                           "strategy (no growth) or cap it with --max-growth"});
+    const bool thin = impact.plan_writes.provisioning.type == Provisioning::Thin;
+    // A thick top layer (detected, or as --provisioning says) is allocated whole: it does
+    // not grow. What the plan frees there can be given back, so it is weighed net of that,
+    // as the verdict weighs it (docs/verdict.md §2, rule 5).
+    if (const std::uint64_t b = impact.growth.thin_growth_bytes; b > 0 && thin) {
+        const std::uint64_t freed = impact.reclaimable_bytes_after > impact.reclaimable_bytes_before
+                                        ? impact.reclaimable_bytes_after - impact.reclaimable_bytes_before
+                                        : 0;
+        const std::uint64_t net = b > freed ? b - freed : 0;
+        std::string message = "the plan writes into " + size_text(b) + " of " + granule +
+                              " granules no layer has allocated: the thin disk grows by that much";
+        if (freed > 0)
+            message +=
+                " (" + size_text(net) + " net once the " + size_text(freed) + " it frees is reclaimed)";
+        out.push_back({"THIN_GROWTH", growth_severity(net, image.size()), b,
+                       message + "; use the thin-safe strategy (no growth) or cap it with --max-growth"});
+    }
     if (const std::uint64_t b = impact.growth.clone_delta_growth_bytes; b > 0)
         out.push_back({"CLONE_DELTA_GROWTH", growth_severity(b, image.size()), b,
                        "the plan writes into " + size_text(b) + " of " + granule +
@@ -82,8 +94,7 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
     }
     // Only a thin disk gives space back: a thick one (lazy or eager, as detected or as
     // --provisioning says) keeps every block it was created with, TRIM or not.
-    if (impact.plan_writes.provisioning.type == Provisioning::Thin &&
-        (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0)) {
+    if (thin && (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0)) {
         std::string message = size_text(impact.reclaimable_bytes_before) +
                                " of NTFS-free space is still allocated in the top layer";
         if (impact.reclaimable_bytes_after > impact.reclaimable_bytes_before)

@@ -32,9 +32,11 @@ WeighedPlan hand_plan(Strategy strategy, double saved, double io, std::uint64_t 
     return p;
 }
 
+/// The rule over `plans` on a 10 GiB disk whose workload takes `now` seconds.
 Verdict hand_verdict(double now, std::vector<WeighedPlan> plans) {
     Verdict v;
     v.now_seconds = now;
+    v.disk_bytes = 10ull << 30;
     v.workload = parse_workload("scan");
     v.plans = std::move(plans);
     weigh(v, VerdictOptions{});
@@ -62,6 +64,20 @@ TEST_CASE("the verdict's rule on hand-computed plans", "[verdict]") {
         CHECK_FALSE(v.chosen);
         CHECK(v.plans[0].rejected == "own IO 30.5 s, not repaid in 30 runs");
         CHECK(hand_verdict(10, {hand_plan(Strategy::Optimize, 1, 30, 1 << 30)}).chosen == 0u);
+    }
+    SECTION("costs above the gain: growth of a tenth of the disk, net of what the plan frees: no action") {
+        // 1 GiB on the 10 GiB disk is a tenth; 1 GiB − 1 MiB is not.
+        const Verdict v = hand_verdict(10, {hand_plan(Strategy::Optimize, 5, 1, 2ull << 30, 1ull << 30)});
+        CHECK_FALSE(v.chosen);
+        CHECK(v.plans[0].rejected == "grows the disk by 1.00 GiB net, 10 % of it or more");
+        CHECK(v.reason == "the best plan, optimize, grows the disk by 1.00 GiB net, 10 % of it or more");
+        CHECK(hand_verdict(10, {hand_plan(Strategy::Optimize, 5, 1, 2ull << 30, (1ull << 30) - (1 << 20))})
+                  .chosen == 0u);
+        // 3 GiB written into new granules, 2.5 GiB freed for reclaim: 512 MiB net, it passes.
+        WeighedPlan offset = hand_plan(Strategy::Optimize, 5, 1, 3ull << 30, 3ull << 30);
+        offset.freed_bytes = 5ull << 29;
+        CHECK(offset.net_growth_bytes() == 512ull << 20);
+        CHECK(hand_verdict(10, {offset}).chosen == 0u);
     }
     SECTION("the most seconds saved; within a tenth of it, the least growth, then the least moved") {
         const Verdict v = hand_verdict(20, {hand_plan(Strategy::Defrag, 3.0, 5, 300 << 20, 100 << 20),
