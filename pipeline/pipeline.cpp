@@ -185,4 +185,17 @@ VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, s
     return out;
 }
 
+IoStats traced_stats(const OpenedImage& opened, std::size_t volume, const std::string& trace,
+                     const DeviceModels& models) {
+    std::optional<std::vector<Io>> ios = read_io_trace(trace);
+    if (!ios)
+        throw Error(ErrorKind::Unsupported, "trace file " + trace +
+                                                " is not an IO trace (an nbdkit log, blkparse output or a "
+                                                "vscsiStats trace as CSV)");
+    const VolumeMap& map = opened.analysis->volumes.at(volume).map;
+    IoSummary summary(models);
+    IoTraceReplay(map, std::move(*ios)).replay(map, [&summary](const Io& io) { summary.add(io); });
+    return summary.stats();
+}
+
 }  // namespace guestfrag

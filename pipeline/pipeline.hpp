@@ -133,6 +133,8 @@ struct VolumeEstimate {
     /// The top layer's provisioning the first writes were counted with (writes go there).
     LayerProvisioning provisioning;
     bool no_volume = false;  ///< estimate_disk's: the whole disk, no file system read
+    /// estimate --compare: a real trace's IOs on this volume as it is (traced_stats).
+    std::optional<IoStats> traced;
 };
 
 /// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
@@ -157,5 +159,12 @@ struct VolumeEstimate {
 [[nodiscard]] VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,
                                            const DeviceModels& models = {},
                                            const std::optional<LayerProvisioning>& provisioning = {});
+
+/// The statistics of the block IO trace `trace` (an nbdkit log, blkparse output or a
+/// vscsiStats trace, docs/estimate.md §2) on volume `volume` as it is, with `models`: what
+/// `estimate --compare` sets beside the estimate. Throws Error(Unsupported) when `trace` is
+/// not an IO trace, and what read_io_trace throws. O(trace lines + IOs · log runs).
+[[nodiscard]] IoStats traced_stats(const OpenedImage& opened, std::size_t volume, const std::string& trace,
+                                   const DeviceModels& models);
 
 }  // namespace guestfrag

@@ -76,6 +76,7 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
                           {"missing_paths", t.missing_paths}};
         }
         j["before"] = stats_json(v.before);
+        if (v.traced) j["traced"] = io_stats_json(*v.traced);
         if (v.after) j["after"] = stats_json(*v.after);
         doc["volumes"].push_back(std::move(j));
     }
@@ -121,6 +122,7 @@ void add_estimate_command(CLI::App& app) {
         ProvisioningOptions provisioning;
         DeviceOptions device;
         bool json = false;
+        std::optional<std::string> compare;
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
@@ -147,6 +149,9 @@ void add_estimate_command(CLI::App& app) {
     add_provisioning_options(*cmd, opts->provisioning);
     add_device_options(*cmd, opts->device);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.estimate.v1 JSON document");
+    cmd->add_option("--compare", opts->compare,
+                    "A real trace of the guest's IOs (nbdkit log, blkparse output, vscsiStats CSV): printed "
+                    "beside the estimate before the plan");
 
     cmd->callback([opts] {
         // The validators above accepted these texts.
@@ -215,6 +220,8 @@ void add_estimate_command(CLI::App& app) {
                 // Trace errors name their source in the message; the subject stays the image.
                 volumes.push_back(estimate_volume(opened, volume, workload, max_io, planned ? &*planned : nullptr,
                                                   models, {}, top));
+                if (opts->compare)
+                    volumes.back().traced = traced_stats(opened, volume, *opts->compare, models);
             }
             if (opts->json)
                 std::cout << estimate_json(shown, volumes, models, opts->device).dump(2) << '\n';

@@ -50,13 +50,16 @@ void print_totals(std::ostream& out, const VolumeEstimate& v) {
          format_size(static_cast<std::uint64_t>(b.mean_io_bytes)),
          a ? format_size(static_cast<std::uint64_t>(a->mean_io_bytes)) : "");
     // A share changes by percentage points, not by a percentage of itself.
-    if (a)
-        table_row(out, "Sequential", fixed(b.sequential_percent, 1) + "%",
-                  fixed(a->sequential_percent, 1) + "%",
-                  (a->sequential_percent >= b.sequential_percent ? "+" : "") +
-                      fixed(a->sequential_percent - b.sequential_percent, 1) + " pt");
-    else
-        table_row(out, "Sequential", fixed(b.sequential_percent, 1) + "%");
+    const auto share = [&](const std::string& label, double IoStats::*percent) {
+        if (a)
+            table_row(
+                out, label, fixed(b.*percent, 1) + "%", fixed((*a).*percent, 1) + "%",
+                ((*a).*percent >= b.*percent ? "+" : "") + fixed((*a).*percent - b.*percent, 1) + " pt");
+        else
+            table_row(out, label, fixed(b.*percent, 1) + "%");
+    };
+    share("Sequential (+1)", &IoStats::sequential_percent);
+    share("Near-sequential (+1..+8)", &IoStats::near_sequential_percent);
     both("HDD time (7200 rpm)", b.device_seconds.hdd, a ? a->device_seconds.hdd : 0,
          format_seconds(b.device_seconds.hdd), a ? format_seconds(a->device_seconds.hdd) : "");
     both("SSD time", b.device_seconds.ssd, a ? a->device_seconds.ssd : 0,
@@ -116,13 +119,13 @@ std::string bar(std::uint64_t count, std::uint64_t largest, std::size_t width, b
 
 /// One histogram as text bars; before and after side by side, scaled alike.
 void print_histogram(std::ostream& out, const std::string& title, const Histogram& before,
-                     const Histogram* after) {
+                     const Histogram* after, const std::string& columns = "before | after") {
     constexpr std::size_t kBar = 24;
     std::uint64_t largest = 0;
     for (const std::uint64_t c : before.counts()) largest = std::max(largest, c);
     if (after)
         for (const std::uint64_t c : after->counts()) largest = std::max(largest, c);
-    out << "\n  " << title << (after ? " (before | after)" : "") << '\n';
+    out << "\n  " << title << (after ? " (" + columns + ")" : "") << '\n';
     const auto& limits = before.limits();
     for (std::size_t i = 0; i < before.counts().size(); ++i) {
         const std::string label =
@@ -135,6 +138,39 @@ void print_histogram(std::ostream& out, const std::string& title, const Histogra
         while (line.back() == ' ') line.pop_back();
         out << line << '\n';
     }
+}
+
+/// estimate --compare: the real trace beside the estimate of the volume as it is.
+void print_traced(std::ostream& out, const IoStats& t, const IoStats& e) {
+    out << "\n  Traced vs estimated (the volume as it is; estimate / traced)\n";
+    table_row(out, "", "traced", "estimated", "ratio");
+    const auto row = [&](const std::string& label, double traced, double estimated,
+                         const std::string& traced_text, const std::string& estimated_text) {
+        table_row(out, label, traced_text, estimated_text,
+                  traced > 0 ? fixed(estimated / traced, 2) + "x" : "-");
+    };
+    row("IOs", static_cast<double>(t.ios), static_cast<double>(e.ios), std::to_string(t.ios),
+        std::to_string(e.ios));
+    row("Data", static_cast<double>(t.bytes), static_cast<double>(e.bytes), format_size(t.bytes),
+        format_size(e.bytes));
+    row("Mean IO size", t.mean_io_bytes, e.mean_io_bytes,
+        format_size(static_cast<std::uint64_t>(t.mean_io_bytes)),
+        format_size(static_cast<std::uint64_t>(e.mean_io_bytes)));
+    // Shares differ by points.
+    for (const auto& [label, percent] :
+         {std::pair{"Sequential (+1)", &IoStats::sequential_percent},
+          std::pair{"Near-sequential (+1..+8)", &IoStats::near_sequential_percent}})
+        table_row(out, label, fixed(t.*percent, 1) + "%", fixed(e.*percent, 1) + "%",
+                  (e.*percent >= t.*percent ? "+" : "") + fixed(e.*percent - t.*percent, 1) + " pt");
+    row("HDD time (7200 rpm)", t.device_seconds.hdd, e.device_seconds.hdd,
+        format_seconds(t.device_seconds.hdd), format_seconds(e.device_seconds.hdd));
+    row("SSD time", t.device_seconds.ssd, e.device_seconds.ssd, format_seconds(t.device_seconds.ssd),
+        format_seconds(e.device_seconds.ssd));
+    row("Array time", t.device_seconds.array, e.device_seconds.array, format_seconds(t.device_seconds.array),
+        format_seconds(e.device_seconds.array));
+    print_histogram(out, "IO length (bytes)", t.io_length, &e.io_length, "traced | estimated");
+    print_histogram(out, "Seek distance (sectors; +1 = sequential)", t.seek_distance, &e.seek_distance,
+                    "traced | estimated");
 }
 
 }  // namespace
@@ -177,6 +213,7 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
                         after ? &after->io_length : nullptr);
         print_histogram(out, "Seek distance (sectors; +1 = sequential)", v.before.stats.seek_distance,
                         after ? &after->seek_distance : nullptr);
+        if (v.traced) print_traced(out, *v.traced, v.before.stats);
     }
 }
 

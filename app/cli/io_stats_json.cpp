@@ -16,6 +16,7 @@ Json io_stats_json(const IoStats& s) {
     r["bytes"] = s.bytes;
     r["mean_io_bytes"] = s.mean_io_bytes;
     r["sequential_percent"] = s.sequential_percent;
+    r["near_sequential_percent"] = s.near_sequential_percent;
     r["device_seconds"] = {
         {"hdd", s.device_seconds.hdd}, {"ssd", s.device_seconds.ssd}, {"array", s.device_seconds.array}};
     r["histograms"] = {{"ioLength", histogram_json(s.io_length)},

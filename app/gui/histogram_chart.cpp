@@ -100,6 +100,8 @@ QString headline_text(const IoStats& before, const IoStats& after) {
                  change(static_cast<double>(before.ios), static_cast<double>(after.ios));
     parts << QStringLiteral("sequential ") + QString::number(before.sequential_percent, 'f', 1) + "%" + arrow +
                  QString::number(after.sequential_percent, 'f', 1) + "%";
+    parts << QStringLiteral("+1…+8 sectors ") + QString::number(before.near_sequential_percent, 'f', 1) +
+                 "%" + arrow + QString::number(after.near_sequential_percent, 'f', 1) + "%";
     parts << QStringLiteral("HDD ") + seconds(before.device_seconds.hdd) + arrow + seconds(after.device_seconds.hdd) +
                  change(before.device_seconds.hdd, after.device_seconds.hdd);
     parts << QStringLiteral("SSD ") + seconds(before.device_seconds.ssd) + arrow + seconds(after.device_seconds.ssd);

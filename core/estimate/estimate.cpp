@@ -18,6 +18,11 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
         case Workload::Kind::Scan:
             break;
         case Workload::Kind::Trace:
+            if (!workload.trace_source.starts_with('@'))
+                if (std::optional<std::vector<Io>> ios = read_io_trace(workload.trace_source)) {
+                    prepared.io_trace = std::make_shared<const IoTraceReplay>(volume, std::move(*ios));
+                    break;
+                }
             prepared.trace_paths = load_trace(workload.trace_source, image, volume);
             break;
         case Workload::Kind::Write:
@@ -46,6 +51,10 @@ WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorklo
             hand_over(scan_ios(volume, workload.workload.scan_order, workload.max_io));
             break;
         case Workload::Kind::Trace: {
+            if (workload.io_trace) {
+                workload.io_trace->replay(volume, each);
+                break;
+            }
             TraceIos trace = trace_ios(volume, workload.trace_paths, workload.max_io);
             hand_over(trace.ios);
             notes.trace = std::move(trace.outcome);

@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/estimate/device_model.hpp"
 #include "core/estimate/io_stats.hpp"
+#include "core/estimate/io_trace.hpp"
 #include "core/estimate/trace_workload.hpp"
 #include "core/estimate/workload.hpp"
 #include "core/estimate/write_workload.hpp"
@@ -26,12 +28,16 @@ inline constexpr std::uint64_t kDefaultMaxIo = 1 << 20;
 struct PreparedWorkload {
     Workload workload;
     std::uint64_t max_io = kDefaultMaxIo;
-    std::vector<std::string> trace_paths;    ///< Trace: volume paths in order
+    std::vector<std::string> trace_paths;  ///< Trace of paths: volume paths in order
+    /// Trace of block IOs (an nbdkit log, blkparse output, a vscsiStats trace): its IOs,
+    /// tied to the files they read in the state before a plan. Shared: it is not changed.
+    std::shared_ptr<const IoTraceReplay> io_trace;
     std::vector<std::uint64_t> write_sizes;  ///< Write, Install: sizes of the files to create, in order
     std::uint64_t disk_size = 0;             ///< Fio: the virtual disk's size
 };
 
-/// Settles `workload` for `volume` of `image`: loads the trace's paths (load_trace),
+/// Settles `workload` for `volume` of `image`: reads a block IO trace (read_io_trace) or
+/// loads the trace's paths (load_trace),
 /// samples the write's or install's file sizes (write_file_sizes; check_install_writes) or
 /// checks a fio job's target against the disk or the volume's free space (check_fio_target).
 /// Throws Error(Unsupported) for an invalid max_io, and whatever those throw.

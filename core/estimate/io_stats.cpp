@@ -30,6 +30,7 @@ void IoSummary::add(const Io& io) {
         distance = seek_distance(*previous_, io);
         s_.seek_distance.add(*distance);
         if (*distance == 1) ++s_.sequential;
+        if (*distance >= 1 && *distance <= kNearSequentialSectors) ++s_.near_sequential;
     }
     // Lengths beyond INT64_MAX do not occur (IOs are capped by --max-io); saturate anyway.
     constexpr auto kMaxLength = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
@@ -61,8 +62,13 @@ IoStats IoSummary::stats() const {
             s.device_seconds.array + blocks * models_.array.first_write.block_seconds(p.type, s.zero_block)};
     }
     if (s.ios != 0) s.mean_io_bytes = static_cast<double>(s.bytes) / static_cast<double>(s.ios);
-    if (s.ios > 1)
-        s.sequential_percent = 100.0 * static_cast<double>(s.sequential) / static_cast<double>(s.ios - 1);
+    if (s.ios > 1) {
+        const auto share = [&](std::uint64_t n) {
+            return 100.0 * static_cast<double>(n) / static_cast<double>(s.ios - 1);
+        };
+        s.sequential_percent = share(s.sequential);
+        s.near_sequential_percent = share(s.near_sequential);
+    }
     return s;
 }
 

@@ -13,6 +13,9 @@
 
 namespace guestfrag {
 
+/// The largest seek distance counted as near-sequential: a 4 KiB page of 512-byte sectors.
+inline constexpr std::int64_t kNearSequentialSectors = 8;
+
 /// Estimated seconds to serve a workload on each device model (DeviceModels).
 struct DeviceSeconds {
     double hdd = 0;
@@ -37,6 +40,12 @@ struct IoStats {
     /// 100 · sequential / (ios − 1): the share among IOs that have a distance (all but the
     /// first); 0 with fewer than two IOs.
     double sequential_percent = 0;
+    /// IOs at seek distance +1 … +8 (the sequential ones included): the next IO starts
+    /// within a 4 KiB page of the previous one's end. An IO that ends at a file's last
+    /// sector, before the next file's first page, lands here and not at +1 (docs/estimate.md §5).
+    std::uint64_t near_sequential = 0;
+    /// 100 · near_sequential / (ios − 1); 0 with fewer than two IOs.
+    double near_sequential_percent = 0;
     DeviceSeconds device_seconds;
     std::uint64_t writes = 0;        ///< write IOs among `ios`
     std::uint64_t written_bytes = 0;  ///< Σ length of the write IOs

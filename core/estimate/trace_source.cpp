@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/estimate/io_trace.hpp"
 #include "core/estimate/layout_ini.hpp"
 #include "core/estimate/prefetch.hpp"
 #include "core/ntfs/file_reader.hpp"
@@ -42,6 +43,9 @@ std::vector<std::byte> read_host_file(const std::string& source) {
 }
 
 std::vector<std::string> from_host_file(const std::string& source, const VolumeMap& volume) {
+    // A block IO trace names no paths: the files it reads, in the order it first reads them.
+    if (std::optional<std::vector<Io>> ios = read_io_trace(source))
+        return IoTraceReplay(volume, std::move(*ios)).files_read(volume);
     const std::vector<std::byte> content = read_host_file(source);
     if (looks_like_prefetch(content))
         return prefetch_volume_paths(read_prefetch(fs::path(source)), volume.serial);

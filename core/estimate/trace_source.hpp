@@ -10,8 +10,9 @@
 namespace guestfrag {
 
 /// The files a trace workload reads, in order, as volume paths ("\\Windows\\notepad.exe").
-/// `source` is a host file (a Windows Prefetch .pf file of any version, a Layout.ini, or a
-/// text file with one path per line), "@prefetch" (every .pf file in the image's
+/// `source` is a host file (a Windows Prefetch .pf file of any version, a Layout.ini, a
+/// text file with one path per line, or a block IO trace: the files it reads, in the order
+/// it first reads each, IoTraceReplay::files_read), "@prefetch" (every .pf file in the image's
 /// \Windows\Prefetch, oldest last-run first) or "@layout" (the image's
 /// \Windows\Prefetch\Layout.ini). Device prefixes (\DEVICE\HARDDISKVOLUME1\, C:\) are
 /// stripped. Throws Error(NotFound / Corrupt / Unsupported).

@@ -14,7 +14,7 @@ namespace guestfrag {
 struct Workload {
     enum class Kind {
         Scan,     ///< "scan", "scan:mft", "scan:path": read every non-resident $DATA stream
-        Trace,    ///< "trace:SOURCE": read the files a trace names, in order
+        Trace,    ///< "trace:SOURCE": read the files a trace names, in order, or replay a block IO trace
         Write,    ///< "write:N": create N files sized like the volume's files
         Fio,      ///< "fio:OPTIONS": a synthetic job in fio's vocabulary (FioJob)
         Install,  ///< "install:N[,OPTIONS]": N files appended in chunks by several writers at once

@@ -19,13 +19,13 @@ _guestfrag() {
         return
     fi
     case $prev in
-        --strategy) COMPREPLY=($(compgen -W "defrag consolidate thin-safe shrink" -- "$cur")); return ;;
+        --strategy) COMPREPLY=($(compgen -W "defrag consolidate optimize thin-safe shrink" -- "$cur")); return ;;
         --table) COMPREPLY=($(compgen -W "msdos gpt none" -- "$cur")); return ;;
-        --workload) COMPREPLY=($(compgen -W "scan trace:@prefetch trace: write:" -- "$cur")); return ;;
+        --workload) COMPREPLY=($(compgen -W "scan scan:mft scan:path trace:@prefetch trace:@layout trace: write: fio: install:" -- "$cur")); return ;;
         --rank) COMPREPLY=($(compgen -W "fragmentation reclaimable growth copy gain" -- "$cur")); return ;;
         --output-format) COMPREPLY=($(compgen -W "raw qcow2 vmdk vhdx" -- "$cur")); return ;;
         --apply-to | --compact-to) _filedir -d; return ;;
-        --plan | --list | --db | --parent | -o | --output | --check | --apply | --compact | --device-model) _filedir; return ;;
+        --plan | --list | --db | --parent | -o | --output | --check | --apply | --compact | --device-model | --compare) _filedir; return ;;
     esac
     if [[ $cur == -* ]]; then
         local opts

@@ -155,6 +155,8 @@ TEST_CASE("scan statistics are the hand-computed ones", "[estimate]") {
     CHECK(s.seek_distance.counts() == seeks);
     CHECK(s.sequential == 1);
     CHECK(s.sequential_percent == Approx(25.0));  // 1 of the 4 IOs that have a distance
+    CHECK(s.near_sequential == 1);                // no other distance is within +1 … +8
+    CHECK(s.near_sequential_percent == Approx(25.0));
 
     // SSD: 5 · 80 µs + 37888 B / 500 MB/s = 400 µs + 75.776 µs
     CHECK(s.device_seconds.ssd == Approx(475.776e-6).epsilon(1e-12));
@@ -305,4 +307,17 @@ TEST_CASE("workload names parse strictly", "[estimate]") {
     for (const char* bad :
          {"", "Scan", "trace:", "write:", "write:0", "write:-1", "write:12x", "write:10000001", "read"})
         CHECK_THROWS_AS(guestfrag::parse_workload(bad), guestfrag::Error);
+}
+
+TEST_CASE("near-sequential: seek distances +1 … +8 sectors, the sequential +1 among them", "[estimate]") {
+    // Eight-sector (4 KiB) IOs: each starts at the previous start + 8 + (distance − 1).
+    // Distances: +1, +2, +8, +9, 0, −7: near-sequential 3 (+1, +2, +8), sequential 1.
+    std::vector<Io> ios{{1000, 4096}};
+    for (const std::int64_t distance : {1, 2, 8, 9, 0, -7})
+        ios.push_back({ios.back().lbn + 8 + distance - 1, 4096});
+    const IoStats s = summarize_ios(ios);
+    CHECK(s.sequential == 1);
+    CHECK(s.near_sequential == 3);
+    CHECK(s.near_sequential_percent == Approx(50.0));  // 3 of 6
+    CHECK(summarize_ios(std::span(ios).first(1)).near_sequential_percent == 0);
 }
