@@ -74,8 +74,8 @@ std::string rejection(const WeighedPlan& p, double now, std::uint64_t disk, cons
                " runs";
     if (const std::uint64_t net = p.net_growth_bytes();
         net > 0 && static_cast<double>(net) >= o.max_growth_share * static_cast<double>(disk))
-        return "grows the disk by " + format_size(net) + " net, " +
-               std::to_string(std::lround(o.max_growth_share * 100)) + " % of it or more";
+        return "net growth " + format_size(net) +
+               " >= " + std::to_string(std::lround(o.max_growth_share * 100)) + " % of disk";
     return {};
 }
 

@@ -69,8 +69,8 @@ TEST_CASE("the verdict's rule on hand-computed plans", "[verdict]") {
         // 1 GiB on the 10 GiB disk is a tenth; 1 GiB − 1 MiB is not.
         const Verdict v = hand_verdict(10, {hand_plan(Strategy::Optimize, 5, 1, 2ull << 30, 1ull << 30)});
         CHECK_FALSE(v.chosen);
-        CHECK(v.plans[0].rejected == "grows the disk by 1.00 GiB net, 10 % of it or more");
-        CHECK(v.reason == "the best plan, optimize, grows the disk by 1.00 GiB net, 10 % of it or more");
+        CHECK(v.plans[0].rejected == "net growth 1.00 GiB >= 10 % of disk");
+        CHECK(v.reason == "the best plan, optimize, net growth 1.00 GiB >= 10 % of disk");
         CHECK(hand_verdict(10, {hand_plan(Strategy::Optimize, 5, 1, 2ull << 30, (1ull << 30) - (1 << 20))})
                   .chosen == 0u);
         // 3 GiB written into new granules, 2.5 GiB freed for reclaim: 512 MiB net, it passes.
