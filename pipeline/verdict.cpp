@@ -217,9 +217,7 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         const Impact& i = p.impact;
         const bool thin = i.plan_writes.provisioning.type == Provisioning::Thin;
         p.growth_bytes = (thin ? i.growth.thin_growth_bytes : 0) + i.growth.clone_delta_growth_bytes;
-        p.freed_bytes = thin && i.reclaimable_bytes_after > i.reclaimable_bytes_before
-                            ? i.reclaimable_bytes_after - i.reclaimable_bytes_before
-                            : 0;
+        p.freed_bytes = thin ? i.freed_bytes() : 0;
         if (thin) v.reclaimable_bytes = i.reclaimable_bytes_before;
         v.now_seconds = on_device(b, options.device);
         v.plans.push_back(std::move(p));

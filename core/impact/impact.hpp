@@ -137,6 +137,12 @@ struct Impact {
     GrowthFigures growth;              ///< §1, identical to the plan summary's
     std::uint64_t reclaimable_bytes_before = 0;
     std::uint64_t reclaimable_bytes_after = 0;
+    /// What the plan frees for reclaim in the top layer: after − before, at least 0.
+    [[nodiscard]] std::uint64_t freed_bytes() const noexcept {
+        return reclaimable_bytes_after > reclaimable_bytes_before
+                   ? reclaimable_bytes_after - reclaimable_bytes_before
+                   : 0;
+    }
     std::string reclaim_how;           ///< what hands reclaimable space back for this format
     std::vector<SnapshotDelta> snapshot;
     std::vector<DedupFigures> dedup;

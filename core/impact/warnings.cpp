@@ -47,9 +47,7 @@ std::vector<ImpactWarning> impact_warnings(const Impact& impact, const DiskImage
     // not grow. What the plan frees there can be given back, so it is weighed net of that,
     // as the verdict weighs it (docs/verdict.md §2, rule 5).
     if (const std::uint64_t b = impact.growth.thin_growth_bytes; b > 0 && thin) {
-        const std::uint64_t freed = impact.reclaimable_bytes_after > impact.reclaimable_bytes_before
-                                        ? impact.reclaimable_bytes_after - impact.reclaimable_bytes_before
-                                        : 0;
+        const std::uint64_t freed = impact.freed_bytes();
         const std::uint64_t net = b > freed ? b - freed : 0;
         std::string message = "the plan writes into " + size_text(b) + " of " + granule +
                               " granules no layer has allocated: the thin disk grows by that much";
