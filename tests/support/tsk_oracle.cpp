@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "support/tsk_oracle.hpp"
 
+#include <atomic>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "support/fixtures.hpp"
 
@@ -47,6 +52,28 @@ std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, c
     const auto r = run({"icat", "-o", std::to_string(sector), image.string(), address});
     if (r.status != 0) throw std::runtime_error("icat failed on " + image.string() + " " + address + ": " + r.err);
     return r.out;
+}
+
+std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector) {
+    namespace fs = std::filesystem;
+    static std::atomic<unsigned> counter{0};
+    const fs::path dir =
+        scratch_dir() / ("recover." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+    fs::remove_all(dir);
+    const auto r = run({"tsk_recover", "-a", "-o", std::to_string(sector), image.string(), dir.string()});
+    if (r.status != 0) throw std::runtime_error("tsk_recover failed on " + image.string() + ": " + r.err);
+    std::map<std::string, std::string> out;
+    for (const auto& [path, address] : tsk_files(image, sector)) {
+        const fs::path recovered = dir / path;
+        if (path.find(':') == std::string::npos && fs::is_regular_file(recovered)) {
+            std::ifstream in(recovered, std::ios::binary);
+            out[path].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        } else {
+            out[path] = tsk_icat(image, sector, address);
+        }
+    }
+    fs::remove_all(dir);
+    return out;
 }
 
 std::map<std::string, Fragments> tsk_data_fragments(const std::filesystem::path& image, std::uint64_t sector,

@@ -32,6 +32,12 @@ std::map<std::string, std::string> tsk_files(const std::filesystem::path& image,
 /// `icat -o SECTOR IMAGE ADDRESS`: the contents of one file or stream.
 std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, const std::string& address);
 
+/// The contents of every file and stream `tsk_files` lists, by path: the plain files from one
+/// `tsk_recover -a` run, the named streams and the files it leaves out (the system files) by
+/// `icat`. The same bytes as an icat of each, in a process count that does not grow with the
+/// files (an icat costs tens of milliseconds; a volume of the suite holds hundreds of files).
+std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector);
+
 /// Partition slots from `mmls`: (start sector, length in sectors) of every non-meta,
 /// non-unallocated slot, in order.
 std::vector<std::pair<std::uint64_t, std::uint64_t>> mmls_partitions(const std::filesystem::path& image);
