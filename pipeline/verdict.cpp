@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <tuple>
 
 #include "core/apply/volume_checks.hpp"
@@ -173,10 +174,11 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     std::string fallback;
     // A trace the image itself holds (@prefetch, @layout) is not on every volume: a data
     // volume has none, and the verdict is then the default workload's, said so.
+    std::optional<std::vector<std::string>> held;
     if (const Workload& w = asked.workload;
         w.kind == Workload::Kind::Trace && w.trace_source.starts_with("@")) {
         try {
-            (void)load_trace(w.trace_source, *opened.image, map);
+            held = load_trace(w.trace_source, *opened.image, map);
         } catch (const Error& e) {
             if (e.kind() != ErrorKind::NotFound && e.kind() != ErrorKind::Unsupported) throw;
             fallback = std::string(e.what()) + ": the verdict weighs scan instead";
@@ -192,7 +194,12 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
-    for (const PlanOptions& each : candidates(options)) {
+    for (PlanOptions& each : candidates(options)) {
+        // The trace read above orders every candidate that places by it: read once, not
+        // once per candidate.
+        if (held && each.order && each.order->kind == PlacementOrder::Kind::Trace &&
+            each.order->trace_source == options.workload.trace_source)
+            each.trace_paths = held;
         WeighedPlan p;
         p.options = prepare_plan_options(opened, volume, each);
         try {

@@ -31,41 +31,56 @@ void table_row(std::ostream& out, const std::string& label, const std::string& b
     out << '\n';
 }
 
-void print_totals(std::ostream& out, const VolumeEstimate& v) {
-    const IoStats& b = v.before.stats;
-    const IoStats* a = v.after ? &v.after->stats : nullptr;
-    auto both = [&](const std::string& label, double before, double after, const std::string& before_text,
-                    const std::string& after_text) {
-        if (a)
-            table_row(out, label, before_text, after_text, change(before, after));
+/// "1.25x": `second` as a multiple of `first`; "-" when first is 0.
+std::string ratio(double first, double second) { return first > 0 ? fixed(second / first, 2) + "x" : "-"; }
+
+/// The rows of one IoStats `x`, or of `x` and `y` side by side with how y compares with x
+/// (`compare`: change() or ratio()). A share compares by percentage points, not by a
+/// percentage of itself.
+void print_stats_rows(std::ostream& out, const IoStats& x, const IoStats* y,
+                      std::string (*compare)(double, double)) {
+    const auto row = [&](const std::string& label, auto value, auto text) {
+        if (y)
+            table_row(out, label, text(x), text(*y), compare(value(x), value(*y)));
         else
-            table_row(out, label, before_text);
+            table_row(out, label, text(x));
     };
-    if (a) table_row(out, "", "before", "after", "change");
-    both("IOs", static_cast<double>(b.ios), a ? static_cast<double>(a->ios) : 0, std::to_string(b.ios),
-         a ? std::to_string(a->ios) : "");
-    both("Data", static_cast<double>(b.bytes), a ? static_cast<double>(a->bytes) : 0, format_size(b.bytes),
-         a ? format_size(a->bytes) : "");
-    both("Mean IO size", b.mean_io_bytes, a ? a->mean_io_bytes : 0,
-         format_size(static_cast<std::uint64_t>(b.mean_io_bytes)),
-         a ? format_size(static_cast<std::uint64_t>(a->mean_io_bytes)) : "");
-    // A share changes by percentage points, not by a percentage of itself.
-    const auto share = [&](const std::string& label, double IoStats::*percent) {
-        if (a)
+    const auto count = [&](const std::string& label, std::uint64_t IoStats::*n, auto format) {
+        row(
+            label, [n](const IoStats& s) { return static_cast<double>(s.*n); },
+            [n, format](const IoStats& s) { return format(s.*n); });
+    };
+    count("IOs", &IoStats::ios, [](std::uint64_t n) { return std::to_string(n); });
+    count("Data", &IoStats::bytes, [](std::uint64_t n) { return format_size(n); });
+    row(
+        "Mean IO size", [](const IoStats& s) { return s.mean_io_bytes; },
+        [](const IoStats& s) { return format_size(static_cast<std::uint64_t>(s.mean_io_bytes)); });
+    // Not structured bindings below: clang before 16 cannot capture one in a lambda.
+    for (const auto& entry : {std::pair{"Sequential (+1)", &IoStats::sequential_percent},
+                              std::pair{"Near-sequential (+1..+8)", &IoStats::near_sequential_percent}}) {
+        const auto percent = entry.second;
+        const auto text = [percent](const IoStats& s) { return fixed(s.*percent, 1) + "%"; };
+        if (y)
             table_row(
-                out, label, fixed(b.*percent, 1) + "%", fixed((*a).*percent, 1) + "%",
-                ((*a).*percent >= b.*percent ? "+" : "") + fixed((*a).*percent - b.*percent, 1) + " pt");
+                out, entry.first, text(x), text(*y),
+                ((*y).*percent >= x.*percent ? "+" : "") + fixed((*y).*percent - x.*percent, 1) + " pt");
         else
-            table_row(out, label, fixed(b.*percent, 1) + "%");
-    };
-    share("Sequential (+1)", &IoStats::sequential_percent);
-    share("Near-sequential (+1..+8)", &IoStats::near_sequential_percent);
-    both("HDD time (7200 rpm)", b.device_seconds.hdd, a ? a->device_seconds.hdd : 0,
-         format_seconds(b.device_seconds.hdd), a ? format_seconds(a->device_seconds.hdd) : "");
-    both("SSD time", b.device_seconds.ssd, a ? a->device_seconds.ssd : 0,
-         format_seconds(b.device_seconds.ssd), a ? format_seconds(a->device_seconds.ssd) : "");
-    both("Array time", b.device_seconds.array, a ? a->device_seconds.array : 0,
-         format_seconds(b.device_seconds.array), a ? format_seconds(a->device_seconds.array) : "");
+            table_row(out, entry.first, text(x));
+    }
+    for (const auto& entry :
+         {std::pair{"HDD time (7200 rpm)", &DeviceSeconds::hdd}, std::pair{"SSD time", &DeviceSeconds::ssd},
+          std::pair{"Array time", &DeviceSeconds::array}}) {
+        const auto member = entry.second;
+        row(
+            entry.first, [member](const IoStats& s) { return s.device_seconds.*member; },
+            [member](const IoStats& s) { return format_seconds(s.device_seconds.*member); });
+    }
+}
+
+void print_totals(std::ostream& out, const VolumeEstimate& v) {
+    const IoStats* after = v.after ? &v.after->stats : nullptr;
+    if (after) table_row(out, "", "before", "after", "change");
+    print_stats_rows(out, v.before.stats, after, change);
 }
 
 }  // namespace
@@ -144,30 +159,7 @@ void print_histogram(std::ostream& out, const std::string& title, const Histogra
 void print_traced(std::ostream& out, const IoStats& t, const IoStats& e) {
     out << "\n  Traced vs estimated (the volume as it is; estimate / traced)\n";
     table_row(out, "", "traced", "estimated", "ratio");
-    const auto row = [&](const std::string& label, double traced, double estimated,
-                         const std::string& traced_text, const std::string& estimated_text) {
-        table_row(out, label, traced_text, estimated_text,
-                  traced > 0 ? fixed(estimated / traced, 2) + "x" : "-");
-    };
-    row("IOs", static_cast<double>(t.ios), static_cast<double>(e.ios), std::to_string(t.ios),
-        std::to_string(e.ios));
-    row("Data", static_cast<double>(t.bytes), static_cast<double>(e.bytes), format_size(t.bytes),
-        format_size(e.bytes));
-    row("Mean IO size", t.mean_io_bytes, e.mean_io_bytes,
-        format_size(static_cast<std::uint64_t>(t.mean_io_bytes)),
-        format_size(static_cast<std::uint64_t>(e.mean_io_bytes)));
-    // Shares differ by points.
-    for (const auto& [label, percent] :
-         {std::pair{"Sequential (+1)", &IoStats::sequential_percent},
-          std::pair{"Near-sequential (+1..+8)", &IoStats::near_sequential_percent}})
-        table_row(out, label, fixed(t.*percent, 1) + "%", fixed(e.*percent, 1) + "%",
-                  (e.*percent >= t.*percent ? "+" : "") + fixed(e.*percent - t.*percent, 1) + " pt");
-    row("HDD time (7200 rpm)", t.device_seconds.hdd, e.device_seconds.hdd,
-        format_seconds(t.device_seconds.hdd), format_seconds(e.device_seconds.hdd));
-    row("SSD time", t.device_seconds.ssd, e.device_seconds.ssd, format_seconds(t.device_seconds.ssd),
-        format_seconds(e.device_seconds.ssd));
-    row("Array time", t.device_seconds.array, e.device_seconds.array, format_seconds(t.device_seconds.array),
-        format_seconds(e.device_seconds.array));
+    print_stats_rows(out, t, &e, ratio);
     print_histogram(out, "IO length (bytes)", t.io_length, &e.io_length, "traced | estimated");
     print_histogram(out, "Seek distance (sectors; +1 = sequential)", t.seek_distance, &e.seek_distance,
                     "traced | estimated");

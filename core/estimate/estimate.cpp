@@ -17,14 +17,12 @@ PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io
     switch (workload.kind) {
         case Workload::Kind::Scan:
             break;
-        case Workload::Kind::Trace:
-            if (!workload.trace_source.starts_with('@'))
-                if (std::optional<std::vector<Io>> ios = read_io_trace(workload.trace_source)) {
-                    prepared.io_trace = std::make_shared<const IoTraceReplay>(volume, std::move(*ios));
-                    break;
-                }
-            prepared.trace_paths = load_trace(workload.trace_source, image, volume);
+        case Workload::Kind::Trace: {
+            TraceSource read = read_trace_source(workload.trace_source, image, volume);
+            prepared.io_trace = std::move(read.io_trace);
+            prepared.trace_paths = std::move(read.paths);
             break;
+        }
         case Workload::Kind::Write:
             prepared.write_sizes = write_file_sizes(volume, workload.files);
             break;

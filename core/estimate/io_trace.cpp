@@ -193,24 +193,34 @@ std::vector<Io> parse_io_trace(std::istream& in, IoTraceFormat format, const std
     return ios;
 }
 
-std::optional<std::vector<Io>> read_io_trace(const std::string& path) {
+std::ifstream open_trace_file(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
     if (!fs::exists(path, ec)) throw Error(ErrorKind::NotFound, "trace file " + path + " does not exist");
     if (!fs::is_regular_file(path, ec))
         throw Error(ErrorKind::Unsupported, "trace file " + path + " is not a regular file");
     std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(ErrorKind::Io, "cannot open trace file " + path);
+    return in;
+}
+
+std::optional<std::vector<Io>> read_io_trace(std::istream& in, const std::string& path) {
     std::string first;
     // A first line longer than this is no trace's (nor a path's): not an IO trace.
     constexpr std::size_t kLongestFirstLine = 64 * 1024;
     char c = 0;
     while (first.size() < kLongestFirstLine && in.get(c) && c != '\n') first.push_back(c);
-    if (!in && !in.eof()) throw Error(ErrorKind::Io, "cannot read trace file " + path);
-    const std::optional<IoTraceFormat> format = detect_io_trace(first);
-    if (!format) return std::nullopt;
+    if (in.bad()) throw Error(ErrorKind::Io, "cannot read trace file " + path);
     in.clear();
     in.seekg(0);
+    const std::optional<IoTraceFormat> format = detect_io_trace(first);
+    if (!format) return std::nullopt;
     return parse_io_trace(in, *format, std::string(io_trace_format_name(*format)) + " " + path);
+}
+
+std::optional<std::vector<Io>> read_io_trace(const std::string& path) {
+    std::ifstream in = open_trace_file(path);
+    return read_io_trace(in, path);
 }
 
 IoTraceReplay::IoTraceReplay(const VolumeMap& before, std::vector<Io> ios) : traced_(ios.size()) {

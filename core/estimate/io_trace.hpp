@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <istream>
 #include <optional>
@@ -38,9 +39,19 @@ enum class IoTraceFormat {
 /// past 2^62 bytes, a zero length). O(bytes read); memory 24 bytes per IO.
 [[nodiscard]] std::vector<Io> parse_io_trace(std::istream& in, IoTraceFormat format, const std::string& what);
 
-/// The IOs of the host file `path` when it is an IO trace (detect_io_trace on its first
-/// line), nullopt when it is not. Throws Error(NotFound / Unsupported / Io) for a file that
-/// is missing, not a regular file or unreadable, and what parse_io_trace throws.
+/// The host file `path` opened for reading as a trace source (an IO trace, a path list, a
+/// Prefetch file). Throws Error(NotFound) when it is missing, Error(Unsupported) when it is
+/// not a regular file (a directory, a FIFO nobody writes to, a device), Error(Io) when it
+/// cannot be opened.
+[[nodiscard]] std::ifstream open_trace_file(const std::string& path);
+
+/// The IOs of the trace source `in` (named `path` in errors) when it is an IO trace
+/// (detect_io_trace on its first line), nullopt when it is not; `in` is then back at its
+/// start, for the caller to read it as another kind of source. Throws Error(Io) when it
+/// cannot be read, and what parse_io_trace throws.
+[[nodiscard]] std::optional<std::vector<Io>> read_io_trace(std::istream& in, const std::string& path);
+
+/// The same for the host file `path`, opened by open_trace_file.
 [[nodiscard]] std::optional<std::vector<Io>> read_io_trace(const std::string& path);
 
 /// A trace's IOs tied to the volume they read, so that they can be replayed on any state of

@@ -23,33 +23,29 @@ constexpr std::string_view kLayoutIni = "\\Windows\\Prefetch\\Layout.ini";
 // Trace sources are lists of names; a larger file is not one.
 constexpr std::uint64_t kMaxTraceBytes = ntfs::VolumeFiles::kDefaultMaxBytes;
 
-std::vector<std::byte> read_host_file(const std::string& source) {
+// The rest of a host trace file that is not an IO trace: a list of paths, or a Prefetch file.
+std::vector<std::byte> read_host_file(std::ifstream& in, const std::string& source) {
     std::error_code ec;
-    const fs::path path(source);
-    if (!fs::exists(path, ec)) throw Error(ErrorKind::NotFound, "trace file " + source + " does not exist");
-    if (!fs::is_regular_file(path, ec))
-        throw Error(ErrorKind::Unsupported, "trace file " + source + " is not a regular file");
-    const auto size = fs::file_size(path, ec);
+    const auto size = fs::file_size(source, ec);
     if (ec) throw Error(ErrorKind::Io, "cannot read trace file " + source + ": " + ec.message());
     if (size > kMaxTraceBytes)
         throw Error(ErrorKind::Unsupported, "trace file " + source + " holds " + std::to_string(size) +
                                                 " bytes, more than the " + std::to_string(kMaxTraceBytes) +
                                                 "-byte limit");
-    std::ifstream in(path, std::ios::binary);
     std::vector<std::byte> content(size);
     if (!in.read(reinterpret_cast<char*>(content.data()), static_cast<std::streamsize>(size)))
         throw Error(ErrorKind::Io, "cannot read trace file " + source);
     return content;
 }
 
-std::vector<std::string> from_host_file(const std::string& source, const VolumeMap& volume) {
-    // A block IO trace names no paths: the files it reads, in the order it first reads them.
-    if (std::optional<std::vector<Io>> ios = read_io_trace(source))
-        return IoTraceReplay(volume, std::move(*ios)).files_read(volume);
-    const std::vector<std::byte> content = read_host_file(source);
+TraceSource from_host_file(const std::string& source, const VolumeMap& volume) {
+    std::ifstream in = open_trace_file(source);
+    if (std::optional<std::vector<Io>> ios = read_io_trace(in, source))
+        return {std::make_shared<const IoTraceReplay>(volume, std::move(*ios)), {}};
+    const std::vector<std::byte> content = read_host_file(in, source);
     if (looks_like_prefetch(content))
-        return prefetch_volume_paths(read_prefetch(fs::path(source)), volume.serial);
-    return parse_path_list(content, "trace file " + source);
+        return {nullptr, prefetch_volume_paths(read_prefetch(fs::path(source)), volume.serial)};
+    return {nullptr, parse_path_list(content, "trace file " + source)};
 }
 
 // The guest's own files, through a read-only mount of the volume the map describes. The
@@ -111,19 +107,28 @@ std::vector<std::string> from_image_prefetch(const DiskImage& image, const Volum
 
 }  // namespace
 
-std::vector<std::string> load_trace(const std::string& source, const DiskImage& image,
-                                    const VolumeMap& volume) {
-    std::vector<std::string> paths;
+TraceSource read_trace_source(const std::string& source, const DiskImage& image, const VolumeMap& volume) {
+    TraceSource read;
     if (source == "@layout") {
-        paths = from_image_layout(image, volume);
+        read.paths = from_image_layout(image, volume);
     } else if (source == "@prefetch") {
-        paths = from_image_prefetch(image, volume);
+        read.paths = from_image_prefetch(image, volume);
     } else if (source.starts_with('@') && !fs::exists(fs::path(source))) {
         throw Error(ErrorKind::Unsupported,
                     "unknown trace source " + source + " (use @prefetch, @layout or a file name)");
     } else {
-        paths = from_host_file(source, volume);
+        read = from_host_file(source, volume);
     }
+    if (!read.io_trace && read.paths.empty())
+        throw Error(ErrorKind::Unsupported, "trace " + source + " names no files");
+    return read;
+}
+
+std::vector<std::string> load_trace(const std::string& source, const DiskImage& image,
+                                    const VolumeMap& volume) {
+    TraceSource read = read_trace_source(source, image, volume);
+    if (!read.io_trace) return std::move(read.paths);
+    std::vector<std::string> paths = read.io_trace->files_read(volume);
     if (paths.empty()) throw Error(ErrorKind::Unsupported, "trace " + source + " names no files");
     return paths;
 }
