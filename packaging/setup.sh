@@ -204,7 +204,13 @@ with open(sys.argv[2], "wb") as out:
         dpkg-query -W -f='${Status}\n' guestfrag | grep -q "install ok installed"
         /usr/bin/guestfrag --version
         QT_QPA_PLATFORM=offscreen /usr/bin/guestfrag-gui --help | head -3
-        test -f /usr/share/man/man1/guestfrag.1.gz
+        # The man page is made from --help: it names the program, never the build directory,
+        # and has the sections a reader looks for.
+        man=/usr/share/man/man1/guestfrag.1.gz
+        if zgrep -q "$root" "$man"; then echo "error: $man names the build directory" >&2; exit 1; fi
+        for section in COMMANDS '"EXIT STATUS"' EXAMPLES; do
+            zgrep -q "^\.SH $section\$" "$man" || { echo "error: $man has no $section section" >&2; exit 1; }
+        done
         check=$(mktemp -d)
         /usr/bin/guestfrag mkimage "$check/disk.img" --size 64MiB --files 100 >/dev/null
         # Whole, then its first lines: under pipefail, `| head` would end it with SIGPIPE.

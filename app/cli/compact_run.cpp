@@ -52,31 +52,42 @@ Json compact_json(const CompactResult& r) {
 }
 
 void print_compact(std::ostream& out, const std::string& image, const CompactResult& r) {
-    const std::string granule = format_size(r.granule);
     out << "compacted " << image << " into " << r.output << " (" << compact_format_name(r.format) << ", "
         << fixed(r.seconds, 1) << " s)\n";
+    // The headline is what the host gains: the files' blocks before and after. What NTFS
+    // calls free is a detail below; much of it may never have been stored in the first place.
+    out << "  on the host: " << format_size(r.host_bytes_output) << " instead of "
+        << format_size(r.host_bytes_input) << ", ";
+    if (r.host_bytes_output <= r.host_bytes_input) {
+        const std::uint64_t saved = r.host_bytes_input - r.host_bytes_output;
+        out << format_size(saved) << " saved";
+        if (r.host_bytes_input > 0)
+            out << " ("
+                << fixed(100.0 * static_cast<double>(saved) / static_cast<double>(r.host_bytes_input), 1)
+                << " %)";
+    } else {
+        // A container's tables, or an input whose layers hold less than its disk's data.
+        out << format_size(r.host_bytes_output - r.host_bytes_input) << " more";
+    }
+    out << "; " << format_size(r.data_bytes_output) << " of disk data\n";
     for (const CompactVolume& v : r.volumes) {
         out << "  partition " << v.partition << ": ";
         if (r.packed)
             out << v.moves.done.size() << " of " << v.plan.moves.size() << " packing moves ("
                 << format_size(v.moves.bytes_copied) << " moved), ";
-        out << format_size(v.free_bytes) << " NTFS-free left out";
+        out << format_size(v.free_bytes) << " NTFS-free not copied\n";
         if (v.verification)
-            out << "; verified: " << v.verification->streams_hashed
-                << " streams identical, allocation as predicted, $Bitmap and $MFTMirr match";
-        out << '\n';
+            out << "    verified: " << v.verification->streams_hashed
+                << " streams identical, allocation as predicted, $Bitmap and $MFTMirr match\n";
     }
-    out << "granules of " << granule << " in use: " << r.granules_input << " stored by the input -> "
+    out << "  " << format_size(r.granule) << " granules in use: " << r.granules_input << " in the input -> "
         << r.granules_sparsified << " sparsified";
     if (r.packed) out << " -> " << r.granules_packed << " packed";
-    out << " -> " << r.granules_output << " in the output\n";
+    out << " -> " << r.granules_output << " output\n";
     if (r.packed)
-        out << "packing gave back "
+        out << "  packing gave back "
             << (r.granules_sparsified - std::min(r.granules_sparsified, r.granules_packed))
             << " granules more than sparsifying alone\n";
-    out << "host bytes: " << format_size(r.host_bytes_input) << " held by the input -> "
-        << format_size(r.host_bytes_output) << " by the output (" << format_size(r.data_bytes_output)
-        << " of disk data)\n";
 }
 
 void add_new_disk_options(CLI::App& cmd, NewDiskOptions& options, CLI::Option* apply, CLI::Option* compact) {

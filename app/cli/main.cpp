@@ -49,7 +49,9 @@ private:
 int main(int argc, char** argv) {
     using namespace guestfrag::cli;
     raise_open_file_limit();
-    CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images"};
+    // Named, so that usage lines say "guestfrag", not the path it was started by (the man
+    // page is made from them).
+    CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images", "guestfrag"};
     app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
     app.require_subcommand(1);
     // Accepted after the subcommand too ("guestfrag analyze IMG --stats").

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // `guestfrag plan`: make a plan (or check one) for one NTFS volume of an image.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -53,10 +55,18 @@ std::size_t choose_volume(const ImageAnalysis& analysis, const std::string& imag
 }
 
 void write_plan_file(const std::string& path, const Plan& plan, const VolumeMap& before, const Frontier* frontier) {
+    // The reason is the system's (no such directory, permission, no space): what the user
+    // has to mend.
+    const auto failed = [&path] {
+        return Failure(path, std::string("cannot write the plan: ") + std::strerror(errno != 0 ? errno : EIO),
+                       kBadInput);
+    };
+    errno = 0;
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out.is_open()) throw failed();
     write_plan_json(out, plan, before, frontier);
     out.close();
-    if (!out) throw Failure(path, "cannot write the plan", kBadInput);
+    if (!out) throw failed();
 }
 
 void run(const Options& opts) {
@@ -109,6 +119,9 @@ void run(const Options& opts) {
             impact.granule = plan.summary.granule_size;
             std::cout << "\nStorage warnings (details: guestfrag impact IMAGE --plan PLAN.json)\n";
             print_warnings(std::cout, plan_impact(opened, planned, impact).warnings);
+            if (!opts.output.empty())
+                std::cout << "\nPlan written to " << opts.output << "; carry it out into a new image with\n"
+                          << "  guestfrag apply " << opts.image << " --plan " << opts.output << " -o OUT\n";
         }
     });
 }

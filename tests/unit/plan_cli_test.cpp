@@ -131,6 +131,14 @@ TEST_CASE("plan -o writes the document, prints the summary and --check accepts i
     CHECK(r.out.starts_with("Plan for " + image().string() +
                             ", partition 1 (strategy consolidate, order mft)"));
     CHECK(r.out.find("free extents") != std::string::npos);
+    // It says where the plan went and how to carry it out.
+    CHECK_THAT(r.out, Catch::Contains("Plan written to " + out.string() + "; carry it out") &&
+                          Catch::Contains("guestfrag apply " + image().string() + " --plan " + out.string()));
+    // A plan that cannot be written is refused with the system's reason.
+    const auto nowhere = test::run_cli({"plan", image().string(), "-o", "/nonexistent/p.json"});
+    CHECK(nowhere.status == 2);
+    CHECK(nowhere.err ==
+          "guestfrag: error: /nonexistent/p.json: cannot write the plan: No such file or directory\n");
     const Plan plan = read_plan(out.string());
     CHECK(plan.strategy == "consolidate");
     CHECK(plan.summary.free_extents_after < plan.summary.free_extents_before);
