@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# A real guest as the estimate's oracle (docs/estimate.md, "Against a real guest"): the
+# libguestfs appliance, a Linux kernel under qemu, mounts a generated NTFS volume that nbdkit
+# serves read-only with its log filter, so that every request the guest kernel sends to the
+# virtual disk is recorded, as vscsiStats records them on ESXi. With the page cache dropped, the guest reads
+# every file once (find . -type f -print0 | xargs -0 cat: the directory indexes' order); the
+# log of that read alone is the trace. The same is done on the output of
+# `plan --strategy optimize --order path` applied. guestfrag then estimates the same reads
+# (the guest's file list as a trace:LIST workload) beside the trace (estimate --compare), both
+# timed by the same device models, and this prints one row per run for docs/benchmarks.md.
+#
+# Usage: bench/guest_trace.sh [BUILD_DIR] [DRIVER] [READ_AHEAD_KB...]
+#   DRIVER is the guest's NTFS driver, ntfs-3g (default) or ntfs3 (a kernel that has it);
+#   READ_AHEAD_KB the guest disk's read_ahead_kb for each run (default: 128, the kernel's).
+# Needs guestfs-tools' appliance (libguestfs, supermin, a kernel in /boot) and nbdkit. Without
+# /dev/kvm the appliance runs under TCG (LIBGUESTFS_BACKEND_SETTINGS=force_tcg), about 30 s a
+# run. ntfs3 needs a kernel that has it (Debian 12's 6.1 has not): unpack one, and point
+# SUPERMIN_KERNEL, SUPERMIN_KERNEL_VERSION, SUPERMIN_MODULES and LIBGUESTFS_CACHEDIR at it
+# (docs/benchmarks.md shows how).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+bench_setup "${1:-}"
+driver=${2:-ntfs-3g}
+read_ahead=("${@:3}")
+[ ${#read_ahead[@]} -gt 0 ] || read_ahead=(128)
+export LIBGUESTFS_BACKEND=direct
+[ -w /dev/kvm ] || export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
+command -v guestfish >/dev/null || { echo "guestfish is missing (apt install guestfs-tools)" >&2; exit 1; }
+command -v nbdkit >/dev/null || { echo "nbdkit is missing" >&2; exit 1; }
+
+before=$data/guest-3000.img
+[ -f "$before" ] ||
+    "$cli" mkimage "$before" --size 1GiB --table none --files 3000 --interleave 12 --seed 21 >/dev/null
+after=$work/after.img
+"$cli" plan "$before" --strategy optimize --order path -o "$work/plan.json" >/dev/null
+"$cli" apply "$before" --plan "$work/plan.json" -o "$after" >/dev/null
+
+server=
+guest=
+stop() {
+    [ -n "$guest" ] && guestfish --remote="$guest" -- exit 2>/dev/null
+    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    guest= server=
+    return 0
+}
+trap 'stop; rm -rf "$work"' EXIT
+
+# trace IMAGE READ_AHEAD_KB LOG LIST: the requests of the guest's read of every file of IMAGE
+# into LOG (nbdkit's log format), the files it read, in order, into LIST (volume paths).
+trace() {
+    local image=$1 kb=$2 log=$3 list=$4 socket=$work/nbd.sock
+    rm -f "$socket" "$log.all"
+    nbdkit --foreground --readonly --unix "$socket" --filter=log file "$image" logfile="$log.all" &
+    server=$!
+    for _ in $(seq 100); do [ -S "$socket" ] && break; sleep 0.1; done
+    eval "$(guestfish --listen)"
+    guest=$GUESTFISH_PID
+    guestfish --remote -- add-drive "" protocol:nbd server:unix:"$socket" format:raw readonly:true
+    guestfish --remote -- run
+    # Before the mount: a file opened on the disk (ntfs-3g's) keeps the read-ahead it was
+    # opened with. The appliance's own shell (debug sh) is outside the guest's root, /sysroot.
+    guestfish --remote -- debug sh "echo $kb > /sys/block/sda/queue/read_ahead_kb" >/dev/null
+    guestfish --remote -- mount-vfs ro "$driver" /dev/sda /
+    guestfish --remote -- debug sh "cd /sysroot && find . -type f > /tmp/list && sync && \
+        echo 3 > /proc/sys/vm/drop_caches" >/dev/null
+    local first
+    first=$(wc -l <"$log.all")
+    # find lists the files as it did for /tmp/list: the directory indexes' order.
+    guestfish --remote -- debug sh "cd /sysroot && find . -type f -print0 | xargs -0 cat > /dev/null" >/dev/null
+    local last
+    last=$(wc -l <"$log.all")
+    guestfish --remote -- debug sh "cat /tmp/list" | sed -e 's|^\./||' -e 's|/|\\|g' -e 's|^|\\|' >"$list"
+    stop
+    sed -n "$((first + 1)),${last}p" "$log.all" >"$log"
+    rm -f "$log.all"
+}
+
+echo "$(guestfish --version), $(nbdkit --version | head -1), guest driver $driver," \
+    "$([ -w /dev/kvm ] && echo KVM || echo TCG)" >&2
+echo "| volume | read_ahead_kb | source | IOs | mean IO | sequential (+1) | near-seq. (+1..+8) | HDD s | array s |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for kb in "${read_ahead[@]}"; do
+    for side in before after; do
+        image=$before
+        [ "$side" = after ] && image=$after
+        trace "$image" "$kb" "$work/$side.log" "$work/$side.list"
+        "$cli" estimate "$image" --workload "trace:$work/$side.list" --compare "$work/$side.log" \
+            --json >"$work/$side.json"
+        python3 - "$work/$side.json" "$side" "$kb" <<'PY'
+import json, sys
+doc, side, kb = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+volume = doc["volumes"][0]
+for source, s in (("real guest (traced)", volume["traced"]), ("estimate", volume["before"])):
+    d = s["device_seconds"]
+    print(f"| {side} the plan | {kb} | {source} | {s['ios']:,} | {s['mean_io_bytes'] / 1024:.1f} KiB | "
+          f"{s['sequential_percent']:.1f} % | {s['near_sequential_percent']:.1f} % | "
+          f"{d['hdd']:.2f} | {d['array']:.2f} |")
+PY
+    done
+done
