@@ -10,9 +10,10 @@
 # (the guest's file list as a trace:LIST workload) beside the trace (estimate --compare), both
 # timed by the same device models, and this prints one row per run for docs/benchmarks.md.
 #
-# Usage: bench/guest_trace.sh [BUILD_DIR] [DRIVER] [READ_AHEAD_KB...]
+# Usage: [PLANS="STRATEGY[:ORDER] ..."] bench/guest_trace.sh [BUILD_DIR] [DRIVER] [READ_AHEAD_KB...]
 #   DRIVER is the guest's NTFS driver, ntfs-3g (default) or ntfs3 (a kernel that has it);
-#   READ_AHEAD_KB the guest disk's read_ahead_kb for each run (default: 128, the kernel's).
+#   READ_AHEAD_KB the guest disk's read_ahead_kb for each run (default: 128, the kernel's);
+#   PLANS the plans whose outputs are read after the volume itself (default: optimize:path).
 # Needs guestfs-tools' appliance (libguestfs, supermin, a kernel in /boot) and nbdkit. Without
 # /dev/kvm the appliance runs under TCG (LIBGUESTFS_BACKEND_SETTINGS=force_tcg), about 30 s a
 # run. ntfs3 needs a kernel that has it (Debian 12's 6.1 has not): unpack one, and point
@@ -32,9 +33,14 @@ command -v nbdkit >/dev/null || { echo "nbdkit is missing" >&2; exit 1; }
 before=$data/guest-3000.img
 [ -f "$before" ] ||
     "$cli" mkimage "$before" --size 1GiB --table none --files 3000 --interleave 12 --seed 21 >/dev/null
-after=$work/after.img
-"$cli" plan "$before" --strategy optimize --order path -o "$work/plan.json" >/dev/null
-"$cli" apply "$before" --plan "$work/plan.json" -o "$after" >/dev/null
+# One output per plan, named for it: "after STRATEGY [--order ORDER]".
+read -ra plans <<<"${PLANS:-optimize:path}"
+for p in "${plans[@]}"; do
+    args=(--strategy "${p%%:*}")
+    [[ $p == *:* ]] && args+=(--order "${p#*:}")
+    "$cli" plan "$before" "${args[@]}" -o "$work/plan-$p.json" >/dev/null
+    "$cli" apply "$before" --plan "$work/plan-$p.json" -o "$work/after-$p.img" >/dev/null
+done
 
 server=
 guest=
@@ -81,19 +87,22 @@ echo "$(guestfish --version), $(nbdkit --version | head -1), guest driver $drive
 echo "| volume | read_ahead_kb | source | IOs | mean IO | sequential (+1) | near-seq. (+1..+8) | HDD s | array s |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for kb in "${read_ahead[@]}"; do
-    for side in before after; do
-        image=$before
-        [ "$side" = after ] && image=$after
+    for side in before "${plans[@]}"; do
+        image=$before label="before any plan"
+        if [ "$side" != before ]; then
+            image=$work/after-$side.img label="after ${side%%:*}"
+            [[ $side == *:* ]] && label+=" --order ${side#*:}"
+        fi
         trace "$image" "$kb" "$work/$side.log" "$work/$side.list"
         "$cli" estimate "$image" --workload "trace:$work/$side.list" --compare "$work/$side.log" \
             --json >"$work/$side.json"
-        python3 - "$work/$side.json" "$side" "$kb" <<'PY'
+        python3 - "$work/$side.json" "$label" "$kb" <<'PY'
 import json, sys
-doc, side, kb = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+doc, label, kb = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 volume = doc["volumes"][0]
 for source, s in (("real guest (traced)", volume["traced"]), ("estimate", volume["before"])):
     d = s["device_seconds"]
-    print(f"| {side} the plan | {kb} | {source} | {s['ios']:,} | {s['mean_io_bytes'] / 1024:.1f} KiB | "
+    print(f"| {label} | {kb} | {source} | {s['ios']:,} | {s['mean_io_bytes'] / 1024:.1f} KiB | "
           f"{s['sequential_percent']:.1f} % | {s['near_sequential_percent']:.1f} % | "
           f"{d['hdd']:.2f} | {d['array']:.2f} |")
 PY
