@@ -54,8 +54,10 @@ std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, c
     return r.out;
 }
 
-std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector) {
+std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector,
+                                                const std::map<std::string, std::string>& files) {
     namespace fs = std::filesystem;
+    require_tools({"tsk_recover", "icat"});
     static std::atomic<unsigned> counter{0};
     const fs::path dir =
         scratch_dir() / ("recover." + std::to_string(::getpid()) + "." + std::to_string(counter++));
@@ -63,7 +65,7 @@ std::map<std::string, std::string> tsk_contents(const std::filesystem::path& ima
     const auto r = run({"tsk_recover", "-a", "-o", std::to_string(sector), image.string(), dir.string()});
     if (r.status != 0) throw std::runtime_error("tsk_recover failed on " + image.string() + ": " + r.err);
     std::map<std::string, std::string> out;
-    for (const auto& [path, address] : tsk_files(image, sector)) {
+    for (const auto& [path, address] : files) {
         const fs::path recovered = dir / path;
         if (path.find(':') == std::string::npos && fs::is_regular_file(recovered)) {
             std::ifstream in(recovered, std::ios::binary);

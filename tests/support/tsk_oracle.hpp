@@ -32,11 +32,14 @@ std::map<std::string, std::string> tsk_files(const std::filesystem::path& image,
 /// `icat -o SECTOR IMAGE ADDRESS`: the contents of one file or stream.
 std::string tsk_icat(const std::filesystem::path& image, std::uint64_t sector, const std::string& address);
 
-/// The contents of every file and stream `tsk_files` lists, by path: the plain files from one
-/// `tsk_recover -a` run, the named streams and the files it leaves out (the system files) by
-/// `icat`. The same bytes as an icat of each, in a process count that does not grow with the
-/// files (an icat costs tens of milliseconds; a volume of the suite holds hundreds of files).
-std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector);
+/// The contents of every file and stream of `files` (tsk_files of the same image, which the
+/// caller has already), by path: the plain files from one `tsk_recover -a` run, the named
+/// streams and the files it leaves out (the system files) by `icat`. The same bytes as an
+/// icat of each, in a process count that does not grow with the files (an icat costs tens of
+/// milliseconds; a volume of the suite holds hundreds of files). Throws when tsk_recover or
+/// icat is missing.
+std::map<std::string, std::string> tsk_contents(const std::filesystem::path& image, std::uint64_t sector,
+                                                const std::map<std::string, std::string>& files);
 
 /// Partition slots from `mmls`: (start sector, length in sectors) of every non-meta,
 /// non-unallocated slot, in order.

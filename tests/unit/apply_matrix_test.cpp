@@ -51,9 +51,10 @@ fs::path matrix_image(std::uint32_t cluster) {
 /// record's unnamed $DATA, read by tsk_contents in a few processes rather than one per record.
 using RecordContents = std::map<std::uint64_t, std::string>;
 RecordContents record_contents(const fs::path& image) {
-    auto contents = test::tsk_contents(image, 0);
+    const auto files = test::tsk_files(image, 0);
+    auto contents = test::tsk_contents(image, 0, files);
     RecordContents out;
-    for (const auto& [path, address] : test::tsk_files(image, 0))
+    for (const auto& [path, address] : files)
         if (path.find(':') == std::string::npos) out[std::stoull(address)] = std::move(contents.at(path));
     return out;
 }
@@ -127,7 +128,7 @@ std::size_t plan_apply_prove(const fs::path& image, const RecordContents& input,
 }
 
 void run_matrix(std::uint32_t cluster) {
-    test::require_tools({"icat", "istat", "fls", "tsk_recover", "ntfsfix"});
+    test::require_tools({"icat", "istat", "fls", "ntfsfix"});
     const fs::path image = matrix_image(cluster);
     const RecordContents input = record_contents(image);
     // The files whose layouts are hardest to move, by what mkimage made.

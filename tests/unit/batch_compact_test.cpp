@@ -66,7 +66,7 @@ TEST_CASE(
     "batch --compact-to compacts each image into DIR as guestfrag compact does and records it, and a refused "
     "compaction as that image's failure",
     "[batch][compact]") {
-    test::require_tools({"icat", "fls", "tsk_recover"});
+    test::require_tools({"icat", "fls"});
     const test::WorkDir work("batch-compact");
     const fs::path store = work / "images";
     fs::create_directories(store);
@@ -136,9 +136,10 @@ TEST_CASE(
 
     // The Sleuth Kit lists the same files in the output and reads them alike.
     const auto files = test::tsk_files(image, 0);
-    CHECK(test::tsk_files(output, 0) == files);
-    const auto in = test::tsk_contents(image, 0);
-    const auto out = test::tsk_contents(output, 0);
+    const auto files_out = test::tsk_files(output, 0);
+    CHECK(files_out == files);
+    const auto in = test::tsk_contents(image, 0, files);
+    const auto out = test::tsk_contents(output, 0, files_out);
     std::size_t compared = 0;
     for (const auto& [path, contents] : in) {
         if (path.starts_with("$")) continue;  // $MFT, $Bitmap and $MFTMirr record the moves
