@@ -143,6 +143,14 @@ void add_copy_advice(std::vector<ImpactWarning>& warnings, const CopyStates& sta
 
 namespace {
 
+/// Sets `out.after`: out's settled workload replayed on the volume `planned` leaves.
+void estimate_after_plan(VolumeEstimate& out, const WrittenMap& written, const VolumeMap& before,
+                         const PlannedVolume& planned, const DeviceModels& models) {
+    // The plan has written its destinations by then: those blocks are no first writes.
+    const WrittenMap after_plan = written_after_plan(written, before, planned.plan);
+    out.after = estimate_workload(*planned.after, out.workload, models, &after_plan);
+}
+
 /// estimate_volume on `before`, a volume of `image` or, for a whole-disk job, an empty map.
 VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, const Workload& workload,
                            std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
@@ -157,9 +165,7 @@ VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, cons
     out.before = estimate_workload(before, out.workload, models, &written);
     if (planned) {
         progress.update(0, 1);
-        // The plan has written its destinations by then: those blocks are no first writes.
-        const WrittenMap after_plan = written_after_plan(written, before, planned->plan);
-        out.after = estimate_workload(*planned->after, out.workload, models, &after_plan);
+        estimate_after_plan(out, written, before, *planned, models);
     }
     progress.update(0, 1);
     return out;
@@ -172,6 +178,15 @@ VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, co
                                const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
     return estimate_on(*opened.image, opened.analysis->volumes.at(volume).map, workload, max_io, planned, models,
                        progress, provisioning);
+}
+
+VolumeEstimate estimate_after(const OpenedImage& opened, const VolumeEstimate& before,
+                              const PlannedVolume& planned, const DeviceModels& models) {
+    VolumeEstimate out = before;
+    const WrittenMap written =
+        WrittenMap::from_layer(opened.image->layers().front(), out.provisioning.zero_block);
+    estimate_after_plan(out, written, opened.analysis->volumes.at(planned.volume).map, planned, models);
+    return out;
 }
 
 VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,

@@ -153,6 +153,13 @@ struct VolumeEstimate {
                                              const DeviceModels& models = {}, const Progress& progress = {},
                                              const std::optional<LayerProvisioning>& provisioning = {});
 
+/// estimate_volume's figures for `planned` (a plan for volume `volume`), its before taken
+/// from `before` (an estimate_volume of that volume with no plan): the workload is settled
+/// and replayed on the volume as it is once for every plan weighed against it. The after
+/// replays before's IOs on the volume after the plan, with before's provisioning.
+[[nodiscard]] VolumeEstimate estimate_after(const OpenedImage& opened, const VolumeEstimate& before,
+                                            const PlannedVolume& planned, const DeviceModels& models = {});
+
 /// A fio job with target=disk on the whole of `image`, which need hold no volume guestfrag
 /// reads (a new thin disk, no partition table, another file system): estimate_volume's
 /// figures with partition 0 and no plan. Throws Error(Unsupported) for another workload.

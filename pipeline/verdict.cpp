@@ -194,6 +194,12 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
+    // The workload on the volume as it is, settled and replayed once: every candidate's
+    // before.
+    const VolumeEstimate now = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, nullptr,
+                                               options.models, progress, impact.provisioning);
+    const DeviceSeconds& b = now.before.stats.device_seconds;
+    v.now_seconds = on_device(b, options.device);
     for (PlanOptions& each : candidates(options)) {
         // The trace read above orders every candidate that places by it: read once, not
         // once per candidate.
@@ -212,9 +218,7 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
             v.plans.push_back(std::move(p));
             continue;
         }
-        p.estimate = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, &p.planned,
-                                     options.models, progress, impact.provisioning);
-        const DeviceSeconds& b = p.estimate.before.stats.device_seconds;
+        p.estimate = estimate_after(opened, now, p.planned, options.models);
         const DeviceSeconds& a = p.estimate.after->stats.device_seconds;
         p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};
         p.impact = plan_impact(opened, p.planned, impact);
@@ -226,13 +230,29 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         p.growth_bytes = (thin ? i.growth.thin_growth_bytes : 0) + i.growth.clone_delta_growth_bytes;
         p.freed_bytes = thin ? i.freed_bytes() : 0;
         if (thin) v.reclaimable_bytes = i.reclaimable_bytes_before;
-        v.now_seconds = on_device(b, options.device);
         v.plans.push_back(std::move(p));
     }
     weigh(v, options);
     v.blockers = blockers(opened, map);
     v.fallback = std::move(fallback);
     return v;
+}
+
+std::string VolumeVerdict::reason() const {
+    return verdict ? verdict->reason : "no verdict: " + std::string(error ? error->what() : "");
+}
+
+VolumeVerdict decide_volume(const OpenedImage& opened, std::size_t volume, const VerdictOptions& options,
+                            const Progress& progress) {
+    VolumeVerdict out;
+    out.partition = opened.analysis->volumes.at(volume).map.partition;
+    try {
+        out.verdict = decide(opened, volume, options, progress);
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Cancelled) throw;
+        out.error = e;
+    }
+    return out;
 }
 
 }  // namespace guestfrag

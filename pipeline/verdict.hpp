@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/estimate/workload.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -104,9 +105,27 @@ void weigh(Verdict& v, const VerdictOptions& options);
 /// default takes and the order the workload reads in) unless options restrict them,
 /// planned, estimated before and after, and their storage costs; the rule of
 /// docs/verdict.md picks one or none; and what blocks an offline run. Throws what
-/// plan_volume, estimate_volume and plan_impact throw. Cost: a plan, an estimate and an
-/// impact per candidate (5 to 8), and the volume state checks.
+/// plan_volume, estimate_volume and plan_impact throw. Cost: the workload settled and
+/// replayed on the volume as it is once; a plan, the workload's replay after it and an
+/// impact per candidate (5 to 8); and the volume state checks.
 [[nodiscard]] Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptions& options,
                              const Progress& progress = {});
+
+/// A volume's verdict, or why it has none.
+struct VolumeVerdict {
+    int partition = 0;
+    std::optional<Verdict> verdict;
+    /// What kept decide from weighing the volume (one no plan can be made for: cross-linked
+    /// clusters); set exactly when `verdict` is not.
+    std::optional<Error> error;
+    /// The verdict's one line, or "no verdict: WHY".
+    [[nodiscard]] std::string reason() const;
+};
+
+/// decide(), with the volume's own failure kept in the result: a volume no plan can be made
+/// for is still measured, and an image's other volumes are still weighed, in every front
+/// end alike. Throws only Error(Cancelled), when `progress` stops it.
+[[nodiscard]] VolumeVerdict decide_volume(const OpenedImage& opened, std::size_t volume,
+                                          const VerdictOptions& options, const Progress& progress = {});
 
 }  // namespace guestfrag

@@ -78,16 +78,11 @@ VolumeResult::VerdictResult record_verdict(const OpenedImage& opened, std::size_
     VolumeResult::VerdictResult r;
     r.device = device_name(rule.device);
     r.workload = rule.workload.text();
-    Verdict v;
-    try {
-        v = decide(opened, volume, rule, Progress{{}, stop});
-    } catch (const Error& e) {
-        if (e.kind() == ErrorKind::Cancelled) throw;
-        r.reason = std::string("no verdict: ") + e.what();
-        return r;
-    }
+    const VolumeVerdict weighed = decide_volume(opened, volume, rule, Progress{{}, stop});
+    r.reason = weighed.reason();
+    if (!weighed.verdict) return r;
+    const Verdict& v = *weighed.verdict;
     r.now_seconds = v.now_seconds;
-    r.reason = v.reason;
     r.blockers = v.blockers;
     if (v.chosen) {
         const WeighedPlan& p = v.plans[*v.chosen];

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzers/analysis.hpp"
+#include "pipeline/verdict.hpp"
 
 namespace guestfrag::cli {
 
@@ -27,8 +28,10 @@ namespace guestfrag::cli {
                                                       std::span<const LayerProvisioning> provisioning = {});
 
 /// Writes the analysis_to_json document, dumped with an indent of 2, and a newline; with
-/// `with_streams`, each volume's "streams" (--files) last, written one stream at a time.
+/// `with_streams`, each volume's "streams" (--files) last, written one stream at a time;
+/// each volume's "verdict" (verdict_to_json) when `verdicts` has one per volume.
 void write_analysis_json(std::ostream& out, const ImageAnalysis& analysis, bool with_streams,
-                         std::span<const LayerProvisioning> provisioning = {});
+                         std::span<const LayerProvisioning> provisioning = {},
+                         std::span<const VolumeVerdict> verdicts = {});
 
 }  // namespace guestfrag::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
@@ -34,7 +35,8 @@ void add_analyze_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("analyze", "Measure file and free-space fragmentation of every NTFS volume");
     cmd->add_option("IMAGE", opts->image, "Disk image: raw/flat, VMDK, VHD, VHDX or qcow2 (with its parents), partitioned or a bare NTFS volume")->required();
     cmd->add_option("--partition", opts->partition, "Analyse only this partition number");
-    cmd->add_flag("--json", opts->json, "Print the guestfrag.analysis.v1 JSON document");
+    cmd->add_flag("--json", opts->json,
+                  "Print the guestfrag.analysis.v1 JSON document (with each volume's verdict)");
     cmd->add_flag("--files", opts->files,
                   "List every stream with its extents (JSON) or every fragmented file (text)");
     add_image_options(*cmd, opts->image_options);
@@ -47,9 +49,10 @@ void add_analyze_command(CLI::App& app) {
            "a plan is and can run offline now, 6 when one is but an offline run is blocked")
         ->excludes("--json")
         ->excludes("--files");
-    cmd->add_flag("--no-verdict", opts->no_verdict,
-                  "Leave the verdict out of the text report: no plans are made or weighed, which takes "
-                  "about as long again as the analysis")
+    cmd->add_flag(
+           "--no-verdict", opts->no_verdict,
+           "Leave the verdict out of the report and the JSON: no plans are made or weighed, which takes "
+           "about as long again as the analysis")
         ->excludes("--check");
     cmd->callback([opts] {
         int found = kOk;
@@ -58,34 +61,29 @@ void add_analyze_command(CLI::App& app) {
                                                               opts->partition, copy_options(opts->copy));
             const std::vector<LayerProvisioning> provisioning =
                 layer_provisioning(opened.image->layers(), opts->provisioning);
-            if (opts->json) {
-                write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning);
-                return;
-            }
+            // The answer first, as report gives it: scan on the array model, every strategy
+            // weighed.
+            std::vector<VolumeVerdict> verdicts;
             if (!opts->no_verdict) {
-                // The answer first, as report gives it: scan on the array model, every
-                // strategy weighed.
                 VerdictOptions rule;
                 rule.provisioning = provisioning.front();
                 for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
-                    if (volume > 0) std::cout << '\n';
-                    std::optional<Verdict> v;
-                    try {
-                        v = decide(opened, volume, rule);
-                    } catch (const Error& e) {
-                        // A volume no plan can be made for (cross-linked clusters) is still
-                        // measured; only --check, which is about the verdict, fails on it.
-                        if (opts->check || e.kind() == ErrorKind::Cancelled) throw;
-                        std::cout << "Partition " << opened.analysis->volumes[volume].map.partition
-                                  << ": no verdict: " << e.what() << '\n';
-                        continue;
-                    }
-                    print_verdict(std::cout, *opened.analysis, volume, *v, opts->image);
-                    if (opts->check) found = std::max(found, check_status(*v));
+                    verdicts.push_back(decide_volume(opened, volume, rule));
+                    // Only --check, which is about the verdict, fails on a volume without one.
+                    if (opts->check && verdicts.back().error) throw *verdicts.back().error;
                 }
-                if (opts->check) return;
-                std::cout << '\n';
             }
+            if (opts->json) {
+                write_analysis_json(std::cout, *opened.analysis, opts->files, provisioning, verdicts);
+                return;
+            }
+            for (std::size_t volume = 0; volume < verdicts.size(); ++volume) {
+                if (volume > 0) std::cout << '\n';
+                print_verdict(std::cout, *opened.analysis, volume, verdicts[volume], opts->image);
+                if (opts->check) found = std::max(found, check_status(*verdicts[volume].verdict));
+            }
+            if (opts->check) return;
+            if (!verdicts.empty()) std::cout << '\n';
             print_analysis(std::cout, *opened.analysis, opts->top, opts->files, provisioning);
         });
         if (found != kOk) throw Finding{found};

@@ -20,6 +20,7 @@
 #include "app/cli/image_options.hpp"
 #include "app/cli/io_stats_json.hpp"
 #include "app/cli/provisioning_options.hpp"
+#include "app/cli/strategy_option.hpp"
 #include "core/estimate/device_model_json.hpp"
 #include "core/estimate/estimate.hpp"
 #include "core/estimate/stream_ios.hpp"
@@ -85,19 +86,6 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
 
 // ---- option checks (usage errors, exit 1) ----
 
-CLI::Validator workload_validator() {
-    return CLI::Validator(
-        [](const std::string& text) {
-            try {
-                (void)parse_workload(text);
-                return std::string();
-            } catch (const Error& e) {
-                return std::string(e.what());
-            }
-        },
-        "WORKLOAD");
-}
-
 CLI::Validator max_io_validator() {
     return CLI::Validator(
         [](const std::string& text) {
@@ -139,7 +127,7 @@ void add_estimate_command(CLI::App& app) {
            "write:N (create N files), fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
            "randseed=, target=disk|file) or install:N[,writers=W,chunk=SIZE] (N files appended in chunks "
            "by W writers at once; defaults 4, 64k)")
-        ->check(workload_validator())
+        ->check(workload_check())
         ->capture_default_str();
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
         ->check(max_io_validator())

@@ -36,7 +36,9 @@ using Json = nlohmann::ordered_json;
 
 /// The plan whose details report shows: the verdict's, or when it is no action and the user
 /// named a strategy, the weighed plan of that strategy that saves the most.
-std::optional<std::size_t> shown_plan(const Verdict& v, bool strategy_asked) {
+std::optional<std::size_t> shown_plan(const VolumeVerdict& weighed, bool strategy_asked) {
+    if (!weighed.verdict) return std::nullopt;
+    const Verdict& v = *weighed.verdict;
     if (v.chosen || !strategy_asked || v.plans.empty()) return v.chosen;
     const auto most = std::ranges::max_element(
         v.plans, {}, [&](const WeighedPlan& p) { return on_device(p.saved, v.device); });
@@ -82,6 +84,7 @@ void add_report_command(CLI::App& app) {
         ->check(CLI::IsMember({"hdd", "ssd", "array"}))
         ->capture_default_str();
     cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see `estimate`)")
+        ->check(workload_check())
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
     cmd->add_flag("--verbose", opts->verbose,
@@ -111,18 +114,18 @@ void add_report_command(CLI::App& app) {
             // workload's, as `impact` and `estimate` take them.
             rule.provisioning = layer_provisioning(opened.image->layers(), opts->provisioning).front();
 
-            std::vector<Verdict> verdicts;
+            std::vector<VolumeVerdict> verdicts;
             for (std::size_t volume = 0; volume < analysis.volumes.size(); ++volume) {
                 ProgressMeter meter("weighing plans");
-                verdicts.push_back(decide(opened, volume, rule, meter.progress()));
+                verdicts.push_back(decide_volume(opened, volume, rule, meter.progress()));
             }
             if (opts->json) {
                 Json volumes = Json::array();
                 for (std::size_t volume = 0; volume < verdicts.size(); ++volume) {
-                    const Verdict& v = verdicts[volume];
+                    const VolumeVerdict& v = verdicts[volume];
                     Json entry = {{"partition", v.partition}, {"verdict", verdict_to_json(v)}};
                     if (const auto shown = shown_plan(v, chosen.has_value())) {
-                        const WeighedPlan& p = v.plans[*shown];
+                        const WeighedPlan& p = v.verdict->plans[*shown];
                         entry["strategy"] = std::string(strategy_name(p.options.strategy));
                         entry["order"] =
                             p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order);
@@ -152,9 +155,9 @@ void add_report_command(CLI::App& app) {
             std::cout << '\n';
             print_analysis(std::cout, analysis, opts->top, false);
             for (std::size_t volume = 0; volume < verdicts.size(); ++volume) {
-                const Verdict& v = verdicts[volume];
-                const auto shown = shown_plan(v, chosen.has_value());
+                const auto shown = shown_plan(verdicts[volume], chosen.has_value());
                 if (!shown) continue;
+                const Verdict& v = *verdicts[volume].verdict;
                 const WeighedPlan& p = v.plans[*shown];
                 const VolumeMap& before = analysis.volumes[volume].map;
                 std::cout << "\n"

@@ -6,6 +6,7 @@
 
 #include "app/cli/failure.hpp"
 #include "core/error.hpp"
+#include "core/estimate/workload.hpp"
 
 namespace guestfrag::cli {
 
@@ -25,7 +26,20 @@ CLI::Validator order_check() {
                 return e.what();
             }
         },
-        "ORDER");
+        kOrderForms);
+}
+
+CLI::Validator workload_check() {
+    return CLI::Validator(
+        [](const std::string& text) {
+            try {
+                (void)parse_workload(text);
+                return std::string();
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+        },
+        kWorkloadForms);
 }
 
 std::optional<PlacementOrder> order_option(const std::string& text, Strategy strategy) {

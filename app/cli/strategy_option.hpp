@@ -14,7 +14,14 @@ namespace guestfrag::cli {
 [[nodiscard]] CLI::Validator strategy_check();
 
 /// Accepts what parse_order accepts: size, mft, path, trace:SOURCE (a usage error otherwise).
+/// Its description lists them as kOrderForms, which help and completion show.
 [[nodiscard]] CLI::Validator order_check();
+inline constexpr const char* kOrderForms = "size|mft|path|trace:SOURCE";
+
+/// Accepts what parse_workload accepts (a usage error otherwise), described as kWorkloadForms.
+[[nodiscard]] CLI::Validator workload_check();
+inline constexpr const char* kWorkloadForms =
+    "scan|scan:mft|scan:path|trace:@prefetch|trace:@layout|trace:SOURCE|write:N|fio:OPTIONS|install:N";
 /// The order `text` (checked by order_check()) gives `strategy`: nullopt when not given ("",
 /// the strategy's default). A strategy that takes no order is a usage error (exit 1)
 /// naming both.

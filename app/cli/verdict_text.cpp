@@ -31,8 +31,13 @@ std::string percent(double part, double whole) {
 
 }  // namespace
 
-void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t volume, const Verdict& v,
-                   const std::string& image) {
+void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t volume,
+                   const VolumeVerdict& weighed, const std::string& image) {
+    if (!weighed.verdict) {
+        out << "Partition " << weighed.partition << ": " << weighed.reason() << '\n';
+        return;
+    }
+    const Verdict& v = *weighed.verdict;
     const VolumeAnalysis& va = analysis.volumes.at(volume);
     const std::string device(device_name(v.device));
     if (!v.fallback.empty()) std::cerr << "guestfrag: warning: " << v.fallback << '\n';
@@ -106,7 +111,9 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
     }
 }
 
-Json verdict_to_json(const Verdict& v) {
+Json verdict_to_json(const VolumeVerdict& weighed) {
+    if (!weighed.verdict) return {{"action", "unavailable"}, {"reason", weighed.reason()}};
+    const Verdict& v = *weighed.verdict;
     Json plans = Json::array();
     for (const WeighedPlan& p : v.plans)
         plans.push_back(

@@ -452,12 +452,18 @@ void MainWindow::weigh_volume(std::size_t volume) {
     show(tr("Verdict: weighing every plan against no action…"), "#eeeeee");
     VerdictOptions rule;
     rule.models = models_;
-    verdict_job_->start<Verdict>(
+    verdict_job_->start<VolumeVerdict>(
         [opened = opened_, volume, rule](const Progress& progress) {
-            return decide(opened, volume, rule, progress);
+            return decide_volume(opened, volume, rule, progress);
         },
-        [this, show](Verdict weighed) {
-            weighed_ = std::make_shared<const Verdict>(std::move(weighed));
+        [this, show](VolumeVerdict weighed) {
+            if (!weighed.verdict) {
+                show(tr("● %1.").arg(qstr(weighed.reason())), "#e0e0e0");
+                emit verdictShown();
+                if (!plan_) run_plan();
+                return;
+            }
+            weighed_ = std::make_shared<const Verdict>(std::move(*weighed.verdict));
             const Verdict& v = *weighed_;
             if (!v.chosen) {
                 show(tr("● No action: %1.").arg(qstr(v.reason)), "#e0e0e0");

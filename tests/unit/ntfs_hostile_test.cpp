@@ -109,6 +109,14 @@ TEST_CASE("cross-linked files: analyze lists the shared clusters, plan refuses",
     CHECK_THAT(text_out.out, Catch::Contains("cross-linked"));
     const auto check = test::run_cli({"analyze", "--check", image.string()});
     CHECK(check.status == 2);
+    // Every front end says it alike: report, and the JSON's verdict.
+    const auto report = test::run_cli({"report", image.string()});
+    CHECK(report.status == 0);
+    CHECK(report.out.rfind(text_out.out.substr(0, text_out.out.find('\n') + 1), 0) == 0);
+    const Json verdict =
+        Json::parse(test::run_cli({"analyze", image.string(), "--json"}).out)["volumes"][0]["verdict"];
+    CHECK(verdict["action"] == "unavailable");
+    CHECK(verdict["reason"] == text_out.out.substr(13, text_out.out.find('\n') - 13));
 }
 
 TEST_CASE("a file mapping its own clusters twice is cross-linked", "[hostile][ntfs]") {

@@ -143,6 +143,18 @@ TEST_CASE("the verdict on a fragmented disk: a plan that makes the scan faster o
     std::istringstream text(report.out);
     for (std::string line; std::getline(text, line); ++lines) CHECK(line.size() <= 100);
     CHECK(lines <= 40);
+
+    // analyze's JSON carries the same verdict as report's: one decision, figure for figure.
+    const auto analysed = test::run_cli({"analyze", image, "--json"});
+    const auto reported = test::run_cli({"report", image, "--json"});
+    REQUIRE(analysed.status == 0);
+    REQUIRE(reported.status == 0);
+    const nlohmann::json verdict = nlohmann::json::parse(analysed.out)["volumes"][0]["verdict"];
+    CHECK(verdict["action"] == "plan");
+    CHECK(verdict["plans"][verdict["chosen"].get<std::size_t>()]["strategy"] == "optimize");
+    CHECK(verdict == nlohmann::json::parse(reported.out)["volumes"][0]["verdict"]);
+    const auto bare = test::run_cli({"analyze", image, "--json", "--no-verdict"});
+    CHECK_FALSE(nlohmann::json::parse(bare.out)["volumes"][0].contains("verdict"));
 }
 
 TEST_CASE("a trace the volume does not hold: the verdict weighs scan instead and says so in one line",
