@@ -211,6 +211,8 @@ with open(sys.argv[2], "wb") as out:
         for section in COMMANDS '"EXIT STATUS"' EXAMPLES; do
             zgrep -q "^\.SH $section\$" "$man" || { echo "error: $man has no $section section" >&2; exit 1; }
         done
+        # The installed completion is the installed program's own.
+        diff <(/usr/bin/guestfrag completion bash) /usr/share/bash-completion/completions/guestfrag
         check=$(mktemp -d)
         /usr/bin/guestfrag mkimage "$check/disk.img" --size 64MiB --files 100 >/dev/null
         # Whole, then its first lines: under pipefail, `| head` would end it with SIGPIPE.

@@ -290,9 +290,11 @@ Json analysis_to_json(const ImageAnalysis& a, std::span<const LayerProvisioning>
 }
 
 void write_analysis_json(std::ostream& out, const ImageAnalysis& a, bool with_streams,
-                         std::span<const LayerProvisioning> provisioning, std::span<const VolumeVerdict> verdicts) {
+                         std::span<const LayerProvisioning> provisioning,
+                         std::span<const VolumeVerdict> verdicts) {
     Json doc = analysis_to_json(a, provisioning);
-    for (std::size_t i = 0; i < verdicts.size(); ++i) doc["volumes"][i]["verdict"] = verdict_to_json(verdicts[i]);
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+        doc["volumes"][i]["verdict"] = verdict_to_json(verdicts[i]);
     std::vector<StreamedArray> arrays;
     if (with_streams)
         for (std::size_t i = 0; i < a.volumes.size(); ++i) {

@@ -22,4 +22,8 @@ void add_apply_command(CLI::App& app);
 void add_compact_command(CLI::App& app);
 void add_calibrate_command(CLI::App& app);
 
+/// Every subcommand above, in the order help lists them, and `completion` (completion.hpp):
+/// the one definition the program, its help, man page and completion come from.
+void add_commands(CLI::App& app);
+
 }  // namespace guestfrag::cli

@@ -59,20 +59,7 @@ int main(int argc, char** argv) {
     bool stats = false;
     app.add_flag("--stats", stats, "On exit, print to stderr the bytes and requests read from images, by transport");
     const PrintReadStats print_stats(stats);
-    add_analyze_command(app);
-    add_plan_command(app);
-    add_estimate_command(app);
-    add_report_command(app);
-    add_impact_command(app);
-    add_batch_command(app);
-    add_history_command(app);
-    add_merge_command(app);
-    add_fleet_command(app);
-    add_schedule_command(app);
-    add_apply_command(app);
-    add_compact_command(app);
-    add_calibrate_command(app);
-    add_mkimage_command(app);
+    add_commands(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
