@@ -5,6 +5,8 @@
 # Usage: make-manpages.sh GUESTFRAG OUTDIR [GUESTFRAG_GUI]
 set -eu
 cli=$1
+# Help wrapped for the man page: its sections indent the text by 7 columns of 80.
+export COLUMNS=72
 out=$2
 gui=${3:-}
 mkdir -p "$out"

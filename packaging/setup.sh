@@ -211,6 +211,9 @@ with open(sys.argv[2], "wb") as out:
         for section in COMMANDS '"EXIT STATUS"' EXAMPLES; do
             zgrep -q "^\.SH $section\$" "$man" || { echo "error: $man has no $section section" >&2; exit 1; }
         done
+        # ... and is read at 80 columns.
+        wide=$(MANWIDTH=80 man -l "$man" 2>/dev/null | awk 'length > 80' | wc -l)
+        [ "$wide" -eq 0 ] || { echo "error: $man has $wide lines over 80 columns" >&2; exit 1; }
         # The installed completion is the installed program's own.
         diff <(/usr/bin/guestfrag completion bash) /usr/share/bash-completion/completions/guestfrag
         check=$(mktemp -d)

@@ -54,6 +54,7 @@ void add_analyze_command(CLI::App& app) {
            "Leave the verdict out of the report and the JSON: no plans are made or weighed, which takes "
            "about as long again as the analysis")
         ->excludes("--check");
+    cmd->footer("Examples:\n  guestfrag analyze disk.vmdk\n  guestfrag analyze disk.vmdk --check\n");
     cmd->callback([opts] {
         int found = kOk;
         on_behalf_of(opts->image, [&] {

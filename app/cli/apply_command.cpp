@@ -43,6 +43,8 @@ void add_apply_command(CLI::App& app) {
                   "Apply even though shadow copies exist (an offline move bypasses their copy-on-write)");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.apply.v1 JSON document");
 
+    cmd->footer(
+        "Example:\n  guestfrag apply disk.qcow2 --plan plan.json -o moved.qcow2 --output-format qcow2\n");
     cmd->callback([opts] {
         Plan plan;
         on_behalf_of(opts->plan, [&] { plan = read_plan(opts->plan); });

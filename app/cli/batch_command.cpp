@@ -319,7 +319,10 @@ void add_batch_command(CLI::App& app) {
         "batch", "Analyse (and optionally plan) many images into a results database, throttled and resumable");
     cmd->add_option("IMAGE", opts->images, "Disk images, or directories to search for them");
     cmd->add_option("--list", opts->list, "File with one image path per line ('#' comments)");
-    cmd->add_option("--db", opts->db, "Results database: an SQLite file (created if missing) or a postgresql:// URI")->capture_default_str();
+    cmd->add_option("--db", opts->db,
+                    "Results database: an SQLite file (created if missing) or a postgresql:// URI")
+        ->type_name("DB")
+        ->capture_default_str();
     cmd->add_option("--jobs", opts->jobs, "Images analysed at once")->check(CLI::Range(1u, 256u))->capture_default_str();
     cmd->add_option("--read-rate", opts->read_rate, "Most all workers together read per second (e.g. 100MiB/s)")
         ->check(rate_check());
@@ -352,6 +355,8 @@ void add_batch_command(CLI::App& app) {
     compact_to->type_name("DIR")->excludes(apply_to);
     add_new_disk_options(*cmd, opts->disk, apply_to, compact_to);
     cmd->add_flag("--json", opts->json, "One JSON object per image on stdout (JSON lines)");
+    cmd->footer(std::string(kStrategyMeanings) + kOrderMeanings +
+                "Example:\n  guestfrag batch /datastore --jobs 4 --read-rate 50MiB/s --plan --verdict\n");
     cmd->callback([opts] { run(*opts); });
 }
 

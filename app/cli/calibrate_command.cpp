@@ -159,6 +159,7 @@ void add_calibrate_command(CLI::App& app) {
            "Zeroing block of the storage fio ran on: its first writes are counted per block (default 4KiB)")
         ->check(size_check());
     cmd->add_flag("--json", opts->json, "Print the fit as JSON (guestfrag.calibrate.v1)");
+    cmd->footer("Example:\n  guestfrag calibrate cal.json -o model.json --block 1MiB\n");
     cmd->callback([opts] { run(*opts); });
 }
 

@@ -47,6 +47,7 @@ void add_compact_command(CLI::App& app) {
                   "Compact even though shadow copies exist (an offline move bypasses their copy-on-write)");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.compact.v1 JSON document");
 
+    cmd->footer("Example:\n  guestfrag compact disk.vmdk -o small.vmdk --output-format vmdk\n");
     cmd->callback([opts] {
         CompactOptions options;
         on_behalf_of(opts->image, [&] { options = compact_options(opts->output, opts->disk); });

@@ -2,6 +2,7 @@
 #include "app/cli/completion.hpp"
 
 #include "app/cli/commands.hpp"
+#include "app/cli/help_format.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -16,23 +17,15 @@ namespace {
 /// What the word after an option completes to.
 enum class Takes { Nothing, Flag, Values, Files, Directories };
 
-/// The validators' part of a type name: "TEXT:{a,b}" -> "{a,b}", "DIR" -> "".
-std::string described(const CLI::Option& option) {
-    const std::string type = option.get_type_name();
-    const std::size_t colon = type.find(':');
-    return colon == std::string::npos ? std::string() : type.substr(colon + 1);
-}
-
 Takes takes(const CLI::Option& option) {
-    if (option.get_items_expected_max() == 0) return Takes::Flag;
+    const std::string word = value_word(option);
+    if (word.empty()) return Takes::Flag;
     if (!completion_values(option).empty()) return Takes::Values;
-    // The word help shows for the value: the validator's, else the type's own.
-    const std::string type = option.get_type_name();
-    const std::string word = type.find(':') == std::string::npos ? type : described(option);
     if (word == "DIR") return Takes::Directories;
-    // A plain string or an image names a file (an image, a plan, a database, a model);
-    // sizes, numbers, rates and times complete to nothing.
-    if (word == "TEXT" || word == "IMAGE" || word.ends_with("PATH")) return Takes::Files;
+    // Files, images, plans, models and databases name files; sizes, numbers, rates and
+    // times complete to nothing.
+    if (word == "FILE" || word == "IMAGE" || word == "GLOB" || word == "DB" || word.ends_with("PATH"))
+        return Takes::Files;
     return Takes::Nothing;
 }
 
@@ -58,18 +51,13 @@ std::vector<const CLI::Option*> named_options(const CLI::App& app) {
 }  // namespace
 
 std::vector<std::string> completion_values(const CLI::Option& option) {
-    std::string text = described(option);
+    std::string word = value_word(option);
+    if (word.starts_with('[')) word.erase(0, word.find(']') + 1);
     std::vector<std::string> out;
-    if (const std::size_t open = text.find('{'); open != std::string::npos) {
-        const std::size_t close = text.find('}', open);
-        if (close == std::string::npos) return out;
-        std::istringstream list(text.substr(open + 1, close - open - 1));
-        for (std::string value; std::getline(list, value, ',');) out.push_back(value);
+    // One value is a list only when CLI::IsMember made it ("TEXT:{bash}").
+    if (word.find('|') == std::string::npos && option.get_type_name().find(":{") == std::string::npos)
         return out;
-    }
-    if (text.starts_with('[')) text.erase(0, text.find(']') + 1);
-    if (text.find('|') == std::string::npos) return out;
-    std::istringstream list(text);
+    std::istringstream list(word);
     for (std::string value; std::getline(list, value, '|');) {
         // "trace:SOURCE" is typed as "trace:" and then the source.
         const auto placeholder =
@@ -164,6 +152,7 @@ void add_completion_command(CLI::App& app) {
     CLI::App* cmd =
         app.add_subcommand("completion", "Print the shell completion script (bash) for guestfrag");
     cmd->add_option("SHELL", *shell, "Shell to complete for")->required()->check(CLI::IsMember({"bash"}));
+    cmd->footer("Example:\n  source <(guestfrag completion bash)\n");
     cmd->callback([cmd, shell] { std::cout << bash_completion(*cmd->get_parent()); });
 }
 

@@ -10,10 +10,11 @@
 
 namespace guestfrag::cli {
 
-/// The values `option` completes to, read from its validators' descriptions: "{a,b}"
-/// (CLI::IsMember) or "a|b" (ours, an optional "[PREFIX=]" first); a value written with an
-/// upper-case placeholder ("trace:SOURCE") completes to its prefix ("trace:"). Empty when
-/// the option lists no values.
+/// The values `option` completes to, read from the word help shows for it (value_word):
+/// "a|b" (of CLI::IsMember's "{a,b}", also of one value, or of our validators, an optional
+/// "[PREFIX=]" first);
+/// a value written with an upper-case placeholder ("trace:SOURCE") completes to its prefix
+/// ("trace:"). Empty when the option lists no values.
 [[nodiscard]] std::vector<std::string> completion_values(const CLI::Option& option);
 
 /// The bash completion script for `app` and its subcommands (it needs bash-completion).

@@ -121,12 +121,9 @@ void add_estimate_command(CLI::App& app) {
         ->required();
     cmd->add_option("--plan", opts->plan,
                     "guestfrag.plan.v1 file: also estimate the volume as the plan leaves it");
-    cmd->add_option(
-           "--workload", opts->workload,
-           "scan (read every file), trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
-           "write:N (create N files), fio:OPTIONS (rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
-           "randseed=, target=disk|file) or install:N[,writers=W,chunk=SIZE] (N files appended in chunks "
-           "by W writers at once; defaults 4, 64k)")
+    cmd->add_option("--workload", opts->workload,
+                    "What the guest does (see Workloads below); install: takes writers=W (default 4) and "
+                    "chunk=SIZE (default 64k)")
         ->check(workload_check())
         ->capture_default_str();
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
@@ -141,6 +138,8 @@ void add_estimate_command(CLI::App& app) {
                     "A real trace of the guest's IOs (nbdkit log, blkparse output, vscsiStats CSV): printed "
                     "beside the estimate before the plan");
 
+    cmd->footer(std::string(kWorkloadMeanings) +
+                "Example:\n  guestfrag estimate disk.img --plan plan.json --workload scan:path\n");
     cmd->callback([opts] {
         // The validators above accepted these texts.
         const Workload workload = parse_workload(opts->workload);

@@ -185,6 +185,7 @@ void add_fleet_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "fleet", "Every image a batch recorded, ranked by what is at stake, by datastore and host");
     cmd->add_option("--db", opts->db, "Results database: an SQLite file or a postgresql:// URI")
+        ->type_name("DB")
         ->capture_default_str();
     cmd->add_option("--rank", opts->rank,
                     "Rank images by fragmentation, reclaimable, growth, copy or gain (the verdict's seconds "
@@ -196,6 +197,7 @@ void add_fleet_command(CLI::App& app) {
         ->capture_default_str();
     auto* json = cmd->add_flag("--json", opts->json, "Print guestfrag.fleet.v1 JSON (every image)");
     cmd->add_flag("--csv", opts->csv, "Print the ranked images as CSV (every image)")->excludes(json);
+    cmd->footer("Example:\n  guestfrag fleet --db guestfrag.sqlite --rank gain --top 20\n");
     cmd->callback([opts] {
         const std::string name = batch::database_name(opts->db);
         batch::FleetReport report;

@@ -27,9 +27,12 @@ void add_history_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("history", "Fragmentation of an image's volumes over the batch runs recorded");
     cmd->add_option("IMAGE", opts->image, "Disk image as the batch named it (relative paths are made absolute)")
         ->required();
-    cmd->add_option("--db", opts->db, "Results database: an SQLite file or a postgresql:// URI")->capture_default_str();
+    cmd->add_option("--db", opts->db, "Results database: an SQLite file or a postgresql:// URI")
+        ->type_name("DB")
+        ->capture_default_str();
     cmd->add_option("--partition", opts->partition, "Only this partition");
     cmd->add_flag("--json", opts->json, "Print the rows as a JSON array");
+    cmd->footer("Example:\n  guestfrag history /datastore/vm1.vmdk --db guestfrag.sqlite\n");
     cmd->callback([opts] {
         const std::string path = std::filesystem::absolute(opts->image).lexically_normal().string();
         std::vector<batch::HistoryRow> rows;

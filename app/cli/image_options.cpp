@@ -34,8 +34,8 @@ void add_image_options(CLI::App& cmd, ImageOptions& options) {
             "[DEPTH=|NAME=]PATH"));
     const std::string choices = format_choices();
     cmd.add_option("--format", options.format,
-                   "Read the image as this format instead of detecting it (" + choices +
-                       "); raw reads the file's bytes as the disk")
+                   "Read the image as this format instead of detecting it; raw reads the file's bytes as "
+                   "the disk")
         ->check(CLI::Validator(
             [choices](const std::string& text) {
                 return readable_family_from_name(text) ? std::string()

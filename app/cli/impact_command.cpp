@@ -110,6 +110,7 @@ void add_impact_command(CLI::App& app) {
     add_provisioning_options(*cmd, opts->provisioning);
     add_device_options(*cmd, opts->device);
     cmd->add_flag("--json", opts->json, "Print the guestfrag.impact.v1 JSON document");
+    cmd->footer("Example:\n  guestfrag impact disk.qcow2 --plan plan.json --deep\n");
     cmd->callback([opts] { run(*opts); });
 }
 

@@ -4,11 +4,14 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/help_format.hpp"
 #include "core/image/byte_source.hpp"
 
 namespace {
@@ -52,6 +55,8 @@ int main(int argc, char** argv) {
     // Named, so that usage lines say "guestfrag", not the path it was started by (the man
     // page is made from them).
     CLI::App app{"guestfrag: fragmentation analysis and planning for Windows guest disk images", "guestfrag"};
+    // Subcommands take the formatter the app has when they are added.
+    app.formatter(std::make_shared<HelpFormatter>(help_width()));
     app.set_version_flag("--version", std::string("guestfrag ") + GUESTFRAG_VERSION);
     app.require_subcommand(1);
     // Accepted after the subcommand too ("guestfrag analyze IMG --stats").
@@ -65,7 +70,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         // CLI11 prints help/version (exit 0) and usage errors; usage errors exit 1 (contract).
         const int status = app.exit(e);
-        return status == 0 ? kOk : kUsage;
+        if (status == 0) return kOk;
+        if (const std::string hint = did_you_mean(app, {argv + 1, argv + argc}); !hint.empty())
+            std::fprintf(stderr, "guestfrag: %s\n", hint.c_str());
+        return kUsage;
     } catch (const Finding& found) {
         return found.status;
     } catch (const Failure& f) {

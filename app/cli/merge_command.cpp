@@ -22,6 +22,7 @@ void add_merge_command(CLI::App& app) {
                     "Results database to merge into: an SQLite file (created if missing) or a postgresql:// URI")
         ->required();
     cmd->add_option("IN", opts->inputs, "Results databases to merge from")->required();
+    cmd->footer("Example:\n  guestfrag merge fleet.sqlite shard-1.sqlite shard-2.sqlite\n");
     cmd->callback([opts] {
         // OUT as an input would double its own rows (and wait for its own lock): refused by
         // name first.

@@ -128,7 +128,7 @@ void add_mkimage_command(CLI::App& app) {
                     "Most of the volume's free space the file data may take (sizes scale down)")
         ->capture_default_str();
     cmd->add_option("--seed", o.seed, "Seed of the file population")->capture_default_str();
-    cmd->add_option("--label", o.label, "Volume label")->capture_default_str();
+    cmd->add_option("--label", o.label, "Volume label")->type_name("LABEL")->capture_default_str();
     cmd->add_flag("--compressed", o.compressed,
                   "Add two NTFS-compressed logs grown against each other (clusters up to 4K)");
     cmd->add_option("--layout-ini", o.layout_ini,
@@ -137,6 +137,7 @@ void add_mkimage_command(CLI::App& app) {
         ->transform(whole_number())
         ->capture_default_str();
 
+    cmd->footer("Example:\n  guestfrag mkimage demo.img --size 2GiB --files 20000 --seed 42\n");
     cmd->callback([opts] {
         on_behalf_of(opts->output, [&] {
             MkImageOptions options = opts->image;

@@ -133,7 +133,7 @@ void add_plan_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("plan", "Plan moves that defragment or pack one NTFS volume (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
     cmd->add_option("--partition", opts->partition, "Partition number (needed when the disk has several NTFS volumes)");
-    cmd->add_option("--strategy", opts->strategy, strategy_choices())
+    cmd->add_option("--strategy", opts->strategy, "What the plan does (see Strategies below)")
         ->check(strategy_check())
         ->capture_default_str();
     CLI::Option* order = cmd->add_option("--order", opts->order, kOrderHelp)->check(order_check());
@@ -143,17 +143,19 @@ void add_plan_command(CLI::App& app) {
     cmd->add_option("--granule", opts->granule,
                     "Allocation granule for growth, reclaimable space and shrink (default: the top layer's)")
         ->check(size_check());
-    cmd->add_option("--exclude", opts->exclude, "Never move files whose path matches this glob (repeatable)");
+    cmd->add_option("--exclude", opts->exclude, "Never move files whose path matches this glob (repeatable)")
+        ->type_name("GLOB");
     add_image_options(*cmd, opts->image_options);
     cmd->add_option("-o,--output", opts->output, "Write the guestfrag.plan.v1 JSON document to this file");
     cmd->add_flag("--json", opts->json, "Print the guestfrag.plan.v1 JSON document instead of the summary");
     CLI::Option* frontier = cmd->add_flag(
         "--frontier", opts->frontier,
-        "Also show what the plan's first moves reach at 10 budgets of its moved data, and the knee "
-        "(not with --check)");
+        "Also show what the plan's first moves reach at 10 budgets of its moved data, and the knee");
     CLI::Option* check =
         cmd->add_option("--check", opts->check,
                         "Validate this plan against IMAGE (identity and every move) and print its summary");
+    cmd->footer(std::string(kStrategyMeanings) + kOrderMeanings +
+                "Example:\n  guestfrag plan disk.vmdk --strategy optimize --order path -o plan.json\n");
     // A checked plan is not made again, so it has no frontier: both together would do nothing.
     check->excludes(frontier);
     check->excludes(order);

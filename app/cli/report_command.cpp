@@ -68,7 +68,7 @@ void add_report_command(CLI::App& app) {
         "report", "Whether to defragment, with which plan, what it buys and costs (nothing is written)");
     cmd->add_option("IMAGE", opts->image, "Disk image")->required();
     cmd->add_option("--strategy", opts->strategy,
-                    strategy_choices() + " (default: every strategy is weighed)")
+                    "Weigh only this strategy (see Strategies below; default: every strategy)")
         ->check(strategy_check());
     cmd->add_option("--order", opts->order,
                     "Order to weigh (default: the strategy's default and the workload's order: mft for scan, "
@@ -83,7 +83,7 @@ void add_report_command(CLI::App& app) {
                     "Device model the verdict weighs seconds on: hdd, ssd or array")
         ->check(CLI::IsMember({"hdd", "ssd", "array"}))
         ->capture_default_str();
-    cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see `estimate`)")
+    cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see Workloads below)")
         ->check(workload_check())
         ->capture_default_str();
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
@@ -93,6 +93,8 @@ void add_report_command(CLI::App& app) {
         "--json", opts->json,
         "Print the guestfrag.report.v1 JSON document (analysis, and per volume the verdict, its plan "
         "and impact)");
+    cmd->footer(std::string(kStrategyMeanings) + kOrderMeanings + kWorkloadMeanings +
+                "Example:\n  guestfrag report disk.vmdk --decide-on hdd --workload trace:@prefetch\n");
     cmd->callback([opts] {
         const std::optional<Strategy> chosen =
             opts->strategy ? parse_strategy(*opts->strategy) : std::nullopt;

@@ -321,6 +321,9 @@ void add_schedule_command(CLI::App& app) {
     compact->needs("--output");
     add_new_disk_options(*cmd, opts->disk, apply, compact);
     add_image_options(*cmd, opts->image_options);
+    cmd->footer(
+        "Example:\n  guestfrag schedule plan.json --rate 20MiB/s --window \"Mon-Fri 22:00-06:00\" --ics > "
+        "plan.ics\n");
     cmd->callback([opts] { run(*opts); });
 }
 

@@ -29,7 +29,38 @@ inline constexpr const char* kWorkloadForms =
 
 /// Help text of --order.
 inline constexpr const char* kOrderHelp =
-    "Order to lay streams out in (defrag, consolidate, optimize): size, mft, path or trace:SOURCE "
-    "(SOURCE as for --workload trace:); default: mft";
+    "Order to lay streams out in (defrag, consolidate, optimize; see Orders below); default: the "
+    "strategy's";
+
+/// Help footers: one line of meaning per strategy, order and workload (docs/planner.md §5-8,
+/// §12, §14; docs/estimate.md).
+inline constexpr const char* kStrategyMeanings =
+    "Strategies:\n"
+    "  defrag          each fragmented file into one free region, most fragmented first\n"
+    "  consolidate     files from the volume's end into the free holes before them, so free "
+    "space ends as few large extents (the cheap optimize)\n"
+    "  optimize        every file laid out end to end in --order, free space one window: the "
+    "most moves, the fastest whole-volume reads\n"
+    "  thin-safe       defrag into clusters the top layer already holds: a thin disk or a "
+    "linked clone does not grow\n"
+    "  shrink          data packed into the fewest host granules, so compact or TRIM gives "
+    "the most back\n";
+inline constexpr const char* kOrderMeanings =
+    "Orders (defrag, consolidate, optimize):\n"
+    "  size            largest first, best fit (optimize's default)\n"
+    "  mft             MFT record order, as scan reads (defrag's and consolidate's default)\n"
+    "  path            depth-first path order, as scan:path reads\n"
+    "  trace:SOURCE    the files a trace names first, in its order, then by path\n";
+inline constexpr const char* kWorkloadMeanings =
+    "Workloads:\n"
+    "  scan            every file read whole once, in MFT order (antivirus, backup agent)\n"
+    "  scan:path       the same in path order (a tree walk, robocopy)\n"
+    "  trace:SOURCE    a path list, .pf, Layout.ini, @prefetch or @layout (boot and "
+    "application start, read from the image), or a block IO trace (nbdkit log, blkparse, "
+    "vscsiStats)\n"
+    "  write:N         N new files written\n"
+    "  fio:OPTIONS     a fio job: rw=, bs=, size=, offset=, rwmixread=, number_ios=, "
+    "randseed=, target=disk|file\n"
+    "  install:N       N files appended in chunks by concurrent writers (,writers=W,chunk=SIZE)\n";
 
 }  // namespace guestfrag::cli

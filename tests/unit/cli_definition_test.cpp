@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
-// Bash completion is made from the parser's own definition: every value it offers is one the
-// parser accepts, and the script, run by bash-completion, offers them.
+// Help, the man page and bash completion are made from the parser's own definition: help
+// fits 80 columns and speaks in words, every value completion offers is one the parser
+// accepts, and the script, run by bash-completion, offers them.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/completion.hpp"
+#include "app/cli/help_format.hpp"
 #include "core/plan/planner.hpp"
 #include "support/fixtures.hpp"
 
@@ -109,4 +111,67 @@ TEST_CASE("the completion script, run by bash-completion, offers the parser's va
          "COMP_WORDS=(guestfrag apply disk.img --plan p); COMP_CWORD=4; _guestfrag; echo \"${COMPREPLY[*]}\"",
          "complete", dir.string(), script.string()});
     CHECK(files.out == "p.json\n");
+}
+
+TEST_CASE("help fits 80 columns, names values in words and shows an example for every command",
+          "[cli][help]") {
+    CLI::App app{"", "guestfrag"};
+    cli::add_commands(app);
+    std::vector<std::string> commands{""};
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        commands.push_back(sub->get_name());
+    CHECK(commands.size() == 16);
+    for (const std::string& command : commands) {
+        INFO(command);
+        // Not a terminal and no COLUMNS: 80.
+        const test::CommandResult r = test::run(
+            {"env", "-u", "COLUMNS", GUESTFRAG_CLI, command.empty() ? "--help" : command, "--help"});
+        REQUIRE(r.status == 0);
+        std::istringstream lines(r.out);
+        for (std::string line; std::getline(lines, line);) {
+            INFO(line);
+            CHECK(line.size() <= 80);
+            // CLI11's own syntax never shows: types, defaults, flag negations, REQUIRED.
+            for (const char* leak : {"TEXT", "FLOAT", "UINT", "INT ", "{false}", "REQUIRED", "Excludes:"})
+                CHECK(line.find(leak) == std::string::npos);
+        }
+        if (!command.empty()) CHECK(r.out.find("\nExample") != std::string::npos);
+    }
+    const test::CommandResult plan = test::run({"env", "COLUMNS=100", GUESTFRAG_CLI, "plan", "--help"});
+    CHECK(plan.out.find(
+              "  --strategy STRATEGY     What the plan does (see Strategies below). Default: defrag.\n") !=
+          std::string::npos);
+    CHECK(plan.out.find("\n  thin-safe       defrag into clusters the top layer already holds") !=
+          std::string::npos);
+    CHECK(plan.out.find("  --nbd-timeout NUMBER    ") != std::string::npos);
+    CHECK(plan.out.find("From 0.001 to 86400. Default: 60.") != std::string::npos);
+    CHECK(plan.out.find("Not with --order, --frontier.") != std::string::npos);
+}
+
+TEST_CASE("help wraps text at the width it is given, a long word whole", "[cli][help]") {
+    // 20 columns of room after an indent of 26.
+    CHECK(cli::wrapped("one two three four five six", 46, 26) ==
+          "one two three four\n" + std::string(26, ' ') + "five six");
+    CHECK(cli::wrapped("one two three four", 80, 26) == "one two three four");
+    // Never under 20 columns of room; a word longer than that stays whole.
+    CHECK(cli::wrapped("aaaaaaaaaaaaaaaaaaaaaaaaa b", 30, 26) ==
+          "aaaaaaaaaaaaaaaaaaaaaaaaa\n" + std::string(26, ' ') + "b");
+    CHECK(cli::wrapped("first\nsecond line", 80, 4) == "first\n    second line");
+}
+
+TEST_CASE("a mistyped command or option is a usage error that names the nearest one", "[cli][help]") {
+    CLI::App app{"", "guestfrag"};
+    cli::add_commands(app);
+    CHECK(cli::did_you_mean(app, {"analyze", "disk.img", "--jsn"}) == "did you mean --json?");
+    CHECK(cli::did_you_mean(app, {"reprot", "disk.img"}) == "did you mean report?");
+    // Nothing near: no guess.
+    CHECK(cli::did_you_mean(app, {"frobnicate"}).empty());
+    CHECK(cli::did_you_mean(app, {"plan", "disk.img", "--colour"}).empty());
+
+    const test::CommandResult option = test::run_cli({"plan", "disk.img", "--stratgy", "defrag"});
+    CHECK(option.status == 1);
+    CHECK(option.err.find("guestfrag: did you mean --strategy?\n") != std::string::npos);
+    const test::CommandResult command = test::run_cli({"plann", "disk.img"});
+    CHECK(command.status == 1);
+    CHECK(command.err.find("guestfrag: did you mean plan?\n") != std::string::npos);
 }
