@@ -9,6 +9,7 @@
 #include "app/cli/io_stats_json.hpp"
 #include "app/cli/json_output.hpp"
 #include "app/cli/verdict_text.hpp"
+#include "core/io/hex.hpp"
 
 namespace guestfrag::cli {
 namespace {
@@ -160,7 +161,7 @@ Json volume_json(const VolumeAnalysis& v) {
         {"partition", m.partition},
         {"offset", m.partition_offset},
         {"label", m.label},
-        {"serial", m.serial},
+        {"serial", hex16(m.serial)},
         {"ntfs_version", m.ntfs_version},
         {"cluster_size", m.cluster_size},
         {"total_clusters", m.total_clusters},
@@ -188,8 +189,9 @@ Json volume_json(const VolumeAnalysis& v) {
           {"records_total", m.mft_records_total},
           {"records_in_use", m.mft_records_in_use},
           {"fragments", f.mft_fragments},
-          {"zone", m.mft_zone.empty() ? Json(nullptr)
-                                      : Json::array({m.mft_zone.begin()->lower(), m.mft_zone.begin()->upper()})}}},
+          {"zone", m.mft_zone.empty()
+                       ? Json(nullptr)
+                       : Json::array({m.mft_zone.begin()->lower(), m.mft_zone.begin()->upper()})}}},
     };
     Json layers = Json::array();
     for (const LayerUsage& u : v.layers)

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // A plan's identity: which image, volume and allocation state it was made for.
-#include <array>
 #include <string_view>
-#include <cstdio>
 
 #include "core/error.hpp"
+#include "core/io/hex.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/free_index.hpp"
 
@@ -33,12 +32,6 @@ private:
     }
     std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
-
-std::string hex(std::uint64_t value) {
-    std::array<char, 24> text{};
-    std::snprintf(text.data(), text.size(), "%016llx", static_cast<unsigned long long>(value));
-    return text.data();
-}
 
 }  // namespace
 
@@ -79,10 +72,10 @@ void check_identity(const PlanIdentity& planned, const PlanIdentity& actual) {
     };
     compare("virtual size", std::to_string(planned.virtual_size), std::to_string(actual.virtual_size));
     compare("partition", std::to_string(planned.partition), std::to_string(actual.partition));
-    compare("volume serial", hex(planned.volume_serial), hex(actual.volume_serial));
+    compare("volume serial", hex16(planned.volume_serial), hex16(actual.volume_serial));
     compare("cluster size", std::to_string(planned.cluster_size), std::to_string(actual.cluster_size));
     compare("total clusters", std::to_string(planned.total_clusters), std::to_string(actual.total_clusters));
-    compare("allocation digest", hex(planned.allocation_digest), hex(actual.allocation_digest));
+    compare("allocation digest", hex16(planned.allocation_digest), hex16(actual.allocation_digest));
     if (!differs.empty())
         throw Error(ErrorKind::Corrupt, "plan was made for another image or the image changed since (" + differs + ")");
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/io/hex.hpp"
 #include "core/io/json_input.hpp"
 #include "core/plan/planner.hpp"
 
@@ -27,13 +28,6 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr std::string_view kSchema = "guestfrag.plan.v1";
 
 [[noreturn]] void corrupt(const std::string& what) { throw Error(ErrorKind::Corrupt, what); }
-
-std::string hex16(std::uint64_t value) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string out(16, '0');
-    for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<std::size_t>(i)] = kDigits[value & 0xF];
-    return out;
-}
 
 /// Reads fields of one JSON object, naming the object ("move 3", "identity") in errors.
 class Fields {

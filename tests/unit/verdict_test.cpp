@@ -149,6 +149,10 @@ TEST_CASE("the verdict on a fragmented disk: a plan that makes the scan faster o
     const auto reported = test::run_cli({"report", image, "--json"});
     REQUIRE(analysed.status == 0);
     REQUIRE(reported.status == 0);
+    // The volume serial as the plan file writes it: 16 hex digits, no JSON number's rounding.
+    const auto plan_file = test::run_cli({"plan", image, "--json"});
+    CHECK(nlohmann::json::parse(analysed.out)["volumes"][0]["serial"] ==
+          nlohmann::json::parse(plan_file.out)["identity"]["volume_serial"]);
     const nlohmann::json verdict = nlohmann::json::parse(analysed.out)["volumes"][0]["verdict"];
     CHECK(verdict["action"] == "plan");
     CHECK(verdict["plans"][verdict["chosen"].get<std::size_t>()]["strategy"] == "optimize");
