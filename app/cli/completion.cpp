@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/completion.hpp"
 
-#include "app/cli/commands.hpp"
-#include "app/cli/help_format.hpp"
-
 #include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
+
+#include "app/cli/commands.hpp"
+#include "app/cli/help_format.hpp"
 
 namespace guestfrag::cli {
 namespace {
@@ -27,14 +27,6 @@ Takes takes(const CLI::Option& option) {
     if (word == "FILE" || word == "IMAGE" || word == "GLOB" || word == "DB" || word.ends_with("PATH"))
         return Takes::Files;
     return Takes::Nothing;
-}
-
-/// "--a -b": an option's names as typed.
-std::vector<std::string> names(const CLI::Option& option) {
-    std::vector<std::string> out;
-    for (const std::string& s : option.get_snames()) out.push_back("-" + s);
-    for (const std::string& l : option.get_lnames()) out.push_back("--" + l);
-    return out;
 }
 
 std::string joined(const std::vector<std::string>& words, const char* between) {
@@ -73,7 +65,7 @@ std::string bash_completion(const CLI::App& app) {
     const std::string name = app.get_name();
     std::vector<std::string> global;  // accepted before and after the subcommand
     for (const CLI::Option* o : named_options(app))
-        for (const std::string& n : names(*o)) global.push_back(n);
+        for (const std::string& n : typed_names(*o)) global.push_back(n);
     std::vector<std::string> subcommands;
     for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
         subcommands.push_back(sub->get_name());
@@ -104,7 +96,7 @@ std::string bash_completion(const CLI::App& app) {
              sub->get_options([](const CLI::Option* o) { return o->get_positional(); }))
             for (const std::string& value : completion_values(*o)) arguments.push_back(value);
         for (const CLI::Option* o : named_options(*sub)) {
-            const std::vector<std::string> n = names(*o);
+            const std::vector<std::string> n = typed_names(*o);
             all.insert(all.end(), n.begin(), n.end());
             const Takes kind = takes(*o);
             if (kind == Takes::Values)
@@ -153,7 +145,9 @@ void add_completion_command(CLI::App& app) {
         app.add_subcommand("completion", "Print the shell completion script (bash) for guestfrag");
     cmd->add_option("SHELL", *shell, "Shell to complete for")->required()->check(CLI::IsMember({"bash"}));
     cmd->footer("Example:\n  source <(guestfrag completion bash)\n");
-    cmd->callback([cmd, shell] { std::cout << bash_completion(*cmd->get_parent()); });
+    cmd->callback([cmd, shell] {
+        if (*shell == "bash") std::cout << bash_completion(*cmd->get_parent());
+    });
 }
 
 void add_commands(CLI::App& app) {

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 namespace guestfrag::cli {
@@ -84,13 +85,20 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 std::vector<std::string> option_names(const CLI::App& app) {
     std::vector<std::string> out;
     for (const CLI::Option* o : app.get_options()) {
-        for (const std::string& l : o->get_lnames()) out.push_back("--" + l);
-        for (const std::string& s : o->get_snames()) out.push_back("-" + s);
+        const std::vector<std::string> names = typed_names(*o);
+        out.insert(out.end(), names.begin(), names.end());
     }
     return out;
 }
 
 }  // namespace
+
+std::vector<std::string> typed_names(const CLI::Option& option) {
+    std::vector<std::string> out;
+    for (const std::string& s : option.get_snames()) out.push_back("-" + s);
+    for (const std::string& l : option.get_lnames()) out.push_back("--" + l);
+    return out;
+}
 
 std::string did_you_mean(const CLI::App& app, const std::vector<std::string>& args) {
     const auto subcommands = app.get_subcommands([](const CLI::App*) { return true; });
@@ -177,8 +185,7 @@ std::string HelpFormatter::row(const std::string& left, const std::string& descr
 std::string HelpFormatter::make_option_name(const CLI::Option* option, bool is_positional) const {
     if (is_positional) return option->get_name();
     std::string out;
-    for (const std::string& s : option->get_snames()) out += (out.empty() ? "-" : ", -") + s;
-    for (const std::string& l : option->get_lnames()) out += (out.empty() ? "--" : ", --") + l;
+    for (const std::string& name : typed_names(*option)) out += (out.empty() ? "" : ", ") + name;
     return out;
 }
 

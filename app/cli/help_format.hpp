@@ -48,6 +48,9 @@ private:
 /// command that does not exist, when one is within a few typos of it; "" otherwise.
 [[nodiscard]] std::string did_you_mean(const CLI::App& app, const std::vector<std::string>& args);
 
+/// An option's names as typed: "-o", "--output".
+[[nodiscard]] std::vector<std::string> typed_names(const CLI::Option& option);
+
 /// The word an option's value is shown with (see HelpFormatter); "" for a flag.
 [[nodiscard]] std::string value_word(const CLI::Option& option);
 
