@@ -9,6 +9,7 @@
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/stop_on_signal.hpp"
 #include "pipeline/sizes.hpp"
+#include "pipeline/step_info.hpp"
 
 namespace guestfrag::cli {
 
@@ -97,14 +98,14 @@ ApplyOutputFormat output_format(const std::string& text) {
 }
 
 void run_writing(const std::string& image, const char* what, const std::vector<std::string>& warnings,
-                 const std::function<void(const Progress&)>& work) {
+                 const std::function<void(const Progress&, ProgressMeter&)>& work) {
     {
         ProgressMeter meter(what);
         Progress progress = meter.progress();
         const StopOnSignal interrupt;
         progress.stop = interrupt.token();
         try {
-            on_behalf_of(image, [&] { work(progress); });
+            on_behalf_of(image, [&] { work(progress, meter); });
         } catch (const Failure&) {
             if (interrupt.signal() != 0)
                 throw Failure(image, "interrupted: no output was written", kInterrupted);
@@ -118,8 +119,14 @@ void run_writing(const std::string& image, const char* what, const std::vector<s
 ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
                       const ApplyOptions& options) {
     ApplyResult result;
-    run_writing(image, "applying", result.warnings, [&](const Progress& progress) {
-        result = apply_to_copy(image, open_options(image_options), std::move(plan), options, progress);
+    run_writing(image, "applying", result.warnings, [&](const Progress& progress, ProgressMeter& meter) {
+        ApplyOptions shown = options;
+        shown.on_step = [&meter, given = options.on_step, steps = apply_steps(options).size(),
+                         number = std::size_t{0}](ApplyStep step) mutable {
+            if (given) given(step);
+            meter.step(++number, steps, step_info(step));
+        };
+        result = apply_to_copy(image, open_options(image_options), std::move(plan), shown, progress);
     });
     return result;
 }

@@ -16,6 +16,8 @@
 
 namespace guestfrag::cli {
 
+class ProgressMeter;  // app/cli/progress_meter.hpp
+
 /// The guestfrag.apply.v1 document of `result`.
 [[nodiscard]] nlohmann::ordered_json apply_json(const ApplyResult& result);
 
@@ -23,11 +25,11 @@ namespace guestfrag::cli {
 [[nodiscard]] nlohmann::ordered_json verification_json(const ApplyVerification& v);
 
 /// Runs `work` (a use case that writes a new disk from `image`) with a progress meter named
-/// `what`, stopping cleanly on SIGINT or SIGTERM (Failure "interrupted: no output was
-/// written", exit 130), then prints the `warnings` it filled (the input's layer warnings)
-/// to stderr as analyze does. Errors are Failures on behalf of `image` (exit 2).
+/// `what` (which `work` tells the steps it begins), stopping cleanly on SIGINT or SIGTERM (Failure
+/// "interrupted: no output was written", exit 130), then prints the `warnings` it filled (the input's layer
+/// warnings) to stderr as analyze does. Errors are Failures on behalf of `image` (exit 2).
 void run_writing(const std::string& image, const char* what, const std::vector<std::string>& warnings,
-                 const std::function<void(const Progress&)>& work);
+                 const std::function<void(const Progress&, ProgressMeter&)>& work);
 
 /// The text summary: moves done and bytes, one line per skip reason, the verification.
 void print_apply(std::ostream& out, const ApplyResult& result);

@@ -284,13 +284,15 @@ void run(const Options& opts) {
             ProgressMeter meter("images");
             const Progress progress = meter.progress();
             const StopOnSignal interrupt;
-            summary = batch::run_batch(db, run_id, images, options, interrupt.token(), [&](const BatchEvent& e) {
-                if (opts.json)
-                    std::cout << event_json(e).dump() << '\n' << std::flush;
-                else
-                    std::cout << event_text(e) << '\n' << std::flush;
-                if (progress.report) progress.report(e.finished, e.total);
-            });
+            summary =
+                batch::run_batch(db, run_id, images, options, interrupt.token(), [&](const BatchEvent& e) {
+                    meter.clear();
+                    if (opts.json)
+                        std::cout << event_json(e).dump() << '\n' << std::flush;
+                    else
+                        std::cout << event_text(e) << '\n' << std::flush;
+                    if (progress.report) progress.report(e.finished, e.total);
+                });
         }
         db.end_run(run_id, summary.interrupted);
         std::cerr << "batch: " << summary.total << " images: " << summary.analysed << " analysed (" << summary.failed

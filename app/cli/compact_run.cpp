@@ -6,8 +6,10 @@
 #include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
 #include "pipeline/sizes.hpp"
+#include "pipeline/step_info.hpp"
 
 namespace guestfrag::cli {
 
@@ -135,8 +137,13 @@ CompactOptions compact_options(const std::string& output, const NewDiskOptions& 
 CompactResult run_compact(const std::string& image, const ImageOptions& image_options, CompactOptions options,
                           const std::function<void(CompactOptions&, const std::stop_token&)>& with_stop) {
     CompactResult result;
-    run_writing(image, "compacting", result.warnings, [&](const Progress& progress) {
+    run_writing(image, "compacting", result.warnings, [&](const Progress& progress, ProgressMeter& meter) {
         if (with_stop) with_stop(options, progress.stop);
+        options.on_step = [&meter, given = options.on_step, steps = compact_steps(options).size(),
+                           number = std::size_t{0}](CompactStep step) mutable {
+            if (given) given(step);
+            meter.step(++number, steps, step_info(step));
+        };
         result = compact_to_copy(image, open_options(image_options), options, progress);
     });
     return result;

@@ -71,8 +71,11 @@ void run(const Options& opts) {
         PlannedVolume planned;
         // Moved, not copied: a million moves are 63 MB.
         on_behalf_of(opts.plan, [&] { planned = adopt_plan(opened, 0, std::move(plan), options.granule); });
-        ProgressMeter meter("hashing chunks");
-        const Impact impact = plan_impact(opened, planned, options, meter.progress());
+        // The meter is gone (its line erased) before the report is printed.
+        const Impact impact = [&] {
+            ProgressMeter meter("hashing chunks");
+            return plan_impact(opened, planned, options, meter.progress());
+        }();
         const CopyStates copy = plan_copy_states(opened, planned, copy_options(opts.copy));
         if (opts.json) {
             std::cout << impact_to_json(impact, copy, opened.image->path(), opts.plan).dump(2) << '\n';

@@ -12,6 +12,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/help_format.hpp"
+#include "app/cli/progress_meter.hpp"
 #include "core/image/byte_source.hpp"
 
 namespace {
@@ -64,6 +65,13 @@ int main(int argc, char** argv) {
     bool stats = false;
     app.add_flag("--stats", stats, "On exit, print to stderr the bytes and requests read from images, by transport");
     const PrintReadStats print_stats(stats);
+    // Set as they are parsed, before any command's callback runs.
+    app.add_flag_callback(
+        "--progress", [] { set_progress_display(true); },
+        "Show progress on stderr even when it is not a terminal");
+    app.add_flag_callback(
+        "--no-progress", [] { set_progress_display(false); },
+        "Never show progress (by default it shows on a terminal)");
     add_commands(app);
     try {
         app.parse(argc, argv);

@@ -2,7 +2,6 @@
 #include "app/gui/new_disk_progress_dialog.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 
@@ -16,74 +15,9 @@
 #include <QVBoxLayout>
 
 #include "app/gui/files_model.hpp"
+#include "pipeline/step_info.hpp"
 
 namespace guestfrag::gui {
-
-namespace {
-
-/// What a step's (done, total) count (the pipeline headers say it per step).
-enum class Unit { None, Records, DiskOffset, Moves, Streams };
-
-struct StepInfo {
-    const char* name;
-    Unit unit;
-};
-
-StepInfo info(ApplyStep step) {
-    switch (step) {
-        case ApplyStep::Analyse:
-            return {QT_TR_NOOP("analysing the input"), Unit::Records};
-        case ApplyStep::Copy:
-            return {QT_TR_NOOP("copying the disk"), Unit::DiskOffset};
-        case ApplyStep::Move:
-            return {QT_TR_NOOP("moving clusters"), Unit::Moves};
-        case ApplyStep::AnalyseOutput:
-            return {QT_TR_NOOP("verifying: analysing the output"), Unit::Records};
-        case ApplyStep::HashInput:
-            return {QT_TR_NOOP("verifying: hashing the input's streams"), Unit::Streams};
-        case ApplyStep::HashOutput:
-            return {QT_TR_NOOP("verifying: hashing the output's streams"), Unit::Streams};
-    }
-    return {"", Unit::None};
-}
-
-StepInfo info(CompactStep step) {
-    switch (step) {
-        case CompactStep::Analyse:
-            return {QT_TR_NOOP("analysing the input"), Unit::Records};
-        case CompactStep::Plan:
-            return {QT_TR_NOOP("planning the packing"), Unit::Streams};
-        case CompactStep::Copy:
-            return {QT_TR_NOOP("copying the data NTFS uses"), Unit::DiskOffset};
-        case CompactStep::Move:
-            return {QT_TR_NOOP("packing: moving clusters"), Unit::Moves};
-        case CompactStep::AnalyseOutput:
-            return {QT_TR_NOOP("verifying: analysing the output"), Unit::Records};
-        case CompactStep::Sparsify:
-            return {QT_TR_NOOP("sparsifying: leaving out free clusters and zero blocks"), Unit::DiskOffset};
-        case CompactStep::HashInput:
-            return {QT_TR_NOOP("verifying: hashing the input's streams"), Unit::Streams};
-        case CompactStep::HashOutput:
-            return {QT_TR_NOOP("verifying: hashing the output's streams"), Unit::Streams};
-        case CompactStep::Convert:
-            return {QT_TR_NOOP("converting with qemu-img and checking the image"), Unit::None};
-    }
-    return {"", Unit::None};
-}
-
-/// "45 s", "3 min 5 s", "2 h 10 min".
-QString duration_text(double seconds) {
-    const auto s = static_cast<long long>(std::ceil(std::max(0.0, seconds)));
-    if (s < 60) return QObject::tr("%1 s").arg(s);
-    if (s < 3600) return QObject::tr("%1 min %2 s").arg(s / 60).arg(s % 60);
-    return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s % 3600 / 60);
-}
-
-/// Seconds a step waits before it estimates the time left: the first moments of a step
-/// (opening files, a first burst the rate limiter allows) say little about its pace.
-constexpr double kEstimateAfter = 1.0;
-
-}  // namespace
 
 template <typename Step>
 QString step_text(const StepSnapshot<Step>& snapshot, std::size_t steps) {
@@ -91,35 +25,33 @@ QString step_text(const StepSnapshot<Step>& snapshot, std::size_t steps) {
     return QObject::tr("Step %1 of %2: %3")
         .arg(snapshot.step_number)
         .arg(std::max(steps, snapshot.step_number))
-        .arg(QObject::tr(info(*snapshot.step).name));
+        .arg(QObject::tr(step_info(*snapshot.step).name.data()));
 }
 
 template <typename Step>
 QString step_detail_text(const StepSnapshot<Step>& snapshot) {
     if (!snapshot.step || snapshot.total == 0) return {};
     QString text;
-    switch (info(*snapshot.step).unit) {
-        case Unit::None:
+    switch (step_info(*snapshot.step).unit) {
+        case StepUnit::None:
             return {};
-        case Unit::DiskOffset:
+        case StepUnit::DiskOffset:
             text =
                 QObject::tr("at %1 of the %2 disk").arg(size_text(snapshot.done), size_text(snapshot.total));
             break;
-        case Unit::Records:
+        case StepUnit::Records:
             text = QObject::tr("%1 of %2 MFT records").arg(snapshot.done).arg(snapshot.total);
             break;
-        case Unit::Moves:
+        case StepUnit::Moves:
             text = QObject::tr("%1 of %2 moves").arg(snapshot.done).arg(snapshot.total);
             break;
-        case Unit::Streams:
+        case StepUnit::Streams:
             text = QObject::tr("%1 of %2 streams").arg(snapshot.done).arg(snapshot.total);
             break;
     }
-    if (snapshot.done == 0 || snapshot.seconds < kEstimateAfter || snapshot.done >= snapshot.total)
-        return text;
-    const double done = static_cast<double>(snapshot.done);
-    const double left = snapshot.seconds * static_cast<double>(snapshot.total - snapshot.done) / done;
-    return text + QObject::tr(" · about %1 left").arg(duration_text(left));
+    if (const auto left = seconds_left(snapshot.seconds, snapshot.done, snapshot.total))
+        text += QObject::tr(" · about %1 left").arg(QString::fromStdString(duration_text(*left)));
+    return text;
 }
 
 template QString step_text(const StepSnapshot<ApplyStep>&, std::size_t);
