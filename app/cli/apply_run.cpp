@@ -9,7 +9,6 @@
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/stop_on_signal.hpp"
 #include "pipeline/sizes.hpp"
-#include "pipeline/step_info.hpp"
 
 namespace guestfrag::cli {
 
@@ -121,11 +120,7 @@ ApplyResult run_apply(const std::string& image, const ImageOptions& image_option
     ApplyResult result;
     run_writing(image, "applying", result.warnings, [&](const Progress& progress, ProgressMeter& meter) {
         ApplyOptions shown = options;
-        shown.on_step = [&meter, given = options.on_step, steps = apply_steps(options).size(),
-                         number = std::size_t{0}](ApplyStep step) mutable {
-            if (given) given(step);
-            meter.step(++number, steps, step_info(step));
-        };
+        shown.on_step = announce_steps(meter, options.on_step, apply_steps(options).size());
         result = apply_to_copy(image, open_options(image_options), std::move(plan), shown, progress);
     });
     return result;

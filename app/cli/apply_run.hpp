@@ -11,12 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "app/cli/image_options.hpp"
+#include "app/cli/progress_meter.hpp"
 #include "core/plan/plan.hpp"
 #include "pipeline/apply.hpp"
+#include "pipeline/step_info.hpp"
 
 namespace guestfrag::cli {
-
-class ProgressMeter;  // app/cli/progress_meter.hpp
 
 /// The guestfrag.apply.v1 document of `result`.
 [[nodiscard]] nlohmann::ordered_json apply_json(const ApplyResult& result);
@@ -30,6 +30,17 @@ class ProgressMeter;  // app/cli/progress_meter.hpp
 /// warnings) to stderr as analyze does. Errors are Failures on behalf of `image` (exit 2).
 void run_writing(const std::string& image, const char* what, const std::vector<std::string>& warnings,
                  const std::function<void(const Progress&, ProgressMeter&)>& work);
+
+/// An ApplyOptions or CompactOptions on_step that calls `given` (when set), then shows on
+/// `meter` the step that begins as step n of about `steps` (apply_steps, compact_steps).
+template <typename Step>
+[[nodiscard]] std::function<void(Step)> announce_steps(ProgressMeter& meter, std::function<void(Step)> given,
+                                                       std::size_t steps) {
+    return [&meter, given = std::move(given), steps, number = std::size_t{0}](Step step) mutable {
+        if (given) given(step);
+        meter.step(++number, steps, step_info(step));
+    };
+}
 
 /// The text summary: moves done and bytes, one line per skip reason, the verification.
 void print_apply(std::ostream& out, const ApplyResult& result);

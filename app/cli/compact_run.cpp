@@ -6,10 +6,8 @@
 #include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/failure.hpp"
-#include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
 #include "pipeline/sizes.hpp"
-#include "pipeline/step_info.hpp"
 
 namespace guestfrag::cli {
 
@@ -139,11 +137,7 @@ CompactResult run_compact(const std::string& image, const ImageOptions& image_op
     CompactResult result;
     run_writing(image, "compacting", result.warnings, [&](const Progress& progress, ProgressMeter& meter) {
         if (with_stop) with_stop(options, progress.stop);
-        options.on_step = [&meter, given = options.on_step, steps = compact_steps(options).size(),
-                           number = std::size_t{0}](CompactStep step) mutable {
-            if (given) given(step);
-            meter.step(++number, steps, step_info(step));
-        };
+        options.on_step = announce_steps(meter, options.on_step, compact_steps(options).size());
         result = compact_to_copy(image, open_options(image_options), options, progress);
     });
     return result;

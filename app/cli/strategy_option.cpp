@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/cli/strategy_option.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,23 @@
 #include "core/estimate/workload.hpp"
 
 namespace guestfrag::cli {
+namespace {
+
+/// Accepts what `parse` (which throws Error) accepts; the Error's message is the usage error.
+CLI::Validator parsed_by(std::function<void(const std::string&)> parse, const char* description) {
+    return CLI::Validator(
+        [parse = std::move(parse)](const std::string& text) -> std::string {
+            try {
+                parse(text);
+                return {};
+            } catch (const Error& e) {
+                return e.what();
+            }
+        },
+        description);
+}
+
+}  // namespace
 
 CLI::Validator strategy_check() {
     std::vector<std::string> names;
@@ -17,29 +35,11 @@ CLI::Validator strategy_check() {
 }
 
 CLI::Validator order_check() {
-    return CLI::Validator(
-        [](const std::string& text) -> std::string {
-            try {
-                (void)parse_order(text);
-                return {};
-            } catch (const Error& e) {
-                return e.what();
-            }
-        },
-        kOrderForms);
+    return parsed_by([](const std::string& text) { (void)parse_order(text); }, kOrderForms);
 }
 
 CLI::Validator workload_check() {
-    return CLI::Validator(
-        [](const std::string& text) {
-            try {
-                (void)parse_workload(text);
-                return std::string();
-            } catch (const Error& e) {
-                return std::string(e.what());
-            }
-        },
-        kWorkloadForms);
+    return parsed_by([](const std::string& text) { (void)parse_workload(text); }, kWorkloadForms);
 }
 
 std::optional<PlacementOrder> order_option(const std::string& text, Strategy strategy) {
