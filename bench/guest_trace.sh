@@ -7,13 +7,20 @@
 # every file once (find . -type f -print0 | xargs -0 cat: the directory indexes' order); the
 # log of that read alone is the trace. The same is done on the output of
 # `plan --strategy optimize --order path` applied. guestfrag then estimates the same reads
-# (the guest's file list as a trace:LIST workload) beside the trace (estimate --compare), both
-# timed by the same device models, and this prints one row per run for docs/benchmarks.md.
+# (the guest's file list as a trace:LIST workload, read by the guest profile of the same driver
+# and read-ahead: --guest linux-ntfs3g or linux-ntfs3) beside the trace (estimate --compare),
+# both timed by the same device models, and this prints one row per run for
+# docs/benchmarks.md.
 #
 # Usage: [PLANS="STRATEGY[:ORDER] ..."] bench/guest_trace.sh [BUILD_DIR] [DRIVER] [READ_AHEAD_KB...]
 #   DRIVER is the guest's NTFS driver, ntfs-3g (default) or ntfs3 (a kernel that has it);
 #   READ_AHEAD_KB the guest disk's read_ahead_kb for each run (default: 128, the kernel's);
-#   PLANS the plans whose outputs are read after the volume itself (default: optimize:path).
+#   PLANS the plans whose outputs are read after the volume itself (default: optimize:path);
+#   VOLUME the volume's mkimage options (default: --size 1GiB --files 3000 --interleave 12
+#   --seed 21); READER how the guest reads every file: cat (find | xargs cat, default) or
+#   tar (tar cf - . | cat, the same files in the same directory order);
+#   TRACE_DIR, when set, keeps each run's trace, file list and image there, named
+#   DRIVER-READ_AHEAD_KB-SIDE.{log,list} and SIDE.img, for `estimate --compare` later.
 # Needs guestfs-tools' appliance (libguestfs, supermin, a kernel in /boot) and nbdkit. Without
 # /dev/kvm the appliance runs under TCG (LIBGUESTFS_BACKEND_SETTINGS=force_tcg), about 30 s a
 # run. ntfs3 needs a kernel that has it (Debian 12's 6.1 has not): unpack one, and point
@@ -30,9 +37,15 @@ export LIBGUESTFS_BACKEND=direct
 command -v guestfish >/dev/null || { echo "guestfish is missing (apt install guestfs-tools)" >&2; exit 1; }
 command -v nbdkit >/dev/null || { echo "nbdkit is missing" >&2; exit 1; }
 
-before=$data/guest-3000.img
-[ -f "$before" ] ||
-    "$cli" mkimage "$before" --size 1GiB --table none --files 3000 --interleave 12 --seed 21 >/dev/null
+read -ra volume <<<"${VOLUME:---size 1GiB --files 3000 --interleave 12 --seed 21}"
+case ${READER:=cat} in
+    cat) reader="find . -type f -print0 | xargs -0 cat > /dev/null" ;;
+    # Not into /dev/null: GNU tar does not read the files of an archive written there.
+    tar) reader="tar cf - . | cat > /dev/null" ;;
+    *) echo "READER must be cat or tar" >&2; exit 1 ;;
+esac
+before=$data/guest-$(echo "${volume[*]}" | md5sum | cut -c1-8).img
+[ -f "$before" ] || "$cli" mkimage "$before" --table none "${volume[@]}" >/dev/null
 # One output per plan, named for it: "after STRATEGY [--order ORDER]".
 read -ra plans <<<"${PLANS:-optimize:path}"
 for p in "${plans[@]}"; do
@@ -72,8 +85,8 @@ trace() {
         echo 3 > /proc/sys/vm/drop_caches" >/dev/null
     local first
     first=$(wc -l <"$log.all")
-    # find lists the files as it did for /tmp/list: the directory indexes' order.
-    guestfish --remote -- debug sh "cd /sysroot && find . -type f -print0 | xargs -0 cat > /dev/null" >/dev/null
+    # find (and tar) meet the files as find did for /tmp/list: the directory indexes' order.
+    guestfish --remote -- debug sh "cd /sysroot && $reader" >/dev/null
     local last
     last=$(wc -l <"$log.all")
     guestfish --remote -- debug sh "cat /tmp/list" | sed -e 's|^\./||' -e 's|/|\\|g' -e 's|^|\\|' >"$list"
@@ -95,7 +108,13 @@ for kb in "${read_ahead[@]}"; do
         fi
         trace "$image" "$kb" "$work/$side.log" "$work/$side.list"
         "$cli" estimate "$image" --workload "trace:$work/$side.list" --compare "$work/$side.log" \
-            --json >"$work/$side.json"
+            --guest "linux-${driver//-/}" --read-ahead "${kb}KiB" --json >"$work/$side.json"
+        if [ -n "${TRACE_DIR:-}" ]; then
+            mkdir -p "$TRACE_DIR"
+            cp "$work/$side.log" "$TRACE_DIR/$driver-$kb-$side.log"
+            cp "$work/$side.list" "$TRACE_DIR/$driver-$kb-$side.list"
+            [ -f "$TRACE_DIR/$side.img" ] || cp --sparse=always "$image" "$TRACE_DIR/$side.img"
+        fi
         python3 - "$work/$side.json" "$label" "$kb" <<'PY'
 import json, sys
 doc, label, kb = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]

@@ -153,7 +153,7 @@ void estimate_after_plan(VolumeEstimate& out, const WrittenMap& written, const V
 
 /// estimate_volume on `before`, a volume of `image` or, for a whole-disk job, an empty map.
 VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, const Workload& workload,
-                           std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
+                           const IoShape& shape, const PlannedVolume* planned, const DeviceModels& models,
                            const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
     VolumeEstimate out;
     out.partition = before.partition;
@@ -161,7 +161,7 @@ VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, cons
     out.provisioning = provisioning.value_or(top.provisioning);
     progress.update(0, 1);
     const WrittenMap written = WrittenMap::from_layer(top, out.provisioning.zero_block);
-    out.workload = prepare_workload(workload, max_io, image, before);
+    out.workload = prepare_workload(workload, shape, image, before);
     out.before = estimate_workload(before, out.workload, models, &written);
     if (planned) {
         progress.update(0, 1);
@@ -174,10 +174,11 @@ VolumeEstimate estimate_on(const DiskImage& image, const VolumeMap& before, cons
 }  // namespace
 
 VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
-                               std::uint64_t max_io, const PlannedVolume* planned, const DeviceModels& models,
-                               const Progress& progress, const std::optional<LayerProvisioning>& provisioning) {
-    return estimate_on(*opened.image, opened.analysis->volumes.at(volume).map, workload, max_io, planned, models,
-                       progress, provisioning);
+                               const IoShape& shape, const PlannedVolume* planned, const DeviceModels& models,
+                               const Progress& progress,
+                               const std::optional<LayerProvisioning>& provisioning) {
+    return estimate_on(*opened.image, opened.analysis->volumes.at(volume).map, workload, shape, planned,
+                       models, progress, provisioning);
 }
 
 VolumeEstimate estimate_after(const OpenedImage& opened, const VolumeEstimate& before,
@@ -189,13 +190,14 @@ VolumeEstimate estimate_after(const OpenedImage& opened, const VolumeEstimate& b
     return out;
 }
 
-VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,
-                             const DeviceModels& models, const std::optional<LayerProvisioning>& provisioning) {
+VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, const IoShape& shape,
+                             const DeviceModels& models,
+                             const std::optional<LayerProvisioning>& provisioning) {
     if (workload.kind != Workload::Kind::Fio || workload.fio.target != FioJob::Target::Disk)
         throw Error(ErrorKind::Unsupported, "only a fio job with target=disk runs on a disk without an NTFS volume");
     // The job's IOs come from the disk's size alone; the map is there for the signature.
     const VolumeMap none;
-    VolumeEstimate out = estimate_on(image, none, workload, max_io, nullptr, models, {}, provisioning);
+    VolumeEstimate out = estimate_on(image, none, workload, shape, nullptr, models, {}, provisioning);
     out.no_volume = true;
     return out;
 }

@@ -137,20 +137,20 @@ struct VolumeEstimate {
     std::optional<IoStats> traced;
 };
 
-/// Settles `workload` (IOs of at most `max_io` bytes) on volume `volume` as it is, then
-/// replays it on that state and, when `planned` is given (a plan for this volume and the
-/// volume after it, from plan_volume or adopt_plan), on the volume after the plan too: the
-/// same IOs' sources both times. Checks `progress` for a stop between the steps (the
-/// estimator reports nothing itself). Throws Error(Unsupported) for a bad max_io, whatever
-/// prepare_workload throws (a trace that cannot be read) and Error(Cancelled). Cost: O(IOs)
-/// per state plus the trace's loading, and O(the plan's IOs) for the after-map.
-/// First writes are counted on the top layer's written map (WrittenMap::from_layer) at
+/// Settles `workload` (read by `shape`'s guest, IOs of at most its max_io bytes) on volume `volume` as it is,
+/// then replays it on that state and, when `planned` is given (a plan for this volume and the volume after
+/// it, from plan_volume or adopt_plan), on the volume after the plan too: the same IOs' sources both times.
+/// Checks `progress` for a stop between the steps (the estimator reports nothing itself). Throws
+/// Error(Unsupported) for a bad shape.max_io, whatever prepare_workload throws (a trace that cannot be read)
+/// and Error(Cancelled). Cost: O(IOs) per state plus the trace's loading, and O(the plan's IOs) for the
+/// after-map. First writes are counted on the top layer's written map (WrittenMap::from_layer) at
 /// `provisioning`'s zeroing block: the top layer's detected provisioning unless given
 /// (effective_provisioning). Before starts from that map; after from that map with the
 /// blocks the plan's own writes touch added (written_after_plan, docs/estimate.md §8.1).
-[[nodiscard]] VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume, const Workload& workload,
-                                             std::uint64_t max_io, const PlannedVolume* planned,
-                                             const DeviceModels& models = {}, const Progress& progress = {},
+[[nodiscard]] VolumeEstimate estimate_volume(const OpenedImage& opened, std::size_t volume,
+                                             const Workload& workload, const IoShape& shape,
+                                             const PlannedVolume* planned, const DeviceModels& models = {},
+                                             const Progress& progress = {},
                                              const std::optional<LayerProvisioning>& provisioning = {});
 
 /// estimate_volume's figures for `planned` (a plan for volume `volume`), its before taken
@@ -163,8 +163,8 @@ struct VolumeEstimate {
 /// A fio job with target=disk on the whole of `image`, which need hold no volume guestfrag
 /// reads (a new thin disk, no partition table, another file system): estimate_volume's
 /// figures with partition 0 and no plan. Throws Error(Unsupported) for another workload.
-[[nodiscard]] VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload, std::uint64_t max_io,
-                                           const DeviceModels& models = {},
+[[nodiscard]] VolumeEstimate estimate_disk(const DiskImage& image, const Workload& workload,
+                                           const IoShape& shape, const DeviceModels& models = {},
                                            const std::optional<LayerProvisioning>& provisioning = {});
 
 /// The statistics of the block IO trace `trace` (an nbdkit log, blkparse output or a

@@ -190,14 +190,16 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     v.partition = map.partition;
     v.device = options.device;
     v.workload = options.workload;
+    v.guest = options.guest;
     v.disk_bytes = opened.image->size();
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
     // The workload on the volume as it is, settled and replayed once: every candidate's
     // before.
-    const VolumeEstimate now = estimate_volume(opened, volume, options.workload, kDefaultMaxIo, nullptr,
-                                               options.models, progress, impact.provisioning);
+    const VolumeEstimate now =
+        estimate_volume(opened, volume, options.workload, IoShape{kDefaultMaxIo, options.guest}, nullptr,
+                        options.models, progress, impact.provisioning);
     const DeviceSeconds& b = now.before.stats.device_seconds;
     v.now_seconds = on_device(b, options.device);
     for (PlanOptions& each : candidates(options)) {

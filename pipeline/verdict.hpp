@@ -31,6 +31,8 @@ struct VerdictOptions {
     /// Where the seconds are weighed: the array (guest disks live on shared storage).
     DecisionDevice device = DecisionDevice::Array;
     DeviceModels models;
+    /// How the guest reads (docs/estimate.md §1.1): a Windows guest unless told.
+    GuestProfile guest = default_guest_profile();
     /// The top layer's provisioning for first writes; nullopt: the detected one.
     std::optional<LayerProvisioning> provisioning;
     /// Only this strategy (and, for one that takes one, only this order) is weighed.
@@ -79,6 +81,7 @@ struct Verdict {
     int partition = 0;
     DecisionDevice device = DecisionDevice::Array;
     Workload workload;
+    GuestProfile guest;                 ///< how the workload's reads reached the disk
     double now_seconds = 0;             ///< the workload on the device, as the volume is
     std::uint64_t disk_bytes = 0;       ///< the virtual disk's size, growth is weighed against
     /// NTFS-free space a thin top layer holds now (docs/impact.md §1, reclaimable before):

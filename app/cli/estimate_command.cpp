@@ -17,6 +17,7 @@
 #include "app/cli/commands.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/guest_option.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/io_stats_json.hpp"
 #include "app/cli/provisioning_options.hpp"
@@ -58,6 +59,7 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
     doc["schema"] = "guestfrag.estimate.v1";
     doc["workload"] = w.workload.text();
     doc["max_io"] = w.max_io;
+    doc["guest"] = {{"profile", std::string(w.guest.name)}, {"read_ahead", w.guest.read_ahead_bytes}};
     doc["preset"] = device.preset;
     if (!device.model_file.empty()) doc["device_model"] = device.model_file;
     doc["device_models"] = device_models_json(models);
@@ -109,6 +111,7 @@ void add_estimate_command(CLI::App& app) {
         ImageOptions image_options;
         ProvisioningOptions provisioning;
         DeviceOptions device;
+        GuestOptions guest;
         bool json = false;
         std::optional<std::string> compare;
     };
@@ -129,6 +132,7 @@ void add_estimate_command(CLI::App& app) {
     cmd->add_option("--max-io", opts->max_io, "Largest IO (a multiple of 512 bytes)")
         ->check(max_io_validator())
         ->capture_default_str();
+    add_guest_options(*cmd, opts->guest);
     cmd->add_option("--partition", opts->partition, "Estimate only this partition number");
     add_image_options(*cmd, opts->image_options);
     add_provisioning_options(*cmd, opts->provisioning);
@@ -138,12 +142,12 @@ void add_estimate_command(CLI::App& app) {
                     "A real trace of the guest's IOs (nbdkit log, blkparse output, vscsiStats CSV): printed "
                     "beside the estimate before the plan");
 
-    cmd->footer(std::string(kWorkloadMeanings) +
+    cmd->footer(std::string(kWorkloadMeanings) + kGuestMeanings +
                 "Example:\n  guestfrag estimate disk.img --plan plan.json --workload scan:path\n");
     cmd->callback([opts] {
         // The validators above accepted these texts.
         const Workload workload = parse_workload(opts->workload);
-        const std::uint64_t max_io = *parse_size(opts->max_io);
+        const IoShape shape{*parse_size(opts->max_io), guest_option(opts->guest)};
         const DeviceModels models = device_models(opts->device);  // a usage error goes before any reading
 
         std::optional<Plan> plan;
@@ -161,7 +165,8 @@ void add_estimate_command(CLI::App& app) {
         std::vector<VolumeEstimate> volumes;
         PreparedWorkload shown;  // the workload as reported (same text and max_io for every volume)
         shown.workload = workload;
-        shown.max_io = max_io;
+        shown.max_io = shape.max_io;
+        shown.guest = shape.guest;
         // A fio job on the disk needs no file system: a disk without an NTFS volume (a new thin
         // disk, no partition table, another file system) is estimated whole.
         const bool disk_job =
@@ -178,7 +183,7 @@ void add_estimate_command(CLI::App& app) {
                 } catch (const Error& e) {
                     throw Failure(opts->image, e.what(), kUsage);
                 }
-                volumes.push_back(estimate_disk(*opened.image, workload, max_io, models, top));
+                volumes.push_back(estimate_disk(*opened.image, workload, shape, models, top));
             } else if (workload.kind == Workload::Kind::Fio)
                 // A job that does not fit its target is a bad option (exit 1), like a malformed one.
                 for (const VolumeAnalysis& v : opened.analysis->volumes) try {
@@ -205,8 +210,8 @@ void add_estimate_command(CLI::App& app) {
                 // one volume, not copied (a million moves are 63 MB).
                 if (plan) on_behalf_of(*opts->plan, [&] { planned = adopt_plan(opened, volume, std::move(*plan)); });
                 // Trace errors name their source in the message; the subject stays the image.
-                volumes.push_back(estimate_volume(opened, volume, workload, max_io, planned ? &*planned : nullptr,
-                                                  models, {}, top));
+                volumes.push_back(estimate_volume(opened, volume, workload, shape,
+                                                  planned ? &*planned : nullptr, models, {}, top));
                 if (opts->compare)
                     volumes.back().traced = traced_stats(opened, volume, *opts->compare, models);
             }

@@ -172,6 +172,12 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
     out << "IO estimate for " << image << '\n';
     out << "  " << pad("Workload", 24) << w.workload.text() << ", IOs of at most " << format_size(w.max_io)
         << '\n';
+    // The guest shapes file reads only; writes, fio jobs and block IO traces go as they are.
+    if (w.workload.kind == Workload::Kind::Scan || w.workload.kind == Workload::Kind::Trace)
+        out << "  " << pad("Guest", 24) << w.guest.name << ", read-ahead "
+            << format_size(w.guest.read_ahead_bytes)
+            << (w.workload.kind == Workload::Kind::Trace ? " (a block IO trace is replayed as traced)" : "")
+            << '\n';
     if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';
     for (const VolumeEstimate& v : volumes) {
         if (v.no_volume)

@@ -16,6 +16,7 @@
 #include "app/cli/copy_options.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
+#include "app/cli/guest_option.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/impact_json.hpp"
 #include "app/cli/impact_text.hpp"
@@ -59,6 +60,7 @@ void add_report_command(CLI::App& app) {
         DeviceOptions device;
         std::string decide_on = "array";
         std::string workload = "scan";
+        GuestOptions guest;
         std::size_t top = 10;
         bool verbose = false;
         bool json = false;
@@ -86,6 +88,7 @@ void add_report_command(CLI::App& app) {
     cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see Workloads below)")
         ->check(workload_check())
         ->capture_default_str();
+    add_guest_options(*cmd, opts->guest);
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
     cmd->add_flag("--verbose", opts->verbose,
                   "After the verdict: the analysis, the chosen plan, its storage impact and IO estimate");
@@ -93,7 +96,7 @@ void add_report_command(CLI::App& app) {
         "--json", opts->json,
         "Print the guestfrag.report.v1 JSON document (analysis, and per volume the verdict, its plan "
         "and impact)");
-    cmd->footer(std::string(kStrategyMeanings) + kOrderMeanings + kWorkloadMeanings +
+    cmd->footer(std::string(kStrategyMeanings) + kOrderMeanings + kWorkloadMeanings + kGuestMeanings +
                 "Example:\n  guestfrag report disk.vmdk --decide-on hdd --workload trace:@prefetch\n");
     cmd->callback([opts] {
         const std::optional<Strategy> chosen =
@@ -104,6 +107,7 @@ void add_report_command(CLI::App& app) {
         on_behalf_of(opts->image, [&] {
             VerdictOptions rule;
             rule.workload = parse_workload(opts->workload);
+            rule.guest = guest_option(opts->guest);
             rule.device = *parse_device(opts->decide_on);
             rule.models = models;
             rule.strategy = chosen;

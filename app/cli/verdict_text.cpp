@@ -72,8 +72,8 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
         out << "  reclaim  " << format_size(v.reclaimable_bytes)
             << " of NTFS-free space is allocated in the image: compact or TRIM gives it back\n";
 
-    out << "\n  Plans weighed: " << v.workload.text() << " on the " << device << " model, now "
-        << seconds_text(v.now_seconds) << "\n";
+    out << "\n  Plans weighed: " << v.workload.text() << " (" << v.guest.name << " guest) on the " << device
+        << " model, now " << seconds_text(v.now_seconds) << "\n";
     out << "    " << pad("plan", 28) << pad("moved", 11, true) << pad("saves", 10, true)
         << pad("own IO", 10, true) << "  verdict\n";
     for (std::size_t i = 0; i < v.plans.size(); ++i) {
@@ -133,6 +133,7 @@ Json verdict_to_json(const VolumeVerdict& weighed) {
                 {"fallback", v.fallback.empty() ? Json(nullptr) : Json(v.fallback)},
                 {"device", std::string(device_name(v.device))},
                 {"workload", v.workload.text()},
+                {"guest", std::string(v.guest.name)},
                 {"now_seconds", v.now_seconds},
                 {"disk_bytes", v.disk_bytes},
                 {"reclaimable_bytes", v.reclaimable_bytes},

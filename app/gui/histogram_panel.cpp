@@ -69,9 +69,13 @@ void HistogramPanel::show_result(const PlanResult* result) {
     provisioned_->set_estimate(estimate);
     provisioned_view_->resizeColumnsToContents();
     fit_table();
-    headline_->setText(estimate ? tr("<b>Workload %1</b>: %2").arg(workload, headline_text(before, *after))
-                       : result ? tr("No estimate of this plan yet: it is made when this tab is shown.")
-                                : tr("Plan a volume to compare its IO before and after."));
+    const std::string_view guest = estimate ? estimate->workload.guest.name : std::string_view();
+    headline_->setText(
+        estimate ? tr("<b>Workload %1</b>, %2 guest: %3")
+                       .arg(workload, QString::fromUtf8(guest.data(), static_cast<qsizetype>(guest.size())),
+                            headline_text(before, *after))
+        : result ? tr("No estimate of this plan yet: it is made when this tab is shown.")
+                 : tr("Plan a volume to compare its IO before and after."));
 }
 
 void HistogramPanel::fit_table() {

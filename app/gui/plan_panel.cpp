@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/files_model.hpp"
+#include "core/estimate/guest_model.hpp"
 #include "core/estimate/workload.hpp"
 #include "pipeline/sizes.hpp"
 
@@ -43,6 +44,7 @@ PlanPanel::PlanPanel(QWidget* parent)
       max_moved_(new QLineEdit),
       dedup_chunks_(new QLineEdit(QStringLiteral("4K,8K,16K,32K"))),
       workload_(new QLineEdit(QStringLiteral("scan"))),
+      guest_(new QComboBox),
       plan_button_(new QPushButton(tr("Plan"))),
       apply_button_(new QPushButton(tr("Apply to a copy…"))),
       judgement_(new QLabel),
@@ -65,6 +67,12 @@ PlanPanel::PlanPanel(QWidget* parent)
         tr("scan (scan:mft), scan:path, trace:SOURCE (a path list, .pf, Layout.ini, @prefetch, @layout), "
            "write:N, "
            "fio:OPTIONS or install:N[,writers=W,chunk=SIZE]"));
+    for (const GuestProfile& guest : guest_profiles())
+        guest_->addItem(QString::fromUtf8(guest.name.data(), static_cast<qsizetype>(guest.name.size())));
+    guest_->setToolTip(
+        tr("How the guest's reads reach the virtual disk (docs/estimate.md 1.1): windows (each file's "
+           "cache, 64 KiB reads), linux-ntfs3g (the disk's cache, read-ahead past a file's end), "
+           "linux-ntfs3, or raw (each file's extents as they are)"));
     summary_->setTextFormat(Qt::RichText);
     summary_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
     summary_->setWordWrap(true);
@@ -79,6 +87,7 @@ PlanPanel::PlanPanel(QWidget* parent)
     form->addRow(tr("Max moved"), max_moved_);
     form->addRow(tr("Dedup chunks"), dedup_chunks_);
     form->addRow(tr("Workload"), workload_);
+    form->addRow(tr("Guest"), guest_);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(form);
     auto* buttons = new QHBoxLayout;
@@ -141,6 +150,7 @@ std::optional<PlanRequest> PlanPanel::request(QString* error) const {
         r.impact.dedup_chunks.push_back(*size);
     }
     r.workload = workload_->text().trimmed().toStdString();
+    r.guest = *find_guest_profile(guest_->currentText().toStdString());  // the list holds only profiles
     try {
         (void)parse_workload(r.workload);
     } catch (const Error& e) {

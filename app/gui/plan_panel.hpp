@@ -56,6 +56,7 @@ private:
     QLineEdit* max_moved_;
     QLineEdit* dedup_chunks_;
     QLineEdit* workload_;
+    QComboBox* guest_;
     QPushButton* plan_button_;
     QPushButton* apply_button_;
     QLabel* judgement_;

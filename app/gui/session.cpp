@@ -41,6 +41,7 @@ PlanResult plan_for_window(const OpenedImage& opened, std::size_t volume, const 
     PlanResult out;
     // Parsed before planning: a workload the window cannot run is refused at once.
     out.workload = parse_workload(request.workload);
+    out.guest = request.guest;
     // Writes go to the top layer: its provisioning decides the first writes, as in the CLI.
     std::vector<ProvisioningOverride> overrides;
     if (request.provisioning) overrides.push_back({0, *request.provisioning});
@@ -59,8 +60,9 @@ PlanFigures assess_plan(const OpenedImage& opened, const PlanResult& plan, Figur
     const auto asked = [missing](Figure f) { return includes(missing, f); };
     PlanFigures out;
     if (asked(Figure::Estimate))
-        out.estimate = estimate_volume(opened, plan.volume, plan.workload, kDefaultMaxIo, &plan,
-                                       plan.impact_options.models, progress, plan.impact_options.provisioning);
+        out.estimate =
+            estimate_volume(opened, plan.volume, plan.workload, IoShape{kDefaultMaxIo, plan.guest}, &plan,
+                            plan.impact_options.models, progress, plan.impact_options.provisioning);
     if (asked(Figure::Impact)) {
         try {
             out.impact = plan_impact(opened, plan, plan.impact_options, progress);

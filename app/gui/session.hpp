@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/estimate/guest_model.hpp"
 #include "core/estimate/workload.hpp"
 #include "core/impact/impact.hpp"
 #include "core/plan/frontier.hpp"
@@ -19,6 +20,7 @@ struct PlanRequest {
     PlanOptions options;
     ImpactOptions impact;  ///< its device models time the estimate too
     std::string workload = "scan";
+    GuestProfile guest = default_guest_profile();  ///< how the workload's reads reach the disk
     /// The top layer's provisioning type and every layer's zeroing block instead of the
     /// detected ones (unset: as detected), as --provisioning and --zero-block set them.
     std::optional<Provisioning> provisioning;
@@ -55,6 +57,7 @@ struct PlanFigures {
 /// those computed so far: the figures of `guestfrag report` and `guestfrag impact`.
 struct PlanResult : PlannedVolume, PlanFigures {
     Workload workload;             ///< the request's, parsed
+    GuestProfile guest;            ///< the request's
     ImpactOptions impact_options;  ///< with the top layer's effective provisioning
 };
 
@@ -66,8 +69,8 @@ struct PlanResult : PlannedVolume, PlanFigures {
                                          const Progress& progress);
 
 /// The figures of `wanted` that `plan` lacks, in the order the window's tabs show them:
-/// estimate_volume (IOs of at most kDefaultMaxIo, on the impact's device models), plan_impact
-/// (its warnings with the copy advice of plan_copy_states added) and plan_frontier. An impact
+/// estimate_volume (the plan's guest, IOs of at most kDefaultMaxIo, on the impact's device models),
+/// plan_impact (its warnings with the copy advice of plan_copy_states added) and plan_frontier. An impact
 /// failure is reported in impact_error, not thrown; other errors (Cancelled, Unsupported for
 /// a workload the volume cannot run) are thrown.
 [[nodiscard]] PlanFigures assess_plan(const OpenedImage& opened, const PlanResult& plan, Figures wanted,

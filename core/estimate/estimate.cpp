@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/estimate/estimate.hpp"
 
+#include "core/estimate/guest_model.hpp"
 #include "core/estimate/install_workload.hpp"
 #include "core/estimate/scan_workload.hpp"
 #include "core/estimate/stream_ios.hpp"
@@ -8,12 +9,13 @@
 
 namespace guestfrag {
 
-PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io, const DiskImage& image,
+PreparedWorkload prepare_workload(const Workload& workload, const IoShape& shape, const DiskImage& image,
                                   const VolumeMap& volume) {
-    check_max_io(max_io);
+    check_max_io(shape.max_io);
     PreparedWorkload prepared;
     prepared.workload = workload;
-    prepared.max_io = max_io;
+    prepared.max_io = shape.max_io;
+    prepared.guest = shape.guest;
     switch (workload.kind) {
         case Workload::Kind::Scan:
             break;
@@ -45,17 +47,19 @@ WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorklo
         for (const Io& io : ios) each(io);
     };
     switch (workload.workload.kind) {
-        case Workload::Kind::Scan:
-            hand_over(scan_ios(volume, workload.workload.scan_order, workload.max_io));
+        case Workload::Kind::Scan: {
+            GuestReader guest(volume, workload.guest, workload.max_io, each);
+            for (const Stream* s : scan_streams(volume, workload.workload.scan_order)) guest.read(*s);
             break;
+        }
         case Workload::Kind::Trace: {
             if (workload.io_trace) {
                 workload.io_trace->replay(volume, each);
                 break;
             }
-            TraceIos trace = trace_ios(volume, workload.trace_paths, workload.max_io);
-            hand_over(trace.ios);
-            notes.trace = std::move(trace.outcome);
+            GuestReader guest(volume, workload.guest, workload.max_io, each);
+            notes.trace =
+                trace_reads(volume, workload.trace_paths, [&guest](const Stream& s) { guest.read(s); });
             break;
         }
         case Workload::Kind::Write: {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/estimate/device_model.hpp"
+#include "core/estimate/guest_model.hpp"
 #include "core/estimate/io_stats.hpp"
 #include "core/estimate/io_trace.hpp"
 #include "core/estimate/trace_workload.hpp"
@@ -22,12 +23,20 @@ namespace guestfrag {
 /// The default cap on one IO (docs/design.md §4: --max-io defaults to 1 MiB).
 inline constexpr std::uint64_t kDefaultMaxIo = 1 << 20;
 
+/// How the guest's reads become IOs at the virtual disk: its profile (page cache,
+/// read-ahead, $MFT reads; docs/estimate.md §1.1) and the largest IO (--max-io).
+struct IoShape {
+    std::uint64_t max_io = kDefaultMaxIo;
+    GuestProfile guest = default_guest_profile();
+};
+
 /// A workload fixed for one volume, ready to replay on any state of it: a trace's paths
 /// and a write's file sizes are settled once, from the state before a plan, so that the
 /// before and after estimates replay exactly the same workload.
 struct PreparedWorkload {
     Workload workload;
     std::uint64_t max_io = kDefaultMaxIo;
+    GuestProfile guest = default_guest_profile();  ///< how scans and traces of paths are read
     std::vector<std::string> trace_paths;  ///< Trace of paths: volume paths in order
     /// Trace of block IOs (an nbdkit log, blkparse output, a vscsiStats trace): its IOs,
     /// tied to the files they read in the state before a plan. Shared: it is not changed.
@@ -40,8 +49,8 @@ struct PreparedWorkload {
 /// loads the trace's paths (load_trace),
 /// samples the write's or install's file sizes (write_file_sizes; check_install_writes) or
 /// checks a fio job's target against the disk or the volume's free space (check_fio_target).
-/// Throws Error(Unsupported) for an invalid max_io, and whatever those throw.
-[[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, std::uint64_t max_io,
+/// Throws Error(Unsupported) for an invalid shape.max_io, and whatever those throw.
+[[nodiscard]] PreparedWorkload prepare_workload(const Workload& workload, const IoShape& shape,
                                                 const DiskImage& image, const VolumeMap& volume);
 
 /// What a workload's generator saw besides its IOs.

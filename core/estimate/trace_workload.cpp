@@ -8,9 +8,8 @@
 
 namespace guestfrag {
 
-TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths, std::uint64_t max_io) {
-    check_max_io(max_io);
-
+TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> paths,
+                         const std::function<void(const Stream&)>& read) {
     const std::unordered_map<std::string, std::uint64_t> records = index_paths(volume);
 
     std::unordered_map<std::uint64_t, const Stream*> data;  // record → its unnamed $DATA
@@ -18,24 +17,32 @@ TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths, 
         if (s.type == static_cast<std::uint32_t>(AttrType::Data) && s.name.empty())
             data.emplace(s.mft_record, &s);
 
-    TraceIos result;
+    TraceOutcome outcome;
     std::unordered_set<std::string> reported;
     for (const std::string& path : paths) {
-        ++result.outcome.paths;
+        ++outcome.paths;
         const auto file = records.find(fold_trace_path(path));
         if (file == records.end()) {
-            ++result.outcome.missing;
-            if (reported.insert(path).second) result.outcome.missing_paths.push_back(path);
+            ++outcome.missing;
+            if (reported.insert(path).second) outcome.missing_paths.push_back(path);
             continue;
         }
         const auto stream = data.find(file->second);
         if (stream == data.end()) {
-            ++result.outcome.without_data;
+            ++outcome.without_data;
             continue;
         }
-        ++result.outcome.read;
-        append_stream_ios(volume, *stream->second, max_io, result.ios);
+        ++outcome.read;
+        read(*stream->second);
     }
+    return outcome;
+}
+
+TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths, std::uint64_t max_io) {
+    check_max_io(max_io);
+    TraceIos result;
+    result.outcome = trace_reads(volume, paths,
+                                 [&](const Stream& s) { append_stream_ios(volume, s, max_io, result.ios); });
     return result;
 }
 

@@ -130,7 +130,8 @@ private slots:
         window.set_tab("histograms");
         QTRY_VERIFY_WITH_TIMEOUT(plan.estimate.has_value() && !window.busy(), kTimeoutMs);
         QVERIFY(!plan.has(Figure::Impact) && !plan.frontier);
-        const PreparedWorkload workload = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *image_, before);
+        const PreparedWorkload workload =
+            prepare_workload(parse_workload("scan"), IoShape{}, *image_, before);
         const IoStats core_before = estimate_workload(before, workload).stats;
         const IoStats core_after = estimate_workload(apply_plan(before, plan.plan), workload).stats;
         QVERIFY(core_before.ios > 0);

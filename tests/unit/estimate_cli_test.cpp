@@ -74,13 +74,16 @@ void check_report(const Json& r) {
 
 TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][json][estimate]") {
     const auto image = test::small_cli_image();
-    const auto r = test::run_cli({"estimate", image.string(), "--json"});
+    // The raw guest: file extents as they are (docs/estimate.md §1), which the byte count
+    // below is worked out from.
+    const auto r = test::run_cli({"estimate", image.string(), "--json", "--guest", "raw"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     const Json doc = Json::parse(r.out);
     CHECK(doc["schema"] == "guestfrag.estimate.v1");
     CHECK(doc["workload"] == "scan");
     CHECK(doc["max_io"] == 1048576);
+    CHECK(doc["guest"] == Json{{"profile", "raw"}, {"read_ahead", 0}});
     REQUIRE(doc["volumes"].size() == 1);
     const Json& v = doc["volumes"][0];
     CHECK(v["partition"] == 1);
@@ -104,7 +107,8 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
     CHECK(v["before"]["ios"].get<std::uint64_t>() >= streams_with_data);
 
     // Smaller IOs: the same bytes in at least as many IOs, none above 4 KiB.
-    const auto small = test::run_cli({"estimate", image.string(), "--json", "--max-io", "4K"});
+    const auto small =
+        test::run_cli({"estimate", image.string(), "--json", "--max-io", "4K", "--guest", "raw"});
     REQUIRE(small.status == 0);
     const Json s = Json::parse(small.out)["volumes"][0]["before"];
     check_report(s);
@@ -112,6 +116,33 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
     CHECK(s["ios"].get<std::uint64_t>() >= v["before"]["ios"].get<std::uint64_t>());
     const Json& counts = s["histograms"]["ioLength"]["counts"];
     for (std::size_t i = 5; i < counts.size(); ++i) CHECK(counts[i] == 0);  // buckets above 4096
+
+    // A guest reads whole 4 KiB pages, $MFT records and what its read-ahead brings in: at
+    // least the raw bytes rounded up to pages, and every IO a whole number of pages.
+    for (const char* guest : {"windows", "linux-ntfs3g", "linux-ntfs3"}) {
+        INFO(guest);
+        const auto g = test::run_cli({"estimate", image.string(), "--json", "--guest", guest});
+        REQUIRE(g.status == 0);
+        const Json gd = Json::parse(g.out);
+        CHECK(gd["guest"]["profile"] == guest);
+        CHECK(gd["guest"]["read_ahead"] == 131072);
+        const Json& gb = gd["volumes"][0]["before"];
+        check_report(gb);
+        CHECK(gb["bytes"].get<std::uint64_t>() > bytes);
+        CHECK(gb["bytes"].get<std::uint64_t>() % 4096 == 0);
+        const Json& glen = gb["histograms"]["ioLength"]["counts"];
+        for (std::size_t i = 0; i < 4; ++i) CHECK(glen[i] == 0);  // buckets below 4096
+    }
+    // Read-ahead 0: every page its own IO, so IOs = bytes / 4096.
+    const auto off =
+        test::run_cli({"estimate", image.string(), "--json", "--guest", "linux-ntfs3g", "--read-ahead", "0"});
+    REQUIRE(off.status == 0);
+    const Json ob = Json::parse(off.out)["volumes"][0]["before"];
+    CHECK(ob["ios"].get<std::uint64_t>() * 4096 == ob["bytes"].get<std::uint64_t>());
+    // Unknown profiles and windows that are no whole pages are usage errors.
+    CHECK(test::run_cli({"estimate", image.string(), "--guest", "linux"}).status == 1);
+    CHECK(test::run_cli({"estimate", image.string(), "--guest", "raw", "--read-ahead", "1000"}).status == 1);
+    CHECK(test::run_cli({"estimate", image.string(), "--read-ahead", "lots"}).status == 1);
 }
 
 TEST_CASE("estimate text output shows totals and histograms", "[cli][estimate]") {
@@ -162,7 +193,9 @@ TEST_CASE("estimate write:N and trace:FILE", "[cli][json][estimate]") {
             << m.path_of(picked[0]->mft_record) << '\n';
     }
     const auto t =
-        test::run_cli({"estimate", image.string(), "--json", "--workload", "trace:" + list.string()});
+        // raw: a guest would find the file named twice cached the second time.
+        test::run_cli(
+            {"estimate", image.string(), "--json", "--workload", "trace:" + list.string(), "--guest", "raw"});
     INFO(t.err);
     REQUIRE(t.status == 0);
     const Json td = Json::parse(t.out);

@@ -69,11 +69,11 @@ TEST_CASE("pipeline: plan, adopt, impact and estimate of one volume", "[pipeline
         }
     }
 
-    const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, &planned);
+    const VolumeEstimate e = estimate_volume(opened, 0, parse_workload("scan"), IoShape{}, &planned);
     CHECK(e.partition == before.partition);
-    const PreparedWorkload w = prepare_workload(parse_workload("scan"), kDefaultMaxIo, *opened.image, before);
+    const PreparedWorkload w = prepare_workload(parse_workload("scan"), IoShape{}, *opened.image, before);
     CHECK(e.before.stats.ios == estimate_workload(before, w).stats.ios);
     REQUIRE(e.after);
     CHECK(e.after->stats.ios == estimate_workload(apply_plan(before, planned.plan), w).stats.ios);
-    CHECK(!estimate_volume(opened, 0, parse_workload("scan"), kDefaultMaxIo, nullptr).after);
+    CHECK(!estimate_volume(opened, 0, parse_workload("scan"), IoShape{}, nullptr).after);
 }

@@ -185,7 +185,7 @@ TEST_CASE("plan writes: a workload after the plan pays no first write where the 
     const PlannedVolume planned{0, p, std::make_shared<const VolumeMap>(apply_plan(volume(), p))};
     // Four 64 KiB writes at disk bytes 1408 KiB … 1664 KiB: blocks 22, 23, 24 and 25.
     const Workload fio = parse_workload("fio:rw=write,bs=64k,offset=1408k,size=256k");
-    const VolumeEstimate e = estimate_volume(opened, 0, fio, kDefaultMaxIo, &planned);
+    const VolumeEstimate e = estimate_volume(opened, 0, fio, IoShape{}, &planned);
     CHECK(e.provisioning.zero_block == kBlock);
     CHECK(e.before.stats.writes == 4);
     // Before: only block 23 is stored, so 22, 24 and 25 are first writes.

@@ -169,7 +169,7 @@ TEST_CASE("a trace the volume does not hold: the verdict weighs scan instead and
     CHECK(r.err ==
           "guestfrag: warning: the volume has no \\Windows\\Prefetch directory (not a Windows system "
           "volume, or prefetching is off): the verdict weighs scan instead\n");
-    CHECK(r.out.find("Plans weighed: scan on the array model") != std::string::npos);
+    CHECK(r.out.find("Plans weighed: scan (windows guest) on the array model") != std::string::npos);
 }
 
 TEST_CASE("the verdict on a volume with nothing worth doing: no action, the reason, exit 0",

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "core/estimate/guest_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/icl/interval_set.hpp>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/estimate/stream_ios.hpp"
+
+namespace guestfrag {
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024;
+
+// docs/estimate.md §1.1 says where each value comes from.
+constexpr std::array kProfiles{
+    GuestProfile{"windows", GuestProfile::Cache::File, GuestProfile::RecordReads::MftCache, 4 * KiB, 64 * KiB,
+                 128 * KiB, 0},
+    GuestProfile{"linux-ntfs3g", GuestProfile::Cache::Disk, GuestProfile::RecordReads::DataCache, 4 * KiB,
+                 128 * KiB, 128 * KiB, 0},
+    GuestProfile{"linux-ntfs3", GuestProfile::Cache::File, GuestProfile::RecordReads::Blocks, 4 * KiB,
+                 128 * KiB, 128 * KiB, 0},
+    GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, 0},
+};
+
+/// Linux's on-demand read-ahead (mm/readahead.c, 6.1), over one cache's pages: a window
+/// starts at the first read, grows fourfold and then twofold up to the largest window
+/// while the reader keeps reaching the marked page of the last window, and a read that
+/// follows nothing cached reads only what was asked. Pages are cache indexes; `fetch` turns
+/// a run of missing pages into IOs.
+class ReadAheadCache {
+public:
+    using Fetch = std::function<void(std::uint64_t first, std::uint64_t count)>;
+
+    ReadAheadCache(std::uint64_t limit, std::uint64_t max_pages, Fetch fetch)
+        : limit_(limit), max_(max_pages), fetch_(std::move(fetch)) {}
+
+    /// A read of pages [index, index + count) that ends in (or, aligned, before) page
+    /// `after`: what the kernel's filemap_read does. `after` is the page of the byte after
+    /// the read, which the next read is compared with (file_ra_state::prev_pos).
+    void read(std::uint64_t index, std::uint64_t count, std::uint64_t after) {
+        const std::uint64_t end = std::min(limit_, index + count);
+        for (std::uint64_t pos = index; pos < end;) {
+            if (!cached(pos)) {
+                sync_ahead(pos, end - pos);
+                if (!cached(pos)) load(pos, 1);
+            }
+            if (markers_.erase(pos) != 0) ondemand(pos, end - pos, true);
+            // Up to the next page that is missing or marked: nothing happens in between.
+            std::uint64_t next = end;
+            const auto run = cached_.find(pos);
+            if (run != cached_.end()) next = std::min(next, boost::icl::upper(*run));
+            if (const auto m = markers_.upper_bound(pos); m != markers_.end()) next = std::min(next, *m);
+            pos = std::max(pos + 1, next);
+        }
+        prev_ = after;
+    }
+
+    /// A read of pages [index, index + count) that never reads ahead (a buffer-head read).
+    void read_alone(std::uint64_t index, std::uint64_t count) {
+        load(index, std::min(limit_, index + count) - std::min(limit_, index));
+    }
+
+private:
+    [[nodiscard]] bool cached(std::uint64_t page) const { return cached_.find(page) != cached_.end(); }
+
+    static std::uint64_t round_up_pow2(std::uint64_t v) {
+        std::uint64_t p = 1;
+        while (p < v) p <<= 1;
+        return p;
+    }
+    [[nodiscard]] std::uint64_t init_size(std::uint64_t request) const {
+        const std::uint64_t size = round_up_pow2(request);
+        if (size <= max_ / 32) return size * 4;
+        if (size <= max_ / 4) return size * 2;
+        return max_;
+    }
+    [[nodiscard]] std::uint64_t next_size(std::uint64_t current) const {
+        if (current < max_ / 16) return current * 4;
+        if (current <= max_ / 2) return current * 2;
+        return max_;
+    }
+
+    void sync_ahead(std::uint64_t index, std::uint64_t request) {
+        if (max_ == 0) {  // read-ahead off: the kernel reads the one page asked for
+            load(index, 1);
+            return;
+        }
+        ondemand(index, request, false);
+    }
+
+    void ondemand(std::uint64_t index, std::uint64_t request, bool marker) {
+        if (index == 0) return initial(index, request);
+        // The expected next index: the reader reached the last window's marker or end.
+        if (index == start_ + size_ - async_ || index == start_ + size_) {
+            start_ += size_;
+            size_ = next_size(size_);
+            async_ = size_;
+            return readit(index);
+        }
+        if (marker) {  // a marked page read-ahead state no longer describes
+            std::uint64_t start = index + 1;
+            while (start < limit_ && start - index <= max_ && cached(start)) start = upper_of(start);
+            if (start - index > max_) return;
+            start_ = start;
+            size_ = next_size(start - index + request);
+            async_ = size_;
+            return readit(index);
+        }
+        if (request > max_) return initial(index, request);
+        // A sequential miss: the page the last read ended before (or, unaligned, in), or the
+        // one after it.
+        if (prev_ && index >= *prev_ && index - *prev_ <= 1) return initial(index, request);
+        if (context(index, request)) return readit(index);
+        load(index, request);  // a lone random read: just what was asked, no state kept
+    }
+
+    /// try_context_readahead: the pages just before `index` are cached, as a sequential
+    /// reader would have left them: read ahead as far as that history is long.
+    bool context(std::uint64_t index, std::uint64_t request) {
+        if (index == 0) return false;
+        const auto run = cached_.find(index - 1);
+        if (run == cached_.end()) return false;
+        std::uint64_t history = std::min(index - boost::icl::lower(*run), max_);
+        if (history >= index) history *= 2;  // cached from the start: a sequential reader
+        start_ = index;
+        size_ = std::min(history + request, max_);
+        async_ = 1;
+        return true;
+    }
+
+    void initial(std::uint64_t index, std::uint64_t request) {
+        start_ = index;
+        size_ = init_size(request);
+        async_ = size_ > request ? size_ - request : size_;
+        readit(index);
+    }
+
+    void readit(std::uint64_t index) {
+        // The read would reach its own marker at once: take the next window now.
+        if (index == start_ && size_ == async_) {
+            const std::uint64_t add = next_size(size_);
+            if (size_ + add <= max_) {
+                async_ = add;
+                size_ += add;
+            } else {
+                size_ = max_;
+                async_ = max_ / 2;
+            }
+        }
+        if (start_ >= limit_) return;
+        const std::uint64_t count = std::min(size_, limit_ - start_);
+        load(start_, count);
+        const std::uint64_t mark = start_ + size_ - async_;
+        if (async_ > 0 && mark < start_ + count) markers_.insert(mark);
+    }
+
+    [[nodiscard]] std::uint64_t upper_of(std::uint64_t page) const {
+        const auto run = cached_.find(page);
+        return run == cached_.end() ? page + 1 : boost::icl::upper(*run);
+    }
+
+    /// Reads the missing pages of [first, first + count), each run of them one fetch.
+    void load(std::uint64_t first, std::uint64_t count) {
+        const std::uint64_t end = std::min(limit_, first + count);
+        for (std::uint64_t pos = first; pos < end;) {
+            if (cached(pos)) {
+                pos = upper_of(pos);
+                continue;
+            }
+            std::uint64_t run_end = end;
+            const auto next =
+                cached_.lower_bound(boost::icl::discrete_interval<std::uint64_t>::right_open(pos, end));
+            if (next != cached_.end()) run_end = std::min(run_end, boost::icl::lower(*next));
+            fetch_(pos, run_end - pos);
+            cached_.add(boost::icl::discrete_interval<std::uint64_t>::right_open(pos, run_end));
+            pos = run_end;
+        }
+    }
+
+    std::uint64_t limit_;
+    std::uint64_t max_;
+    Fetch fetch_;
+    boost::icl::interval_set<std::uint64_t> cached_;
+    std::set<std::uint64_t> markers_;
+    std::uint64_t start_ = 0, size_ = 0, async_ = 0;  // file_ra_state
+    std::optional<std::uint64_t> prev_;               // the page after the last read
+};
+
+}  // namespace
+
+std::span<const GuestProfile> guest_profiles() noexcept { return kProfiles; }
+
+std::optional<GuestProfile> find_guest_profile(std::string_view name) noexcept {
+    for (const GuestProfile& p : kProfiles)
+        if (p.name == name) return p;
+    return std::nullopt;
+}
+
+const GuestProfile& default_guest_profile() noexcept { return kProfiles.front(); }
+
+GuestProfile with_read_ahead(GuestProfile profile, std::uint64_t bytes) {
+    if (bytes % profile.page_bytes != 0 || bytes > 64 * KiB * KiB)
+        throw Error(ErrorKind::Unsupported, "the read-ahead window must be a multiple of " +
+                                                std::to_string(profile.page_bytes) +
+                                                " bytes, at most 64 MiB");
+    profile.read_ahead_bytes = bytes;
+    return profile;
+}
+
+struct GuestReader::State {
+    const VolumeMap& volume;
+    GuestProfile profile;
+    std::uint64_t max_request;
+    std::function<void(const Io&)> each;
+    std::uint64_t page;
+    std::unique_ptr<ReadAheadCache> disk;  // Cache::Disk, and the record blocks of RecordReads::Blocks
+    std::unique_ptr<ReadAheadCache> mft;   // RecordReads::MftCache
+    const Stream* mft_stream = nullptr;
+
+    /// Byte offsets stay below 2^62, as in append_stream_ios: runs and sizes beyond are corrupt
+    /// (NTFS volumes end far earlier) and are cut there, so no sum below overflows.
+    static constexpr std::uint64_t kByteLimit = std::uint64_t{1} << 62;
+    [[nodiscard]] std::int64_t max_cluster() const {
+        return static_cast<std::int64_t>(kByteLimit / volume.cluster_size / 4);
+    }
+
+    /// Sends [byte, byte + length) of the disk as IOs of at most max_request bytes.
+    void send(std::uint64_t byte, std::uint64_t length) const {
+        while (length > 0) {
+            const std::uint64_t n = std::min(length, max_request);
+            each(Io{static_cast<std::int64_t>(byte / kSectorBytes), n});
+            byte += n;
+            length -= n;
+        }
+    }
+
+    /// Hands `piece` the disk ranges that hold bytes [from, to) of `stream`, in file order,
+    /// ranges that continue each other on disk joined; holes are skipped.
+    template <typename Piece>
+    void map(const Stream& stream, std::uint64_t from, std::uint64_t to, Piece piece) const {
+        const std::uint64_t cs = volume.cluster_size;
+        std::uint64_t pending = 0, pending_length = 0;
+        const auto it = std::upper_bound(
+            stream.extents.begin(), stream.extents.end(), from / cs,
+            [](std::uint64_t v, const Extent& e) { return v < static_cast<std::uint64_t>(e.vcn); });
+        for (auto e = it == stream.extents.begin() ? it : std::prev(it); e != stream.extents.end(); ++e) {
+            // Runs past 2^62 bytes are corrupt (append_stream_ios skips them too); skipping
+            // them keeps every sum below from overflowing.
+            if (e->vcn < 0 || e->clusters <= 0 || e->vcn > max_cluster() || e->lcn > max_cluster() ||
+                e->clusters > max_cluster())
+                continue;
+            const std::uint64_t a = std::max(from, static_cast<std::uint64_t>(e->vcn) * cs);
+            const std::uint64_t b = std::min(to, static_cast<std::uint64_t>(e->vcn + e->clusters) * cs);
+            if (a >= to) break;
+            if (a >= b || e->lcn < 0) continue;  // before the range, or a hole
+            const std::uint64_t at = volume.partition_offset + static_cast<std::uint64_t>(e->lcn) * cs +
+                                     (a - static_cast<std::uint64_t>(e->vcn) * cs);
+            if (pending_length > 0 && pending + pending_length == at) {
+                pending_length += b - a;
+                continue;
+            }
+            if (pending_length > 0) piece(pending, pending_length);
+            pending = at;
+            pending_length = b - a;
+        }
+        if (pending_length > 0) piece(pending, pending_length);
+    }
+
+    /// The first byte at or after `byte` that an allocated run of `stream` holds, below its
+    /// size; nullopt when none is left. Readers jump over holes with it: a sparse file's
+    /// size may be many terabytes that read nothing.
+    std::optional<std::uint64_t> next_allocated(const Stream& stream, std::uint64_t byte) const {
+        const std::uint64_t cs = volume.cluster_size;
+        // Runs are in VCN order: the first that may hold `byte` is the last starting at or
+        // before its cluster.
+        auto e = std::upper_bound(stream.extents.begin(), stream.extents.end(), byte / cs,
+                                  [](std::uint64_t v, const Extent& x) {
+                                      return x.vcn >= 0 && v < static_cast<std::uint64_t>(x.vcn);
+                                  });
+        if (e != stream.extents.begin()) --e;
+        for (; e != stream.extents.end(); ++e) {
+            if (e->lcn < 0 || e->vcn < 0 || e->clusters <= 0 || e->vcn > max_cluster() ||
+                e->clusters > max_cluster())
+                continue;
+            const std::uint64_t end =
+                (static_cast<std::uint64_t>(e->vcn) + static_cast<std::uint64_t>(e->clusters)) * cs;
+            if (end <= byte) continue;
+            const std::uint64_t at = std::max(byte, static_cast<std::uint64_t>(e->vcn) * cs);
+            if (at >= stream.size) return std::nullopt;
+            return at;
+        }
+        return std::nullopt;
+    }
+
+    /// Hands `request` the byte ranges [from, to) of `stream` a reader of the whole file asks
+    /// for, `step` bytes at a time from its start to its size, skipping the steps that lie
+    /// wholly in a hole or past the last run.
+    template <typename Request>
+    void for_each_request(const Stream& stream, std::uint64_t step, Request request) const {
+        const std::uint64_t size = std::min(stream.size, kByteLimit);
+        for (std::uint64_t from = 0; from < size;) {
+            const std::optional<std::uint64_t> at = next_allocated(stream, from);
+            if (!at) return;
+            from = std::max(from, *at / step * step);
+            request(from, std::min(size, from + step));
+            from += step;
+        }
+    }
+
+    /// Reads disk bytes [byte, byte + length) through the disk's cache, whole pages.
+    void read_disk(std::uint64_t byte, std::uint64_t length, bool ahead) const {
+        const std::uint64_t first = byte / page;
+        const std::uint64_t end = (byte + length + page - 1) / page;
+        if (ahead)
+            disk->read(first, end - first, (byte + length) / page);
+        else
+            disk->read_alone(first, end - first);
+    }
+
+    void read_record(std::uint64_t record) {
+        const std::uint64_t size = volume.mft_record_size;
+        if (!mft_stream || size == 0) return;
+        const std::uint64_t from = record * size;
+        if (from >= mft_stream->size) return;
+        switch (profile.records) {
+            case GuestProfile::RecordReads::None:
+                return;
+            case GuestProfile::RecordReads::DataCache:
+            case GuestProfile::RecordReads::Blocks: {
+                const bool ahead = profile.records == GuestProfile::RecordReads::DataCache;
+                map(*mft_stream, from, from + size,
+                    [&](std::uint64_t b, std::uint64_t n) { read_disk(b, n, ahead); });
+                return;
+            }
+            case GuestProfile::RecordReads::MftCache:
+                mft->read(from / page, (size + page - 1) / page, (from + size) / page);
+                return;
+        }
+    }
+
+    /// A cache over `stream`'s pages (by file offset) that fetches from where its extents lie.
+    std::unique_ptr<ReadAheadCache> file_cache(const Stream& stream) {
+        const std::uint64_t size = std::min(stream.size, kByteLimit);
+        const std::uint64_t pages = (size + page - 1) / page;
+        return std::make_unique<ReadAheadCache>(
+            pages, profile.read_ahead_bytes / page,
+            [this, &stream, pages](std::uint64_t first, std::uint64_t count) {
+                const std::uint64_t to = std::min((first + count) * page, pages * page);
+                map(stream, first * page, to, [this](std::uint64_t b, std::uint64_t n) { send(b, n); });
+            });
+    }
+};
+
+GuestReader::GuestReader(const VolumeMap& volume, const GuestProfile& profile, std::uint64_t max_io,
+                         std::function<void(const Io&)> each) {
+    check_max_io(max_io);
+    if (volume.cluster_size == 0 || volume.cluster_size % kSectorBytes != 0)
+        throw Error(ErrorKind::Unsupported,
+                    "cluster size " + std::to_string(volume.cluster_size) + " is not a multiple of 512");
+    const std::uint64_t max_request = profile.max_request_bytes != 0 ? profile.max_request_bytes : max_io;
+    state_ = std::unique_ptr<State>(new State{volume,
+                                              profile,
+                                              max_request,
+                                              std::move(each),
+                                              std::max<std::uint64_t>(profile.page_bytes, 512),
+                                              {},
+                                              {},
+                                              nullptr});
+    State& s = *state_;
+    for (const Stream& st : volume.streams)
+        if (st.mft_record == 0 && st.type == static_cast<std::uint32_t>(AttrType::Data) && st.name.empty())
+            s.mft_stream = &st;
+    if (profile.cache == GuestProfile::Cache::None) return;
+    const std::uint64_t disk_end =
+        volume.partition_offset +
+        static_cast<std::uint64_t>(std::max<std::int64_t>(volume.total_clusters, 0)) * volume.cluster_size;
+    s.disk = std::make_unique<ReadAheadCache>(
+        (disk_end + s.page - 1) / s.page, profile.read_ahead_bytes / s.page,
+        [&s](std::uint64_t first, std::uint64_t count) { s.send(first * s.page, count * s.page); });
+    if (profile.records == GuestProfile::RecordReads::MftCache && s.mft_stream)
+        s.mft = s.file_cache(*s.mft_stream);
+}
+
+GuestReader::~GuestReader() = default;
+
+void GuestReader::read(const Stream& stream) {
+    State& s = *state_;
+    if (s.profile.cache == GuestProfile::Cache::None) {
+        std::vector<Io> ios;
+        append_stream_ios(s.volume, stream, s.max_request, ios);
+        for (const Io& io : ios) s.each(io);
+        return;
+    }
+    s.read_record(stream.mft_record);
+    const std::uint64_t request = std::max(s.profile.request_bytes, s.page);
+    if (s.profile.cache == GuestProfile::Cache::Disk) {
+        // The file system reads each request's extents from the disk's cache, byte-exact.
+        s.for_each_request(stream, request, [&s, &stream](std::uint64_t from, std::uint64_t to) {
+            s.map(stream, from, to, [&s](std::uint64_t b, std::uint64_t n) { s.read_disk(b, n, true); });
+        });
+        return;
+    }
+    const std::unique_ptr<ReadAheadCache> cache = s.file_cache(stream);
+    const std::uint64_t page = s.page;
+    s.for_each_request(stream, request, [&cache, page](std::uint64_t from, std::uint64_t to) {
+        cache->read(from / page, (to - from + page - 1) / page, to / page);
+    });
+}
+
+}  // namespace guestfrag

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The guest's side of a read (docs/estimate.md §1.1): a guest does not send a file's extents
+// to its virtual disk. Its page cache reads whole pages, its read-ahead reads a window ahead
+// of the reader (growing while the reads stay sequential, and, when the cache is the
+// disk's, running on past a file's end), and its file system reads each file's $MFT record
+// before the data. A guest profile names those parameters for one kind of guest.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/estimate/io.hpp"
+#include "core/model/volume_map.hpp"
+
+namespace guestfrag {
+
+struct GuestProfile {
+    /// Whose cache the file data is read through.
+    enum class Cache : std::uint8_t {
+        None,  ///< no cache: each extent piece is an IO (append_stream_ios), the "raw" profile
+        Disk,  ///< the disk's own cache, by disk offset (ntfs-3g reads the device through it)
+        File,  ///< each file's cache, by file offset: read-ahead stops at the file's end
+    };
+    /// How a file's $MFT record is read before its data.
+    enum class RecordReads : std::uint8_t {
+        None,       ///< not modelled (raw)
+        DataCache,  ///< through the same cache and read-ahead as the data (ntfs-3g)
+        Blocks,     ///< a page of the disk at a time, cached, never read ahead (ntfs3)
+        MftCache,   ///< through $MFT's own file cache, with its read-ahead (Windows)
+    };
+
+    std::string_view name;
+    Cache cache = Cache::None;
+    RecordReads records = RecordReads::None;
+    std::uint64_t page_bytes = 4096;          ///< the cache's unit: reads are whole pages
+    std::uint64_t request_bytes = 131072;     ///< the most the reader asks of the cache at once
+    std::uint64_t read_ahead_bytes = 131072;  ///< the largest read-ahead window (0: none)
+    /// The largest request the guest sends; 0: the estimate's --max-io.
+    std::uint64_t max_request_bytes = 0;
+};
+
+/// The named profiles: raw, windows, linux-ntfs3g, linux-ntfs3 (docs/estimate.md §1.1 gives
+/// each value and where it comes from).
+[[nodiscard]] std::span<const GuestProfile> guest_profiles() noexcept;
+/// The profile named `name`, nullopt for none.
+[[nodiscard]] std::optional<GuestProfile> find_guest_profile(std::string_view name) noexcept;
+/// `profile` with its read-ahead window set to `bytes` (a guest's read_ahead_kb · 1024).
+/// Throws Error(Unsupported) unless `bytes` is a multiple of the page, at most 64 MiB.
+[[nodiscard]] GuestProfile with_read_ahead(GuestProfile profile, std::uint64_t bytes);
+/// The profile estimates use unless told: windows (docs/estimate.md §1.1 argues it).
+[[nodiscard]] const GuestProfile& default_guest_profile() noexcept;
+
+/// Reads files as `profile`'s guest does and hands the IOs it sends to the disk to `each`,
+/// in issue order. One reader is one guest session: what it has read stays cached for the
+/// files read after, and nothing is evicted (a page read twice comes from the disk once;
+/// a guest's cache holds far more than the read-ahead windows that matter here).
+class GuestReader {
+public:
+    /// Throws Error(Unsupported) when `max_io` is not valid_max_io or the volume's cluster
+    /// size is not a positive multiple of 512 (as append_stream_ios).
+    GuestReader(const VolumeMap& volume, const GuestProfile& profile, std::uint64_t max_io,
+                std::function<void(const Io&)> each);
+    ~GuestReader();
+    GuestReader(const GuestReader&) = delete;
+    GuestReader& operator=(const GuestReader&) = delete;
+
+    /// Reads `stream` front to back as the guest's reader of a whole file does: its $MFT
+    /// record first, then its data in requests of request_bytes up to its size. O(runs +
+    /// pages read · log cached ranges).
+    void read(const Stream& stream);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace guestfrag

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// A real guest as the estimate's oracle, the short variant of bench/guest_trace.sh
+// (docs/benchmarks.md, "The estimate against a real guest"): the libguestfs appliance, a
+// Linux kernel under qemu, reads every file of a generated volume with tar through ntfs-3g,
+// from nbdkit with its log filter, before and after an optimize plan; the estimate of the
+// same reads with the linux-ntfs3g guest profile must agree with the trace within the goals
+// of docs/estimate.md §1.1: 10 % on IOs, mean IO and every device model's seconds, 10 points
+// on the sequential share, and 10 % on what the plan buys.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/fixtures.hpp"
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+namespace {
+
+double relative(double traced, double estimated) { return std::abs(estimated / traced - 1); }
+
+/// The estimate beside the trace of `side` kept in `dir`: volumes[0] of estimate --json.
+Json compared(const fs::path& dir, const std::string& side) {
+    const std::string run = "ntfs-3g-128-" + side;
+    const auto r = guestfrag::test::run_cli({"estimate", (dir / (side + ".img")).string(), "--workload",
+                                             "trace:" + (dir / (run + ".list")).string(), "--compare",
+                                             (dir / (run + ".log")).string(), "--guest", "linux-ntfs3g",
+                                             "--read-ahead", "128KiB", "--json"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return Json::parse(r.out)["volumes"][0];
+}
+
+}  // namespace
+
+TEST_CASE("a real guest reads a volume with tar as the linux-ntfs3g estimate says, before and after a plan",
+          "[guest]") {
+    guestfrag::test::require_tools({"guestfish", "nbdkit", "bash"});
+    const fs::path dir = guestfrag::test::scratch_dir() / "guest-trace";
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const auto bench = guestfrag::test::run(
+        {"env", "VOLUME=--size 256MiB --files 800 --interleave 12 --seed 21", "READER=tar",
+         "PLANS=optimize:path", "TRACE_DIR=" + dir.string(), "BENCH_DIR=" + dir.string(), "bash",
+         GUESTFRAG_SOURCE_DIR "/bench/guest_trace.sh", GUESTFRAG_BUILD_DIR, "ntfs-3g", "128"});
+    INFO(bench.out << bench.err);
+    REQUIRE(bench.status == 0);
+
+    const Json before = compared(dir, "before");
+    const Json after = compared(dir, "optimize:path");
+    for (const Json* v : {&before, &after}) {
+        const Json& traced = (*v)["traced"];
+        const Json& estimate = (*v)["before"];
+        INFO("traced " << traced.dump() << "\nestimate " << estimate.dump());
+        CHECK(traced["ios"].get<double>() > 100);  // the guest really read the volume
+        CHECK(relative(traced["ios"], estimate["ios"]) <= 0.10);
+        CHECK(relative(traced["mean_io_bytes"], estimate["mean_io_bytes"]) <= 0.10);
+        CHECK(std::abs(traced["sequential_percent"].get<double>() -
+                       estimate["sequential_percent"].get<double>()) <= 10);
+        for (const char* device : {"hdd", "ssd", "array"}) {
+            INFO(device);
+            CHECK(relative(traced["device_seconds"][device], estimate["device_seconds"][device]) <= 0.10);
+        }
+    }
+    // What the plan buys the guest: the change after/before, traced against estimated.
+    for (const char* device : {"hdd", "ssd", "array"}) {
+        INFO(device);
+        const auto change = [device](const Json& v, const char* which) {
+            return v[which]["device_seconds"][device].get<double>();
+        };
+        CHECK(relative(change(after, "traced") / change(before, "traced"),
+                       change(after, "before") / change(before, "before")) <= 0.10);
+    }
+}

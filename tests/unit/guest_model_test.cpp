@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+// The guest model (docs/estimate.md §1.1) on hand-built volumes: page-granular reads, the
+// read-ahead window and its growth, read-ahead past a file's end through the disk's cache,
+// and $MFT record reads. Every expected IO is worked out in the comment above it, following
+// Linux's on-demand read-ahead (mm/readahead.c) step by step.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/estimate/guest_model.hpp"
+#include "core/estimate/stream_ios.hpp"
+
+using guestfrag::AttrType;
+using guestfrag::Extent;
+using guestfrag::GuestProfile;
+using guestfrag::GuestReader;
+using guestfrag::Io;
+using guestfrag::Stream;
+using guestfrag::VolumeMap;
+
+namespace {
+
+constexpr auto kData = static_cast<std::uint32_t>(AttrType::Data);
+constexpr std::uint64_t KiB = 1024;
+constexpr std::uint64_t MiB = 1024 * KiB;
+
+Stream file(std::uint64_t record, std::uint64_t size, std::vector<Extent> runs) {
+    Stream s;
+    s.mft_record = record;
+    s.type = kData;
+    s.size = size;
+    s.allocated_size = size;
+    s.extents = std::move(runs);
+    return s;
+}
+
+/// 4 KiB clusters at byte 0 of the disk (cluster c = page c = sector 8c), 1 KiB records,
+/// $MFT's 16 records in clusters 100-103: record r is at byte 409,600 + 1,024 r.
+VolumeMap volume() {
+    VolumeMap v;
+    v.cluster_size = 4096;
+    v.mft_record_size = 1024;
+    v.total_clusters = 1 << 20;
+    v.streams.push_back(file(0, 16 * KiB, {{0, 100, 4}}));
+    return v;
+}
+
+GuestProfile profile(GuestProfile::Cache cache, GuestProfile::RecordReads records, std::uint64_t read_ahead) {
+    GuestProfile p;
+    p.name = "test";
+    p.cache = cache;
+    p.records = records;
+    p.page_bytes = 4096;
+    p.request_bytes = 128 * KiB;
+    p.read_ahead_bytes = read_ahead;
+    return p;
+}
+
+std::vector<Io> read_all(const VolumeMap& v, const GuestProfile& p, const std::vector<Stream>& files) {
+    std::vector<Io> ios;
+    GuestReader reader(v, p, MiB, [&ios](const Io& io) { ios.push_back(io); });
+    for (const Stream& s : files) reader.read(s);
+    return ios;
+}
+
+}  // namespace
+
+TEST_CASE("guest model: records and data through the disk's cache, read-ahead off and on") {
+    const VolumeMap v = volume();
+    // A: record 10, 8 KiB in clusters 1000-1001. B: record 11, 100 bytes in cluster 1002.
+    const std::vector<Stream> files{file(10, 8192, {{0, 1000, 2}}), file(11, 100, {{0, 1002, 1}})};
+    using C = GuestProfile::Cache;
+    using R = GuestProfile::RecordReads;
+
+    // Read-ahead off: every missing page is its own IO. A's record: byte 419,840 is in page
+    // 102 (sector 816); A's data pages 1000 and 1001; B's record is in page 102 too (cached);
+    // B's data page 1002.
+    CHECK(read_all(v, profile(C::Disk, R::DataCache, 0), files) ==
+          std::vector<Io>{{816, 4096}, {8000, 4096}, {8008, 4096}, {8016, 4096}});
+
+    // 128 KiB (32 pages). A's record: page 102, no history before it (page 101 is not
+    // cached) and no read before: a lone random read of that page. A's data: pages
+    // 1000-1001 follow nothing (the last read ended in page 102): again as asked, one IO.
+    // B's record: cached. B's data, page 1002: the read before ended in page 103 (record
+    // 11 ends at byte 421,888), so not sequential, but pages 1001 and 1000 before it are
+    // cached: context read-ahead of min(2 + 1, 32) = 3 pages from 1002 (sectors 8016-8039).
+    CHECK(read_all(v, profile(C::Disk, R::DataCache, 128 * KiB), files) ==
+          std::vector<Io>{{816, 4096}, {8000, 8192}, {8016, 12288}});
+
+    // No record reads and 512-byte pages make the raw profile's extents again... except
+    // that the raw profile has no cache at all: each file is append_stream_ios.
+    const GuestProfile raw = *guestfrag::find_guest_profile("raw");
+    CHECK(read_all(v, raw, files) == std::vector<Io>{{8000, 8192}, {8016, 512}});
+}
+
+TEST_CASE("guest model: read-ahead runs on past a file's end through the disk's cache") {
+    const VolumeMap v = volume();
+    // Three 8 KiB files one after another: clusters 3000-3001, 3002-3003, 3004-3005.
+    const std::vector<Stream> files{file(20, 8192, {{0, 3000, 2}}), file(21, 8192, {{0, 3002, 2}}),
+                                    file(22, 8192, {{0, 3004, 2}})};
+    const GuestProfile p = profile(GuestProfile::Cache::Disk, GuestProfile::RecordReads::None, 128 * KiB);
+    // The first: nothing before it, read as asked (pages 3000-3001). The second starts at
+    // page 3002, the page after the last read: a sequential miss, so an initial window:
+    // 2 pages rounded up to 2, ≤ 32/4 so doubled to 4 (3002-3005), async part 4 − 2 = 2,
+    // its marker on page 3004. The third is cached; reading page 3004 hits the marker:
+    // the expected index (3002 + 4 − 2), so the window moves on to 3006 and grows to 8
+    // pages (4 ≤ 32/2: doubled), read at once (sectors 24,048-24,111).
+    CHECK(read_all(v, p, files) == std::vector<Io>{{24000, 8192}, {24016, 16384}, {24048, 32768}});
+
+    // Each file's own cache stops at its end: each file's first read is at page 0, an
+    // initial window of 2 pages rounded up to 2, ×4 (≤ 32/32? no), ×2 (≤ 8): 4 pages, cut
+    // at the file's 2.
+    const GuestProfile own = profile(GuestProfile::Cache::File, GuestProfile::RecordReads::None, 128 * KiB);
+    CHECK(read_all(v, own, files) == std::vector<Io>{{24000, 8192}, {24016, 8192}, {24032, 8192}});
+}
+
+TEST_CASE("guest model: the read-ahead window grows while the reader keeps up") {
+    const VolumeMap v = volume();
+    // One 1 MiB file in clusters 2000-2255 (sector 16,000), read in 128 KiB requests.
+    const std::vector<Stream> one{file(30, MiB, {{0, 2000, 256}})};
+    using C = GuestProfile::Cache;
+    using R = GuestProfile::RecordReads;
+
+    // Window 128 KiB (32 pages): the first read (page 0, 32 pages) starts at the file's
+    // start: initial window 32 (32 > 32/4: the largest), async part 32, and at once the
+    // next window merged in: 32 + 32 > 32, so 32 pages with the marker at page 16. Each
+    // marker then moves the window on by 32 pages: eight 128 KiB IOs, none past the end.
+    std::vector<Io> eight;
+    for (std::int64_t i = 0; i < 8; ++i) eight.push_back({16000 + 256 * i, 128 * KiB});
+    CHECK(read_all(v, profile(C::File, R::None, 128 * KiB), one) == eight);
+
+    // Window 512 KiB (128 pages): initial 32 → 64 (32 ≤ 128/4: doubled), async 32, marker
+    // at 32: IO of 256 KiB. The second read hits the marker, the expected index: the
+    // window moves to 64 and grows to 128 (64 ≤ 64: doubled): 512 KiB, marker at 64. The
+    // third hits it: window 192-319, cut at the file's end (256): 256 KiB.
+    CHECK(read_all(v, profile(C::File, R::None, 512 * KiB), one) ==
+          std::vector<Io>{{16000, 256 * KiB}, {16512, 512 * KiB}, {17536, 256 * KiB}});
+
+    // Fragmented: the same window's pages on two runs are two IOs, never one across them.
+    const std::vector<Stream> split{file(31, 16 * KiB, {{0, 4000, 2}, {2, 5000, 2}})};
+    CHECK(read_all(v, profile(C::File, R::None, 128 * KiB), split) ==
+          std::vector<Io>{{32000, 8192}, {40000, 8192}});
+}
+
+TEST_CASE("guest model: $MFT records read a page at a time or through $MFT's own cache") {
+    const VolumeMap v = volume();
+    // Records 4, 5 and 9, each file 4 KiB in its own cluster.
+    const std::vector<Stream> files{file(4, 4096, {{0, 6000, 1}}), file(5, 4096, {{0, 6010, 1}}),
+                                    file(9, 4096, {{0, 6020, 1}})};
+    using C = GuestProfile::Cache;
+    using R = GuestProfile::RecordReads;
+    // Blocks: record 4 and 5 are in page 101 (bytes 413,696 and 414,720), record 9 in
+    // page 102: two record IOs, never read ahead. Each file's data: one page.
+    CHECK(read_all(v, profile(C::File, R::Blocks, 128 * KiB), files) ==
+          std::vector<Io>{{808, 4096}, {48000, 4096}, {48080, 4096}, {816, 4096}, {48160, 4096}});
+    // $MFT's own cache: the first record read is at $MFT's page 1, not its start, with no
+    // read before it: read as asked (page 1 = cluster 101). Record 9 is in page 2, right
+    // after the last read (which ended in page 1, record 5 ending at byte 6,144): a
+    // sequential miss, initial window 1 → ×4 = 4 pages from page 2, cut at $MFT's end
+    // (4 pages): pages 2-3, one IO.
+    CHECK(read_all(v, profile(C::File, R::MftCache, 128 * KiB), files) ==
+          std::vector<Io>{{808, 4096}, {48000, 4096}, {48080, 4096}, {816, 8192}, {48160, 4096}});
+}
+
+TEST_CASE("guest model: the named profiles and the read-ahead option") {
+    for (const char* name : {"windows", "linux-ntfs3g", "linux-ntfs3", "raw"})
+        CHECK(guestfrag::find_guest_profile(name).has_value());
+    CHECK_FALSE(guestfrag::find_guest_profile("linux").has_value());
+    CHECK(guestfrag::default_guest_profile().name == "windows");
+    const GuestProfile p = *guestfrag::find_guest_profile("linux-ntfs3g");
+    CHECK(guestfrag::with_read_ahead(p, MiB).read_ahead_bytes == MiB);
+    CHECK(guestfrag::with_read_ahead(p, 0).read_ahead_bytes == 0);
+    CHECK_THROWS_AS(guestfrag::with_read_ahead(p, 1000), guestfrag::Error);
+    CHECK_THROWS_AS(guestfrag::with_read_ahead(p, 128 * MiB), guestfrag::Error);
+    // The reader refuses what append_stream_ios refuses.
+    VolumeMap bad = volume();
+    bad.cluster_size = 1000;
+    CHECK_THROWS_AS(GuestReader(bad, p, MiB, [](const Io&) {}), guestfrag::Error);
+    CHECK_THROWS_AS(GuestReader(volume(), p, 1000, [](const Io&) {}), guestfrag::Error);
+}
