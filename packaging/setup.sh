@@ -6,7 +6,8 @@
 #   packaging/setup.sh asan   the same suite built by clang with AddressSanitizer + UBSan, and the fuzzers
 #   packaging/setup.sh fuzz   each parser (containers, partition tables, the NTFS scan) under libFuzzer for FUZZ_SECONDS (30),
 #                             built in the asan build's tree (nothing more to build after `asan`)
-#   packaging/setup.sh deb    build the .deb (CPack) from build/, install it with dpkg + apt, smoke-test it
+#   packaging/setup.sh deb    build the .debs (CPack: guestfrag, guestfrag-gui) from build/, check them
+#                             with lintian, install them with dpkg + apt, smoke-test them
 set -euo pipefail
 
 mode=${1:-demo}
@@ -193,15 +194,28 @@ with open(sys.argv[2], "wb") as out:
         ;;
     deb)
         build "$root/build"
-        rm -f "$root"/build/guestfrag_*.deb
+        rm -f "$root"/build/guestfrag*_*.deb
         (cd "$root/build" && cpack -G DEB >/dev/null)
-        deb=$(ls "$root"/build/guestfrag_*.deb)
-        dpkg-deb --info "$deb" | sed -n '/Depends/p'
+        cli_deb=$(ls "$root"/build/guestfrag_*.deb)
+        gui_deb=$(ls "$root"/build/guestfrag-gui_*.deb)
+        for deb in "$cli_deb" "$gui_deb"; do dpkg-deb --field "$deb" Package Depends; done
+        # A headless host installs the CLI without Qt.
+        if dpkg-deb --field "$cli_deb" Depends | grep -q qt6; then
+            echo "error: $cli_deb depends on Qt" >&2
+            exit 1
+        fi
+        # lintian: an error or a warning fails the build (the informational tags are the
+        # hardening flags dpkg-buildflags would add, which CMake does not).
+        install_packages lintian
+        lintian --fail-on error,warning "$cli_deb" "$gui_deb"
         sudo=""
         [ "$(id -u)" -eq 0 ] || sudo=sudo
         # dpkg -i leaves missing dependencies unconfigured; apt-get -f brings them in.
-        $sudo dpkg -i "$deb" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
-        dpkg-query -W -f='${Status}\n' guestfrag | grep -q "install ok installed"
+        $sudo dpkg -i "$cli_deb" "$gui_deb" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
+        for package in guestfrag guestfrag-gui; do
+            dpkg-query -W -f='${Status}\n' "$package" | grep -q "install ok installed"
+        done
+        systemd-analyze verify /usr/lib/systemd/system/guestfrag-batch.service /usr/lib/systemd/system/guestfrag-batch.timer
         /usr/bin/guestfrag --version
         QT_QPA_PLATFORM=offscreen /usr/bin/guestfrag-gui --help | head -3
         # The man page is made from --help: it names the program, never the build directory,
