@@ -40,6 +40,13 @@ build() {  # build DIR [cmake args...]; $targets, when set, limits what is built
     cmake --build "$dir" -j "$jobs" ${targets:+--target $targets}
 }
 
+# release_build: build/, configured alike for every mode (the demo, the suite and the
+# packages), so that `setup.sh test` after `setup.sh demo` builds nothing again: a flag
+# changed between the two would recompile every target.
+release_build() {
+    build "$root/build" -DGUESTFRAG_WERROR=ON
+}
+
 # sanitized_build: build-asan, one clang build with AddressSanitizer + UBSan for both the suite
 # and the fuzzers (everything instrumented for libFuzzer's coverage too, which the suite does
 # not mind), so that CI compiles the project twice, not three times. -O1, as the sanitizers'
@@ -76,13 +83,13 @@ run_suite() {
 install_deps
 case "$mode" in
     demo)
-        build "$root/build"
+        release_build
         demo="$root/build/demo.img"
         [ -f "$demo" ] || "$root/build/app/cli/guestfrag" mkimage "$demo" --size 2GiB --table gpt --files 20000 --interleave 16 --delete-fraction 0.3 --seed 42
         "$root/build/app/cli/guestfrag" report "$demo"
         ;;
     test)
-        build "$root/build" -DGUESTFRAG_WERROR=ON
+        release_build
         run_suite "$root/build"
         ;;
     asan)
@@ -193,7 +200,7 @@ with open(sys.argv[2], "wb") as out:
         done
         ;;
     deb)
-        build "$root/build"
+        release_build
         rm -f "$root"/build/guestfrag*_*.deb
         (cd "$root/build" && cpack -G DEB >/dev/null)
         cli_deb=$(ls "$root"/build/guestfrag_*.deb)

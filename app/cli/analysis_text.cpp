@@ -101,15 +101,19 @@ void print_copy(std::ostream& out, const ImageAnalysis& a) {
     if (f.compressed_bytes != 0)
         out << "; " << format_size(f.compressed_bytes) << " compressed, one transfer per cluster/grain";
     out << ")\n";
-    out << "  " << pad("transfer", 10) << pad("commands", 12, true) << pad("re-laid", 12, true)
-        << pad("avg now", 12, true) << pad("avg re-laid", 13, true) << pad("offload now", 13, true)
-        << pad("re-laid", 10, true) << '\n';
+    // Each figure now and with the data re-laid, under the figure's name.
+    out << "  " << pad("", 10) << pad("offload commands", 22, true) << pad("average command", 22, true)
+        << pad("offload time", 22, true) << '\n';
+    out << "  " << pad("transfer", 10);
+    for (int figure = 0; figure < 3; ++figure) out << pad("now", 11, true) << pad("re-laid", 11, true);
+    out << '\n';
     for (const OffloadFigures& o : f.offload)
-        out << "  " << pad(format_size(o.transfer_size), 10) << pad(std::to_string(o.commands), 12, true)
-            << pad(std::to_string(o.relaid_commands), 12, true)
-            << pad(format_size(static_cast<std::uint64_t>(o.average_bytes)), 12, true)
-            << pad(format_size(static_cast<std::uint64_t>(o.relaid_average_bytes)), 13, true)
-            << pad(seconds_text(o.seconds), 13, true) << pad(seconds_text(o.relaid_seconds), 10, true) << '\n';
+        out << "  " << pad(format_size(o.transfer_size), 10) << pad(std::to_string(o.commands), 11, true)
+            << pad(std::to_string(o.relaid_commands), 11, true)
+            << pad(format_size(static_cast<std::uint64_t>(o.average_bytes)), 11, true)
+            << pad(format_size(static_cast<std::uint64_t>(o.relaid_average_bytes)), 11, true)
+            << pad(seconds_text(o.seconds), 11, true) << pad(seconds_text(o.relaid_seconds), 11, true)
+            << '\n';
     const auto host = [](const IoStats& s) {
         return std::to_string(s.ios) + " reads, " + fixed(s.sequential_percent, 1) + "% sequential; hdd " +
                seconds_text(s.device_seconds.hdd) + ", ssd " + seconds_text(s.device_seconds.ssd) + ", array " +
@@ -136,7 +140,7 @@ void print_copy(std::ostream& out, const ImageAnalysis& a) {
                                       ")"
                                 : "unknown: " + p.file.note) +
                     ": " + p.file.path);
-    for (const CopyWarning& w : c.warnings) out << "  " << pad(w.code, 26) << w.message << '\n';
+    for (const CopyWarning& w : c.warnings) out << hanging("  " + pad(w.code, 26), w.message);
 }
 
 }  // namespace

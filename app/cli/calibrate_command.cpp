@@ -74,6 +74,7 @@ void print_text(const FioCalibration& cal, const Calibration& fit, std::size_t u
               << latency_text(a.first_write.allocate_seconds) << ")\n"
               << "  RMS residual           reads " << fixed(fit.read_rms_residual * 100, 1) << " %, writes "
               << fixed(fit.write_rms_residual * 100, 1) << " %\n";
+    for (const std::string& warning : fit.warnings) std::cout << hanging("  warning: ", warning);
 }
 
 nlohmann::ordered_json report_json(const FioCalibration& cal, const Calibration& fit) {
@@ -102,6 +103,7 @@ nlohmann::ordered_json report_json(const FioCalibration& cal, const Calibration&
             {"jobs", std::move(jobs)},
             {"read_rms_residual", fit.read_rms_residual},
             {"write_rms_residual", fit.write_rms_residual},
+            {"warnings", fit.warnings},
             {"first_write_seconds", fit.first_write_seconds},
             {"device_models", calibrated_model_json(fit.array)}};
 }

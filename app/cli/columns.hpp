@@ -16,4 +16,8 @@ namespace guestfrag::cli {
 /// `s` padded with spaces to `width` columns, on the left when `right` aligns it right.
 [[nodiscard]] std::string pad(const std::string& s, std::size_t width, bool right = false);
 
+/// `left` then `text`, wrapped at the report's width (the terminal's, 80 when not a terminal,
+/// at most 100) with the lines after the first indented under the text; ends in a newline.
+[[nodiscard]] std::string hanging(const std::string& left, const std::string& text);
+
 }  // namespace guestfrag::cli

@@ -32,7 +32,7 @@ void print_impact(std::ostream& out, const Impact& impact, const CopyStates& cop
     row(out, "reclaimable now", format_size(impact.reclaimable_bytes_before),
         "after the plan " + format_size(impact.reclaimable_bytes_after));
     if (impact.reclaimable_bytes_before > 0 || impact.reclaimable_bytes_after > 0)
-        out << "  reclaim with: " << impact.reclaim_how << '\n';
+        out << hanging("  reclaim with: ", impact.reclaim_how);
 
     out << "\nSnapshot / CBT / replication delta\n";
     for (const SnapshotDelta& s : impact.snapshot)
@@ -54,7 +54,7 @@ void print_impact(std::ostream& out, const Impact& impact, const CopyStates& cop
                 << pad(ratio(d.deep->ratio_after()), 10, true);
         out << '\n';
     }
-    if (!deep) out << "  (written = chunks the plan writes into; --deep hashes the disk for distinct contents)\n";
+    if (!deep) out << "  (written: chunks the plan writes into; --deep counts the distinct contents)\n";
 
     out << "\nVolume Shadow Copy\n";
     if (impact.vss.store_files == 0)
@@ -98,8 +98,9 @@ void print_impact(std::ostream& out, const Impact& impact, const CopyStates& cop
 
 void print_plan_writes(std::ostream& out, const PlanWrites& w) {
     const IoStats& s = w.stats;
-    out << "\nCarrying out the plan: its own IO (each move's source read, its destination written, in IOs of "
-        << "at most " << format_size(w.max_io) << ")\n";
+    // One line of at most 80 columns: the GUI's caption is the same words.
+    out << "\nCarrying out the plan: its moves' reads and writes, in IOs of at most " << format_size(w.max_io)
+        << '\n';
     row(out, "IOs of the plan", std::to_string(s.ios),
         std::to_string(s.ios - s.writes) + " reads, " + std::to_string(s.writes) + " writes");
     row(out, "data read", format_size(s.bytes - s.written_bytes));
@@ -113,28 +114,33 @@ void print_plan_writes(std::ostream& out, const PlanWrites& w) {
 
 void print_copy_states(std::ostream& out, const CopyStates& copy) {
     out << "\nFull copy of the image (clone, deploy, Storage vMotion): offload commands\n";
-    out << "  " << pad("transfer", 10) << pad("now", 12, true) << pad("after plan", 12, true)
-        << pad("re-laid", 12, true) << pad("time now", 12, true) << pad("after plan", 12, true)
-        << pad("re-laid", 10, true) << '\n';
+    // Commands and time, each now, after the plan and with the data re-laid.
+    out << "  " << pad("", 10) << pad("commands", 33, true) << pad("time", 33, true) << '\n';
+    out << "  " << pad("transfer", 10);
+    for (int figure = 0; figure < 2; ++figure)
+        out << pad("now", 11, true) << pad("after plan", 11, true) << pad("re-laid", 11, true);
+    out << '\n';
     for (std::size_t i = 0; i < copy.now.offload.size() && i < copy.after_plan.offload.size(); ++i) {
         const OffloadFigures& n = copy.now.offload[i];
         const OffloadFigures& a = copy.after_plan.offload[i];
-        out << "  " << pad(format_size(n.transfer_size), 10) << pad(std::to_string(n.commands), 12, true)
-            << pad(std::to_string(a.commands), 12, true) << pad(std::to_string(a.relaid_commands), 12, true)
-            << pad(seconds_text(n.seconds), 12, true) << pad(seconds_text(a.seconds), 12, true)
-            << pad(seconds_text(a.relaid_seconds), 10, true) << '\n';
+        out << "  " << pad(format_size(n.transfer_size), 10) << pad(std::to_string(n.commands), 11, true)
+            << pad(std::to_string(a.commands), 11, true) << pad(std::to_string(a.relaid_commands), 11, true)
+            << pad(seconds_text(n.seconds), 11, true) << pad(seconds_text(a.seconds), 11, true)
+            << pad(seconds_text(a.relaid_seconds), 11, true) << '\n';
     }
-    out << "  (re-laid: the image after the plan, copied once by a clone or `qemu-img convert`; "
-        << format_size(copy.now.bytes) << " copied now, " << format_size(copy.after_plan.bytes)
-        << " after)\n";
-    for (const CopyWarning& w : copy.advice) out << "  " << pad(w.code, 24) << w.message << '\n';
+    out << hanging("  ",
+                   "(re-laid: the image after the plan, copied once by a clone or `qemu-img convert`; " +
+                       format_size(copy.now.bytes) + " copied now, " + format_size(copy.after_plan.bytes) +
+                       " after)");
+    for (const CopyWarning& w : copy.advice) out << hanging("  " + pad(w.code, 24), w.message);
 }
 
 void print_warnings(std::ostream& out, const std::vector<ImpactWarning>& warnings) {
     if (warnings.empty()) out << "  none\n";
     for (const ImpactWarning& w : warnings)
         out << "  " << pad(std::string(severity_name(w.severity)), 9) << pad(w.code, 21)
-            << pad(format_size(w.bytes), 11, true) << "  " << w.message << '\n';
+            << pad(format_size(w.bytes), 11, true) << '\n'
+            << hanging(std::string(11, ' '), w.message);
 }
 
 }  // namespace guestfrag::cli

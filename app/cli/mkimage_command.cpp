@@ -2,6 +2,7 @@
 // `guestfrag mkimage OUT`: generates a fragmented NTFS disk image for demos and tests.
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -11,6 +12,8 @@
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/size_option.hpp"
 #include "app/mkimage/mkimage.hpp"
+#include "pipeline/apply.hpp"
+#include "pipeline/copy_output.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
@@ -91,12 +94,15 @@ void add_mkimage_command(CLI::App& app) {
         std::string cluster_size = "4K";
         std::string partition_start = "1MiB";
         std::string output;
+        bool force = false;
     };
     auto opts = std::make_shared<Options>();
     MkImageOptions& o = opts->image;
     CLI::App* cmd = app.add_subcommand(
         "mkimage", "Generate a sparse raw disk with a fragmented NTFS volume (deterministic per --seed)");
-    cmd->add_option("OUT", opts->output, "Disk image to write (overwritten)")->required();
+    cmd->add_option("OUT", opts->output, "Disk image to write: a new file, or with --force a file to replace")
+        ->required();
+    cmd->add_flag("--force", opts->force, "Replace OUT if it exists (a regular file only)");
     cmd->add_option("--size", opts->size, "Virtual disk size")
         ->check(size_check())
         ->capture_default_str();
@@ -140,6 +146,11 @@ void add_mkimage_command(CLI::App& app) {
     cmd->footer("Example:\n  guestfrag mkimage demo.img --size 2GiB --files 20000 --seed 42\n");
     cmd->callback([opts] {
         on_behalf_of(opts->output, [&] {
+            // OUT may be a VM's disk mistyped: only --force replaces a file.
+            std::error_code ec;
+            if (!opts->force && std::filesystem::exists(opts->output, ec))
+                throw Error(ErrorKind::Unsupported, already_exists(opts->output) + "; --force replaces it");
+            check_output_path(opts->output);
             MkImageOptions options = opts->image;
             options.output = opts->output;
             // The validators above accepted these texts.

@@ -17,6 +17,7 @@ std::string percent(const std::optional<double>& value) {
     return out.str();
 }
 
+/// `text` with each number written N: the key reasons are grouped by.
 std::string without_numbers(const std::string& text) {
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -64,11 +65,20 @@ void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& vo
     line(out, "clone delta growth", format_size(s.clone_delta_growth_bytes));
     if (!plan.skipped.empty()) {
         // Reasons repeat with different numbers ("no free region of 12 clusters ..."): group them
-        // with every number written N.
-        std::map<std::string, std::size_t> reasons;
-        for (const Plan::Skipped& k : plan.skipped) ++reasons[without_numbers(k.reason)];
+        // by the reason with its numbers left out, and show the group's first with its own.
+        struct Group {
+            std::size_t count = 0;
+            std::string first;
+        };
+        std::map<std::string, Group> groups;
+        for (const Plan::Skipped& k : plan.skipped) {
+            Group& g = groups[without_numbers(k.reason)];
+            if (g.count++ == 0) g.first = k.reason;
+        }
         out << "  skipped " << plan.skipped.size() << " streams:\n";
-        for (const auto& [reason, count] : reasons) out << "    " << count << " x " << reason << '\n';
+        for (const auto& [key, g] : groups)
+            out << "    " << (g.count == 1 ? "" : std::to_string(g.count) + " streams, such as: ") << g.first
+                << '\n';
     }
     for (const std::string& note : plan.notes) out << "  note: " << note << '\n';
 }
@@ -76,6 +86,9 @@ void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& vo
 std::string knee_text(const Frontier& frontier) {
     const auto shares = frontier.knee ? frontier_shares(frontier.points, *frontier.knee) : std::nullopt;
     if (!shares) return "";
+    // A knee that buys no more than its share of the data ("100 % gives 100 %") is none.
+    if (shares->gain - shares->data < 0.005)
+        return "none: no budget short of the whole plan gives more than its share of the improvement";
     const FrontierPoint& knee = frontier.points[*frontier.knee];
     std::ostringstream text;
     text << std::fixed << std::setprecision(0) << "moving " << format_size(knee.moved_bytes) << " ("

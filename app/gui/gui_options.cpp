@@ -7,6 +7,28 @@
 
 namespace guestfrag::gui {
 
+namespace {
+
+/// "1280x720" → {1280, 720}, each within what a window and a screenshot can be.
+std::pair<int, int> parse_window_size(const std::string& text) {
+    const std::size_t x = text.find('x');
+    const auto number = [&](std::size_t from, std::size_t to) {
+        const std::string digits = text.substr(from, to - from);
+        if (digits.empty() || digits.size() > 5 ||
+            digits.find_first_not_of("0123456789") != std::string::npos)
+            return -1;
+        return std::stoi(digits);
+    };
+    const int width = x == std::string::npos ? -1 : number(0, x);
+    const int height = x == std::string::npos ? -1 : number(x + 1, text.size());
+    if (width < 640 || width > 7680 || height < 480 || height > 4320)
+        throw std::invalid_argument("--size: '" + text +
+                                    "' is not WIDTHxHEIGHT in pixels, 640x480 to 7680x4320");
+    return {width, height};
+}
+
+}  // namespace
+
 GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     GuiOptions out;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -41,6 +63,8 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
                 out.tab != "trade-off")
                 throw std::invalid_argument("--tab: '" + out.tab +
                                             "' is not one of files, histograms, impact, trade-off");
+        } else if (a == "--size") {
+            out.size = parse_window_size(value());
         } else if (a == "--map") {
             out.map = value();
             if (out.map != "allocation" && out.map != "layers")
@@ -58,8 +82,10 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
 }
 
 std::string gui_usage() {
-    return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S] [--device-model FILE]\n"
+    return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S] [--device-model "
+           "FILE]\n"
            "       guestfrag-gui IMAGE --screenshot FILE.png [--strategy S] [--tab T] [--map M]\n"
+           "                     [--size WxH]\n"
            "\n"
            "Desktop viewer of guestfrag: cluster map, files, plan, IO histograms and storage\n"
            "warnings of a Windows guest disk image. Nothing is ever written to the image.\n"
@@ -67,7 +93,9 @@ std::string gui_usage() {
            "  IMAGE              raw, VMDK, VHD, VHDX or qcow2 disk image to open\n"
            "  --parent [DEPTH=|NAME=]PATH  a moved or missing parent: of the layer at DEPTH, of the\n"
            "                     name its child records, or (a bare PATH) the image's own parent\n"
-           "  --strategy S       " + strategy_choices() + " (default: the one\n"
+           "  --strategy S       " +
+           strategy_choices() +
+           " (default: the one\n"
            "                     `guestfrag report` recommends for the disk)\n"
            "  --device-model FILE  device parameters for the estimate and impact, for this run in\n"
            "                     place of the file of Settings > Storage model: any subset of\n"
@@ -77,6 +105,8 @@ std::string gui_usage() {
            "  --tab T            tab shown: files (default), histograms, impact (also: warnings)\n"
            "                     or trade-off\n"
            "  --map M            cluster map colouring: allocation (default) or layers\n"
+           "  --size WxH         window size in pixels, e.g. 1280x720 (default: 1280x860, or\n"
+           "                     the screen's available size when smaller)\n"
            "  --version          print the version and exit\n"
            "  -h, --help         print this help and exit\n";
 }

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/image/open_chain.hpp"
@@ -19,6 +20,8 @@ struct GuiOptions {
     std::optional<std::string> screenshot;    ///< PNG to write, then exit
     std::string tab = "files";                ///< tab shown first: files, histograms, impact, trade-off
     std::string map = "allocation";           ///< map colouring: allocation, layers
+    /// --size WxH: the window's size in pixels; else the default, within the screen.
+    std::optional<std::pair<int, int>> size;
     bool help = false;
     bool version = false;
 };

@@ -14,11 +14,16 @@ namespace guestfrag::gui {
 
 namespace {
 
-QBarSet* bar_set(const QString& name, const Histogram& histogram, const QColor& colour) {
+// Before and after in the Okabe-Ito pair that colour-blind readers tell apart (blue and
+// orange), and after hatched as well: a second cue in grey print and for any eye.
+const QColor kBefore(0x00, 0x72, 0xb2);
+const QColor kAfter(0xe6, 0x9f, 0x00);
+
+QBarSet* bar_set(const QString& name, const Histogram& histogram, const QBrush& brush) {
     auto* set = new QBarSet(name);
     for (const std::uint64_t count : histogram.counts()) set->append(static_cast<double>(count));
-    set->setColor(colour);
-    set->setBorderColor(colour.darker(130));
+    set->setBrush(brush);
+    set->setBorderColor(brush.color().darker(150));
     return set;
 }
 
@@ -29,36 +34,58 @@ QString change(double before, double after) {
            QString::number(std::abs(percent), 'f', 1) + QStringLiteral("%)");
 }
 
-/// 500000 → "500k", 4095 → "4095": short enough for 34 rotated labels side by side.
+/// 500000 → "500k", −4096 → "−4096": short enough for 34 rotated labels side by side.
 QString compact_number(std::int64_t value) {
-    if (value != 0 && value % 1000 == 0) return QString::number(value / 1000) + QStringLiteral("k");
-    return QString::number(value);
+    const QString sign = value < 0 ? QStringLiteral("−") : QString();
+    const std::int64_t magnitude = value < 0 ? -value : value;
+    if (magnitude != 0 && magnitude % 1000 == 0)
+        return sign + QString::number(magnitude / 1000) + QStringLiteral("k");
+    return sign + QString::number(magnitude);
+}
+
+/// 512 → "512 B", 65536 → "64 KiB": the IO sizes people speak of; vscsiStats' limits just
+/// under a power of two stay exact ("4095 B"), as short as a label turned on its side can be
+/// where the chart is low ("under 4 KiB" ran past the chart's foot at 1280x720).
+QString byte_size(std::int64_t bytes) {
+    if (bytes >= 1 << 20 && bytes % (1 << 20) == 0)
+        return QString::number(bytes >> 20) + QStringLiteral(" MiB");
+    if (bytes >= 1024 && bytes % 1024 == 0) return QString::number(bytes >> 10) + QStringLiteral(" KiB");
+    return QString::number(bytes) + QStringLiteral(" B");
 }
 
 QString seconds(double s) { return QString::number(s, 'f', s < 10 ? 2 : 1) + " s"; }
 
 }  // namespace
 
-QStringList bucket_labels(const Histogram& histogram) {
+QStringList bucket_labels(const Histogram& histogram, HistogramUnit unit) {
+    // Each bucket by its upper limit (the values in it are at most that, and above the
+    // previous limit), the last as more than the last limit.
+    const auto text = [unit](std::int64_t limit) {
+        return unit == HistogramUnit::Bytes ? byte_size(limit) : compact_number(limit);
+    };
     QStringList labels;
-    for (const std::int64_t limit : histogram.limits()) labels << QStringLiteral("≤") + compact_number(limit);
-    labels << QStringLiteral(">") + compact_number(histogram.limits().back());
+    for (const std::int64_t limit : histogram.limits()) labels << text(limit);
+    labels << QStringLiteral(">") + text(histogram.limits().back());
     return labels;
 }
 
-QChart* make_histogram_chart(const QString& title, const Histogram& before, const Histogram* after) {
+QChart* make_histogram_chart(const QString& title, HistogramUnit unit, const Histogram& before,
+                             const Histogram* after) {
     auto* series = new QBarSeries;
-    series->append(bar_set(QStringLiteral("before"), before, QColor(0xd9, 0x5f, 0x4a)));
-    if (after) series->append(bar_set(QStringLiteral("after"), *after, QColor(0x3c, 0x8d, 0x5a)));
+    series->append(bar_set(QStringLiteral("before"), before, QBrush(kBefore)));
+    if (after) series->append(bar_set(QStringLiteral("after"), *after, QBrush(kAfter, Qt::BDiagPattern)));
 
     auto* chart = new QChart;
     chart->setTitle(title);
     chart->addSeries(series);
     chart->setAnimationOptions(QChart::NoAnimation);  // the screenshot must show final bars
-    chart->legend()->setAlignment(Qt::AlignTop);
+    // Beside the plot: the tab is short of height, not of width.
+    chart->legend()->setAlignment(Qt::AlignRight);
+    chart->setMargins(QMargins(4, 4, 4, 4));
 
     auto* x = new QBarCategoryAxis;
-    x->append(bucket_labels(before));
+    x->append(bucket_labels(before, unit));
+    // Upright labels would need a bucket's width for "512 KiB"; turned, a line's height.
     x->setLabelsAngle(-90);
     x->setTruncateLabels(false);
     QFont small = x->labelsFont();
@@ -70,6 +97,8 @@ QChart* make_histogram_chart(const QString& title, const Histogram& before, cons
     auto* y = new QValueAxis;
     y->setLabelFormat(QStringLiteral("%.0f"));
     y->setLabelsFont(small);
+    y->setTitleText(QObject::tr("IOs"));
+    y->setTitleFont(small);
     chart->addAxis(y, Qt::AlignLeft);
     series->attachAxis(y);
     // An empty histogram (no plan yet, or a workload without IOs) would give the axis the

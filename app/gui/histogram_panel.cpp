@@ -3,7 +3,6 @@
 
 #include <QChart>
 #include <QChartView>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QPainter>
 #include <QSplitter>
@@ -29,11 +28,12 @@ HistogramPanel::HistogramPanel(QWidget* parent)
     headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     for (QChartView* view : {io_length_, seek_distance_}) {
         view->setRenderHint(QPainter::Antialiasing);
-        view->setMinimumHeight(220);
+        view->setMinimumHeight(150);
     }
-    // Beside the charts, not under them: the tab is short and the table has 14 rows.
+    // The charts one above the other, each the pane's width: the seek distance's 34 buckets
+    // need it for their labels. The table beside them, not under: it has 14 rows.
     auto* charts = new QWidget;
-    auto* charts_layout = new QHBoxLayout(charts);
+    auto* charts_layout = new QVBoxLayout(charts);
     charts_layout->setContentsMargins(0, 0, 0, 0);
     charts_layout->addWidget(io_length_);
     charts_layout->addWidget(seek_distance_);
@@ -59,11 +59,16 @@ void HistogramPanel::show_result(const PlanResult* result) {
     // setChart() does not delete the previous chart: the view would leak it.
     QChart* old_io = io_length_->chart();
     QChart* old_seek = seek_distance_->chart();
-    io_length_->setChart(make_histogram_chart(tr("IO length (bytes), %1").arg(workload), before.io_length,
-                                              after ? &after->io_length : nullptr));
-    seek_distance_->setChart(make_histogram_chart(tr("Seek distance (sectors), %1").arg(workload),
-                                                  before.seek_distance,
-                                                  after ? &after->seek_distance : nullptr));
+    // Titled with the x axis's meaning: an axis title under its turned labels would take
+    // the height the bars need at 1280x720.
+    io_length_->setChart(
+        make_histogram_chart(tr("IO length (each bar: IOs of at most its size), %1").arg(workload),
+                             HistogramUnit::Bytes, before.io_length, after ? &after->io_length : nullptr));
+    seek_distance_->setChart(make_histogram_chart(
+        tr("Seek distance in sectors (each bar: seeks of at most its "
+           "distance, backward below 0), %1")
+            .arg(workload),
+        HistogramUnit::Sectors, before.seek_distance, after ? &after->seek_distance : nullptr));
     delete old_io;
     delete old_seek;
     provisioned_->set_estimate(estimate);

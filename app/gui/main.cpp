@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <QApplication>
+#include <QScreen>
 #include <QTimer>
 
 #include "app/gui/gui_options.hpp"
@@ -97,14 +98,21 @@ int main(int argc, char** argv) {
     window.set_tab(options.tab);
     window.set_map_mode(options.map);
 
+    const QSize asked =
+        options.size ? QSize(options.size->first, options.size->second) : guestfrag::gui::kWindowSize;
     if (unattended) {
-        window.setFixedSize(guestfrag::gui::kWindowSize);
+        window.setFixedSize(asked);
         QObject::connect(&window, &guestfrag::gui::MainWindow::failed, &app,
                          [&app, image = *options.image](const QString&, const QString& reason, int code) {
                              (void)fail(image, reason.toStdString(), code);
                              app.exit(code);
                          });
         take_screenshot(app, window, QString::fromStdString(*options.screenshot));
+    } else if (const QScreen* screen = QGuiApplication::primaryScreen(); screen && !options.size) {
+        // The default size, but never past the screen it opens on (less its panels).
+        window.resize(asked.boundedTo(screen->availableGeometry().size()));
+    } else {
+        window.resize(asked);
     }
     window.show();
     if (options.image) window.open_image(QString::fromStdString(*options.image), options.parents);

@@ -198,10 +198,16 @@ QWidget* MainWindow::build_central() {
 
     auto* top = new QSplitter(Qt::Horizontal);
     top->addWidget(map_box);
-    top->addWidget(plan_panel_);
+    // Scrolled, so that the map's side can be made short when a chart tab wants the height.
+    auto* plan_scroll = new QScrollArea;
+    plan_scroll->setWidget(plan_panel_);
+    plan_scroll->setWidgetResizable(true);
+    plan_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    plan_scroll->setFrameShape(QFrame::NoFrame);
+    plan_scroll->setMinimumWidth(300);
+    top->addWidget(plan_scroll);
     top->setStretchFactor(0, 3);
     top->setStretchFactor(1, 1);
-    plan_panel_->setMinimumWidth(300);
     top->setSizes({kWindowSize.width() - 360, 360});
 
     files_proxy_->setSourceModel(files_);
@@ -255,6 +261,20 @@ QWidget* MainWindow::build_central() {
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
     split->setSizes({kWindowSize.height() / 2 + 40, kWindowSize.height() / 2 - 40});
+    // The charts need height more than the map does: on their tabs the map gives up most of
+    // its share (and may be dragged away entirely); the other tabs get the user's split back.
+    connect(tabs_, &QTabWidget::currentChanged, this, [this, split](int index) {
+        const bool charts = tabs_->widget(index) == histograms_ || tabs_->widget(index) == frontier_;
+        if (charts == charts_split_.has_value()) return;
+        if (charts) {
+            charts_split_ = split->sizes();
+            const int total = charts_split_->value(0) + charts_split_->value(1);
+            split->setSizes({total * 2 / 5, total - total * 2 / 5});
+        } else {
+            split->setSizes(*charts_split_);
+            charts_split_.reset();
+        }
+    });
 
     auto* central = new QWidget;
     auto* layout = new QVBoxLayout(central);

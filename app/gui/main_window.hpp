@@ -251,6 +251,8 @@ private:
     PlanWritesPanel* plan_writes_;
     FrontierChart* frontier_;
     QTabWidget* tabs_;
+    /// The map/tabs split as it was before a chart tab took most of the height.
+    std::optional<QList<int>> charts_split_;
     QLabel* status_;
     QProgressBar* progress_;
     QPushButton* cancel_;

@@ -11,9 +11,7 @@
 namespace guestfrag::gui {
 
 QString plan_writes_caption(const PlanWrites& w) {
-    return QObject::tr(
-               "Carrying out the plan: its own IO (each move's source read, its destination written, "
-               "in IOs of at most %1)")
+    return QObject::tr("Carrying out the plan: its moves' reads and writes, in IOs of at most %1")
         .arg(size_text(w.max_io));
 }
 

@@ -14,8 +14,7 @@ namespace guestfrag::gui {
 class ProvisionedModel;
 
 /// The title of `impact`'s "Carrying out the plan" section, as the CLI's impact text heads
-/// it: "Carrying out the plan: its own IO (each move's source read, its destination
-/// written, in IOs of at most 1.00 MiB)".
+/// it: "Carrying out the plan: its moves' reads and writes, in IOs of at most 1.00 MiB".
 [[nodiscard]] QString plan_writes_caption(const PlanWrites& writes);
 
 /// The section's figures beside its table, one line per CLI row, each worded as `impact`

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/estimate/device_model_json.hpp"
@@ -472,6 +473,24 @@ Calibration FioCalibration::fit() {
                              : (per_block > 0 ? std::min(kMaxRate, block / per_block) : kMaxRate);
     c.array.first_write.allocate_seconds = std::max(0.0, per_block - zeroing);
     c.first_write_seconds = c.array.first_write.block_seconds(Provisioning::Thin, block_);
+    // The model has one cost per random and per sequential read, one per write: a device
+    // whose cache, tiers or throttle give the same kind of IO different costs fits badly,
+    // and the estimate then holds only for jobs like the measured ones.
+    const auto percent = [](double share) {
+        return std::to_string(static_cast<int>(std::lround(share * 100)));
+    };
+    for (const auto& [what, rms] :
+         {std::pair{"reads", c.read_rms_residual}, std::pair{"writes", c.write_rms_residual}})
+        if (rms > Calibration::kBadFit)
+            c.warnings.push_back(
+                std::string("the ") + what + " fit badly (RMS residual " + percent(rms) +
+                " %): the model's few costs do not describe this storage (a cache, tiers or a "
+                "throttle?); see each job's residual");
+    if (c.array.sequential_io_seconds > c.array.random_io_seconds)
+        c.warnings.push_back(
+            "a sequential read is fitted slower than a random one: the jobs did not measure "
+            "what sequence saves (a cache or too few IOs?); a plan that makes reads sequential "
+            "is estimated slower under this model");
     return c;
 }
 

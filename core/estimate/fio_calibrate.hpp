@@ -48,6 +48,12 @@ struct Calibration {
     double first_write_seconds = 0;
     double read_rms_residual = 0;  ///< root mean square of (fitted − measured) / measured
     double write_rms_residual = 0;
+    /// Why the model may not describe the storage, one line each (docs/calibrate.md §4): an
+    /// RMS residual over kBadFit, a sequential read fitted slower than a random one.
+    std::vector<std::string> warnings;
+
+    /// The RMS relative residual above which a fit is said not to describe the jobs.
+    static constexpr double kBadFit = 0.25;
 };
 
 /// Fits the array model to fio's measurements (docs/calibrate.md). Jobs are taken in the

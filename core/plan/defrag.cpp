@@ -193,8 +193,8 @@ void plan_defrag(Builder& builder, bool thin_safe, const Progress& progress) {
         if (!fit) fit = pool.best_fit(needed);
         if (!fit) {
             builder.skip(s, "no free region of " + std::to_string(needed) + " clusters" +
-                                (thin_safe ? " inside allocated granules" : "") + " (largest is " +
-                                std::to_string(pool.largest()) + ")");
+                                (thin_safe ? " inside allocated granules" : "") + " (the largest is " +
+                                std::to_string(pool.largest()) + " clusters)");
             continue;
         }
         if (auto reason = builder.over_growth_budget(fit->lcn, needed)) {

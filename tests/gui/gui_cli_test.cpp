@@ -76,6 +76,12 @@ private slots:
         QCOMPARE(twice.status, 1);
         QVERIFY2(twice.err.rfind("guestfrag-gui: error: only one --device-model may be given", 0) == 0,
                  twice.err.c_str());
+        for (const char* size : {"1280", "1280x", "x720", "12x7", "1280x720x2", "99999x720", "-1280x720"}) {
+            const auto wrong = run_offscreen({"x.img", "--screenshot", "x.png", "--size", size});
+            QCOMPARE(wrong.status, 1);
+            QCOMPARE(wrong.err, "guestfrag-gui: error: --size: '" + std::string(size) +
+                                    "' is not WIDTHxHEIGHT in pixels, 640x480 to 7680x4320 (see --help)\n");
+        }
     }
 
     void badImageExits2WithOneLine() {
@@ -107,6 +113,19 @@ private slots:
         QCOMPARE(image.size(), gui::kWindowSize);
         QVERIFY(distinct_colours(image) > 64);
         fs::remove(png);
+        // --size: the screenshot is that size.
+        const auto sized = run_headless(
+            {test::gui_test_image().string(), "--screenshot", png.string(), "--size", "1920x1080"});
+        QVERIFY2(sized.status == 0, sized.err.c_str());
+        QCOMPARE(QImage(QString::fromStdString(png.string())).size(), QSize(1920, 1080));
+        fs::remove(png);
+        // An unwritable path: one line, exit 2, nothing written.
+        const auto unwritable =
+            run_headless({test::gui_test_image().string(), "--screenshot", "/nonexistent/shot.png"});
+        QCOMPARE(unwritable.status, 2);
+        QVERIFY2(unwritable.err.find("cannot write the screenshot") != std::string::npos,
+                 unwritable.err.c_str());
+        QCOMPARE(std::count(unwritable.err.begin(), unwritable.err.end(), '\n'), 1);
     }
 
     void imageOnAnNbdServer() {

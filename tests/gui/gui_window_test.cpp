@@ -5,6 +5,7 @@
 #include <set>
 
 #include <QApplication>
+#include <QBarCategoryAxis>
 #include <QChart>
 #include <QElapsedTimer>
 #include <QGraphicsScene>
@@ -16,9 +17,9 @@
 #include <QMimeData>
 #include <QScatterSeries>
 #include <QSignalSpy>
-#include <QTimer>
 #include <QSortFilterProxyModel>
 #include <QTableView>
+#include <QTimer>
 #include <QValueAxis>
 #include <QtTest>
 
@@ -78,6 +79,38 @@ QStringList unreadable(const QChart& chart) {
         if (text.endsWith(QStringLiteral("..."))) problems << QStringLiteral("'%1' cut short").arg(text);
     if (drawn.size() != meant.size() + ticks)
         problems << QStringLiteral("%1 texts drawn, %2 meant").arg(drawn.size()).arg(meant.size() + ticks);
+    return problems;
+}
+
+/// What keeps a histogram chart from being read: a category label not drawn or cut short,
+/// two labels whose drawn rectangles (turned on their side) overlap, a label past the
+/// chart's foot, a plot lower than `least_plot_height`.
+QStringList unreadable_histogram(const QChart& chart, double least_plot_height) {
+    QStringList problems;
+    if (chart.plotArea().height() < least_plot_height)
+        problems << QStringLiteral("plot %1 px high").arg(chart.plotArea().height());
+    QStringList categories;
+    for (const QAbstractAxis* axis : chart.axes(Qt::Horizontal))
+        if (auto* bars = qobject_cast<QBarCategoryAxis*>(
+                const_cast<QAbstractAxis*>(axis)))  // categories() is not const
+            categories = bars->categories();
+    if (categories.isEmpty()) problems << QStringLiteral("no category axis");
+    std::vector<QRectF> labels;
+    for (const QGraphicsItem* item : chart.scene()->items()) {
+        const auto* text = qgraphicsitem_cast<const QGraphicsTextItem*>(item);
+        if (!text || !text->isVisible() || !categories.contains(text->toPlainText())) continue;
+        const QRectF drawn = text->sceneBoundingRect();
+        if (!chart.geometry().contains(drawn))
+            problems << QStringLiteral("'%1' runs past the chart").arg(text->toPlainText());
+        labels.push_back(drawn);
+        categories.removeOne(text->toPlainText());
+    }
+    for (const QString& missing : categories) problems << QStringLiteral("'%1' not drawn").arg(missing);
+    // Each label's ink, a pixel in from its box (boxes of neighbours may touch).
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        for (std::size_t j = i + 1; j < labels.size(); ++j)
+            if (labels[i].adjusted(1, 1, -1, -1).intersects(labels[j].adjusted(1, 1, -1, -1)))
+                problems << QStringLiteral("labels %1 and %2 overlap").arg(i).arg(j);
     return problems;
 }
 
@@ -225,6 +258,35 @@ private slots:
         // The Impact tab shows the plan's own IO: its caption and figures were among those checked.
         QVERIFY(window.plan_writes()->isVisible());
         QVERIFY(!window.plan_writes()->details().isEmpty());
+    }
+
+    void histogramsReadAt1280x720And1920x1080() {
+        // Every bucket labelled, no two labels on each other, at the two screens the docs
+        // name; the plot at least 60 px high at 1280x720 (the window's map keeps a third).
+        for (const auto& [size, least_plot] :
+             {std::pair{QSize(1280, 720), 60.0}, std::pair{QSize(1920, 1080), 150.0}}) {
+            MainWindow window(false);
+            window.set_strategy("defrag");
+            window.setFixedSize(size);
+            window.set_tab("histograms");
+            window.show();
+            window.open_image(QString::fromStdString(image_path_.string()));
+            QTRY_VERIFY_WITH_TIMEOUT(
+                window.plan() != nullptr && window.plan()->estimate.has_value() && !window.busy(),
+                kTimeoutMs);
+            QApplication::processEvents();
+            for (const QChart* chart :
+                 {window.histograms()->io_length_chart(), window.histograms()->seek_distance_chart()}) {
+                const QStringList problems = unreadable_histogram(*chart, least_plot);
+                QVERIFY2(problems.isEmpty(),
+                         qPrintable(QStringLiteral("%1x%2, %3: %4")
+                                        .arg(size.width())
+                                        .arg(size.height())
+                                        .arg(chart->title(), problems.join(QStringLiteral("; ")))));
+                qInfo("%dx%d: %s: plot %.0f x %.0f px", size.width(), size.height(),
+                      qPrintable(chart->title()), chart->plotArea().width(), chart->plotArea().height());
+            }
+        }
     }
 
     void frontierChartReads() {

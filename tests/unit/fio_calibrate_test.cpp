@@ -175,6 +175,7 @@ TEST_CASE("calibrate: noise-free latencies give back the array model that made t
     for (const CalibrationJob& job : cal.jobs()) CHECK_FALSE(job.unusable);
     const Calibration fit = cal.fit();
     check_recovered(fit, want);
+    CHECK(fit.warnings.empty());
     // One first write: the 4 KiB of zeros at 400 MB/s (10.24 µs) plus 30 µs allocating.
     CHECK(fit.first_write_seconds == Approx(4096 / 400e6 + 30e-6).epsilon(1e-6));
     for (const CalibrationJob& job : cal.jobs())
@@ -187,6 +188,45 @@ TEST_CASE("calibrate: noise-free latencies give back the array model that made t
     CHECK(back.array.random_io_seconds == fit.array.random_io_seconds);
     CHECK(back.array.sequential_window_bytes == ArrayModel{}.sequential_window_bytes);
     CHECK(back.hdd.rpm == HddModel{}.rpm);
+}
+
+TEST_CASE("calibrate: a fit that does not describe the storage is said to", "[estimate][calibrate]") {
+    SECTION("a sequential read slower than a random one") {
+        ArrayModel inverted = reference_array();
+        inverted.sequential_io_seconds = 2 * inverted.random_io_seconds;
+        FioCalibration cal(4 * kKiB);
+        cal.add(noise_free_output(documented_jobs(), inverted, 4 * kKiB), "run.json");
+        const Calibration fit = cal.fit();
+        check_recovered(fit, inverted);
+        REQUIRE(fit.warnings.size() == 1);
+        CHECK(fit.warnings[0].starts_with("a sequential read is fitted slower than a random one"));
+    }
+    SECTION("reads measured three times slower in half the jobs: no model fits them") {
+        Json doc = noise_free_output(documented_jobs(), reference_array(), 4 * kKiB);
+        for (std::size_t i = 0; i < doc["jobs"].size(); i += 2) {
+            Json& mean = doc["jobs"][i]["read"]["lat_ns"]["mean"];
+            mean = mean.get<double>() * 3;
+        }
+        FioCalibration cal(4 * kKiB);
+        cal.add(doc, "run.json");
+        const Calibration fit = cal.fit();
+        REQUIRE(fit.read_rms_residual > Calibration::kBadFit);
+        CHECK(fit.write_rms_residual < 1e-9);
+        REQUIRE(!fit.warnings.empty());
+        CHECK(fit.warnings[0] ==
+              "the reads fit badly (RMS residual " +
+                  std::to_string(static_cast<int>(std::lround(fit.read_rms_residual * 100))) +
+                  " %): the model's few costs do not describe this storage (a cache, tiers or a throttle?); "
+                  "see each job's residual");
+        // The CLI says so under the model, and --json carries it.
+        const test::WorkDir work("calibrate-bad-fit");
+        std::ofstream(work / "run.json") << doc.dump();
+        const auto text = test::run_cli({"calibrate", (work / "run.json").string()});
+        CHECK(text.status == 0);
+        CHECK(text.out.find("\n  warning: the reads fit badly (RMS residual ") != std::string::npos);
+        const auto json = test::run_cli({"calibrate", (work / "run.json").string(), "--json"});
+        CHECK(Json::parse(json.out)["warnings"][0] == fit.warnings[0]);
+    }
 }
 
 TEST_CASE("calibrate: what each job's IOs are, counted by hand", "[estimate][calibrate]") {

@@ -525,7 +525,22 @@ TEST_CASE("mkimage: command line", "[mkimage][cli]") {
     CHECK(r.out.find("32.0 MiB disk") != std::string::npos);
     CHECK(r.err.empty());  // no progress when stderr is not a terminal
     CHECK(fs::file_size(out) == 32u << 20);
+
+    // An existing OUT is kept unless --force.
+    const std::uint64_t before = guestfrag::test::file_fingerprint(out);
+    r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "16MiB", "--files", "10"});
+    CHECK(r.status == 2);
+    CHECK(r.err == "guestfrag: error: " + out.string() + ": the output " + out.string() +
+                       " exists (it is not replaced); --force replaces it\n");
+    CHECK(guestfrag::test::file_fingerprint(out) == before);
+    r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "16MiB", "--files", "10", "--force"});
+    CHECK(r.status == 0);
+    CHECK(fs::file_size(out) == 16u << 20);
     fs::remove(out);
+    // Only a regular file is ever replaced.
+    r = guestfrag::test::run_cli({"mkimage", "/dev/null", "--force"});
+    CHECK(r.status == 2);
+    CHECK(r.err.find("is a character device, not a regular file") != std::string::npos);
 
     r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "12Q"});
     CHECK(r.status == 1);
@@ -660,7 +675,7 @@ TEST_CASE("mkimage --layout-ini: more files than the volume keeps lists them all
         CHECK(r.out.find(": Layout.ini lists 80 files (asked for 2000; the volume keeps 80)\n") !=
               std::string::npos);
         r = guestfrag::test::run_cli({"mkimage", out.string(), "--size", "32MiB", "--files", "100", "--table",
-                                      "none", "--layout-ini", "010"});
+                                      "none", "--layout-ini", "010", "--force"});
         CHECK(r.status == 0);
         CHECK(r.out.find(": Layout.ini lists 10 files\n") != std::string::npos);
         fs::remove(out);

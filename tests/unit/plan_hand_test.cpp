@@ -96,7 +96,7 @@ TEST_CASE("defrag: reasons for streams it leaves", "[plan][defrag]") {
     CHECK(p.skipped[0].mft_record == 70);
     CHECK(p.skipped[0].reason == "every fragment is at least 64 MiB: left as it is");
     CHECK(p.skipped[1].mft_record == 71);
-    CHECK(p.skipped[1].reason == "no free region of 16385 clusters (largest is 6832)");
+    CHECK(p.skipped[1].reason == "no free region of 16385 clusters (the largest is 6832 clusters)");
 }
 
 TEST_CASE("consolidate fills holes from the start with streams from the end", "[plan][consolidate]") {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyzers/analysis.hpp"
+#include "app/cli/plan_text.hpp"
 #include "core/image/open_image.hpp"
 #include "core/plan/apply.hpp"
 #include "core/plan/frontier.hpp"
@@ -297,5 +298,34 @@ TEST_CASE("plan --frontier: every point is the volume after a prefix of the plan
     // Text: the table and the knee in words.
     const auto text = test::run_cli({"plan", image, "--strategy", "optimize", "--frontier"});
     CHECK(text.out.find("Trade-off: the plan's first moves up to each budget") != std::string::npos);
-    CHECK(text.out.find("knee (*): moving ") != std::string::npos);
+    // A knee that gains no more than its share of the data is said to be none.
+    const auto shares = frontier_shares(curve, *frontier_knee(curve));
+    REQUIRE(shares);
+    CHECK(text.out.find(shares->gain - shares->data < 0.005
+                            ? "knee (*): none: no budget short of the whole plan"
+                            : "knee (*): moving ") != std::string::npos);
+}
+
+TEST_CASE("the knee in words: a budget that buys more than its share, or none", "[plan][frontier]") {
+    // Free-space fragmentation 20 % before, then at 1, 2 and 4 MiB moved (hand-computed
+    // shares: 1 MiB = 25 % of the data, gain (20 - 5) / 20 = 75 %).
+    const auto point = [](std::size_t moves, std::uint64_t mib, double fragmentation) {
+        FrontierPoint p;
+        p.moves = moves;
+        p.moved_bytes = mib << 20;
+        p.budget_bytes = mib << 20;
+        p.free_space_fragmentation_percent = fragmentation;
+        return p;
+    };
+    Frontier steep{{point(0, 0, 20), point(10, 1, 5), point(20, 2, 2), point(40, 4, 0)}, {}};
+    steep.knee = frontier_knee(steep.points);
+    REQUIRE(steep.knee == 1u);
+    CHECK(cli::knee_text(steep) ==
+          "moving 1.00 MiB (25 % of the plan's data, its first 10 moves) gives 75 % of the free-space "
+          "improvement the plan reaches");
+    // Gain in proportion to the data: no budget short of the whole plan gives more than its share.
+    Frontier linear{{point(0, 0, 20), point(10, 1, 15), point(20, 2, 10), point(40, 4, 0)}, {}};
+    linear.knee = frontier_knee(linear.points);
+    CHECK(cli::knee_text(linear) ==
+          "none: no budget short of the whole plan gives more than its share of the improvement");
 }
