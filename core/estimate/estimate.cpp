@@ -43,9 +43,6 @@ PreparedWorkload prepare_workload(const Workload& workload, const IoShape& shape
 WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorkload& workload,
                                    const std::function<void(const Io&)>& each) {
     WorkloadNotes notes;
-    const auto hand_over = [&each](const std::vector<Io>& ios) {
-        for (const Io& io : ios) each(io);
-    };
     switch (workload.workload.kind) {
         case Workload::Kind::Scan: {
             GuestReader guest(volume, workload.guest, workload.max_io, each);
@@ -64,7 +61,7 @@ WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorklo
         }
         case Workload::Kind::Write: {
             const WriteIos write = write_ios(volume, workload.write_sizes, workload.max_io);
-            hand_over(write.ios);
+            for (const Io& io : write.ios) each(io);
             notes.write = write.outcome;
             break;
         }

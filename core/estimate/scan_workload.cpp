@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "core/estimate/stream_ios.hpp"
 #include "core/model/paths.hpp"
 
 namespace guestfrag {
@@ -30,13 +29,6 @@ std::vector<const Stream*> scan_streams(const VolumeMap& volume, Workload::ScanO
         return a->name < b->name;
     });
     return streams;
-}
-
-std::vector<Io> scan_ios(const VolumeMap& volume, Workload::ScanOrder order, std::uint64_t max_io) {
-    check_max_io(max_io);
-    std::vector<Io> ios;
-    for (const Stream* s : scan_streams(volume, order)) append_stream_ios(volume, *s, max_io, ios);
-    return ios;
 }
 
 }  // namespace guestfrag

@@ -20,9 +20,4 @@ namespace guestfrag {
 /// The pointers point into `volume.streams`. O(streams · log streams).
 [[nodiscard]] std::vector<const Stream*> scan_streams(const VolumeMap& volume, Workload::ScanOrder order);
 
-/// The IOs of the scan workload: append_stream_ios over scan_streams in order.
-/// Throws as append_stream_ios. O(streams · log streams + IOs).
-[[nodiscard]] std::vector<Io> scan_ios(const VolumeMap& volume, Workload::ScanOrder order,
-                                       std::uint64_t max_io);
-
 }  // namespace guestfrag

@@ -4,8 +4,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/estimate/stream_ios.hpp"
-
 namespace guestfrag {
 
 TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> paths,
@@ -36,14 +34,6 @@ TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> p
         read(*stream->second);
     }
     return outcome;
-}
-
-TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths, std::uint64_t max_io) {
-    check_max_io(max_io);
-    TraceIos result;
-    result.outcome = trace_reads(volume, paths,
-                                 [&](const Stream& s) { append_stream_ios(volume, s, max_io, result.ios); });
-    return result;
 }
 
 }  // namespace guestfrag

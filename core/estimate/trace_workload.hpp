@@ -23,23 +23,11 @@ struct TraceOutcome {
     std::vector<std::string> missing_paths;  ///< each missing path once, as given, in trace order
 };
 
-/// The IOs of a trace workload and how its paths matched.
-struct TraceIos {
-    std::vector<Io> ios;
-    TraceOutcome outcome;
-};
-
 /// Hands `read`, for each path in order, the unnamed $DATA of the file it names (one stream
 /// as often as its path is named); returns how the paths matched. Paths are matched
 /// case-insensitively (fold_trace_path) against VolumeMap::path_of; unknown paths are
 /// counted, not fatal. O(files · path depth · log files) to index the volume, then O(paths).
 [[nodiscard]] TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> paths,
                                        const std::function<void(const Stream&)>& read);
-
-/// trace_reads with each stream read as the scan workload reads it (append_stream_ios, the
-/// raw guest): a path named twice is read twice. Throws as append_stream_ios. O(files ·
-/// path depth · log files) to index the volume, then O(paths + IOs).
-[[nodiscard]] TraceIos trace_ios(const VolumeMap& volume, std::span<const std::string> paths,
-                                 std::uint64_t max_io);
 
 }  // namespace guestfrag

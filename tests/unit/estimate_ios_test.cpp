@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/estimate/guest_model.hpp"
 #include "core/estimate/io_stats.hpp"
 #include "core/estimate/scan_workload.hpp"
 #include "core/estimate/stream_ios.hpp"
@@ -42,6 +43,17 @@ Stream stream(std::uint64_t record, std::uint32_t type, std::string_view name, s
     s.allocated_size = size;
     s.extents = std::move(runs);
     return s;
+}
+
+/// The scan workload's IOs as the raw guest reads them (the estimator's GuestReader with the
+/// raw profile: each stream's extents, cut at `max_io`).
+std::vector<Io> scan_ios(const VolumeMap& volume, guestfrag::Workload::ScanOrder order,
+                         std::uint64_t max_io) {
+    std::vector<Io> ios;
+    guestfrag::GuestReader raw(volume, *guestfrag::find_guest_profile("raw"), max_io,
+                               [&ios](const Io& io) { ios.push_back(io); });
+    for (const Stream* s : guestfrag::scan_streams(volume, order)) raw.read(*s);
+    return ios;
 }
 
 /// 4 KiB clusters, the volume at byte 1 MiB of the disk = sector 2048, so cluster x starts
@@ -99,7 +111,7 @@ TEST_CASE("scan reads $DATA streams by (record, label), holes skipped, last IO r
     // record 41 ads: LCN 50 → 2448, 1000 bytes rounded up to 1024
     // record 44: all hole, no IO
     const std::vector<Io> expected = {{2128, 8192}, {2848, 12288}, {2872, 8192}, {3648, 8192}, {2448, 1024}};
-    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == expected);
+    CHECK(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == expected);
 }
 
 TEST_CASE("scan:path walks the tree depth first: a directory's index, then its entries by name",
@@ -119,7 +131,7 @@ TEST_CASE("scan:path walks the tree depth first: a directory's index, then its e
     // record 42's index: LCN 60 → sector 2048 + 480 = 2528, one cluster.
     const std::vector<Io> expected = {{2128, 8192}, {2848, 12288}, {2528, 4096},
                                       {2872, 8192}, {3648, 8192},  {2448, 1024}};
-    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Path, MiB) == expected);
+    CHECK(scan_ios(v, guestfrag::Workload::ScanOrder::Path, MiB) == expected);
     CHECK(guestfrag::parse_workload("scan:path").text() == "scan:path");
     CHECK(guestfrag::parse_workload("scan:mft").text() == "scan:mft");
     CHECK(guestfrag::parse_workload("scan").text() == "scan");
@@ -128,8 +140,7 @@ TEST_CASE("scan:path walks the tree depth first: a directory's index, then its e
 
 TEST_CASE("scan statistics are the hand-computed ones", "[estimate]") {
     const VolumeMap v = hand_volume();
-    const IoStats s =
-        guestfrag::summarize_ios(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB));
+    const IoStats s = guestfrag::summarize_ios(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB));
 
     // IOs (lbn, bytes, sectors): (2128,8192,16) (2848,12288,24) (2872,8192,16) (3648,8192,16) (2448,1024,2)
     CHECK(s.ios == 5);
@@ -184,7 +195,7 @@ TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estima
     // 4 KiB: every cluster of the scan becomes one IO; the 1000-byte stream stays 1024.
     const std::vector<Io> four_k = {{2128, 4096}, {2136, 4096}, {2848, 4096}, {2856, 4096}, {2864, 4096},
                                     {2872, 4096}, {2880, 4096}, {3648, 4096}, {3656, 4096}, {2448, 1024}};
-    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 4096) == four_k);
+    CHECK(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 4096) == four_k);
 
     // 2560 bytes (5 sectors) does not divide a cluster: record 40's 12288-byte extent gives
     // 4 · 2560 + 2048, and record 41's first extent (8192) gives 3 · 2560 + 512.
@@ -202,8 +213,8 @@ TEST_CASE("max-io splits extents and never crosses an extent boundary", "[estima
                                  {3658, 2560},
                                  {3663, 512}});
 
-    CHECK_THROWS_AS(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 1000), guestfrag::Error);
-    CHECK_THROWS_AS(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 0), guestfrag::Error);
+    CHECK_THROWS_AS(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 1000), guestfrag::Error);
+    CHECK_THROWS_AS(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, 0), guestfrag::Error);
     CHECK_FALSE(guestfrag::valid_max_io(4095));
     CHECK(guestfrag::valid_max_io(512));
 }
@@ -235,7 +246,7 @@ TEST_CASE("a bare volume (offset 0) and 512-byte clusters map LCNs straight to s
     VolumeMap v;
     v.cluster_size = 512;
     v.streams = {stream(30, kData, "", 1536, {{0, 7, 3}})};
-    CHECK(guestfrag::scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == std::vector<Io>{{7, 1536}});
+    CHECK(scan_ios(v, guestfrag::Workload::ScanOrder::Mft, MiB) == std::vector<Io>{{7, 1536}});
 }
 
 TEST_CASE("summaries of empty and single-IO streams", "[estimate]") {
@@ -278,15 +289,19 @@ TEST_CASE("trace reads each listed file's unnamed $DATA in order, counting missi
     // parent (99) is missing, so its path is "<orphan>\lost.txt", not "\lost.txt".
     const std::vector<std::string> paths = {"\\WINDOWS\\B.BIN", "/a.bin",  "\\no\\such.dll", "\\dir", "a.BIN",
                                             "\\no\\such.dll",   "\\empty", "\\lost.txt"};
-    const guestfrag::TraceIos t = guestfrag::trace_ios(v, paths, MiB);
-    CHECK(t.outcome.paths == 8);
-    CHECK(t.outcome.read == 4);  // b.bin, a.bin, a.BIN, empty
-    CHECK(t.outcome.without_data == 1);
-    CHECK(t.outcome.missing == 3);
-    CHECK(t.outcome.missing_paths == std::vector<std::string>{"\\no\\such.dll", "\\lost.txt"});
+    std::vector<Io> ios;
+    guestfrag::GuestReader raw(v, *guestfrag::find_guest_profile("raw"), MiB,
+                               [&ios](const Io& io) { ios.push_back(io); });
+    const guestfrag::TraceOutcome outcome =
+        guestfrag::trace_reads(v, paths, [&raw](const Stream& s) { raw.read(s); });
+    CHECK(outcome.paths == 8);
+    CHECK(outcome.read == 4);  // b.bin, a.bin, a.BIN, empty
+    CHECK(outcome.without_data == 1);
+    CHECK(outcome.missing == 3);
+    CHECK(outcome.missing_paths == std::vector<std::string>{"\\no\\such.dll", "\\lost.txt"});
     // b.bin's unnamed $DATA only (not :ads), then a.bin twice; \empty reads nothing.
     const std::vector<Io> expected = {{2872, 8192}, {3648, 8192}, {2848, 12288}, {2848, 12288}};
-    CHECK(t.ios == expected);
+    CHECK(ios == expected);
 
     CHECK(guestfrag::fold_trace_path("C/Windows//") == "\\c\\windows");
     CHECK(guestfrag::fold_trace_path("\\") == "\\");
