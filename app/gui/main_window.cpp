@@ -261,8 +261,8 @@ QWidget* MainWindow::build_central() {
     split->setStretchFactor(0, 1);
     split->setStretchFactor(1, 1);
     split->setSizes({kWindowSize.height() / 2 + 40, kWindowSize.height() / 2 - 40});
-    // The charts need height more than the map does: on their tabs the map gives up most of
-    // its share (and may be dragged away entirely); the other tabs get the user's split back.
+    // The charts need height more than the map does: their tabs get three fifths of it (the
+    // handle still moves); the other tabs get the split back as it was.
     connect(tabs_, &QTabWidget::currentChanged, this, [this, split](int index) {
         const bool charts = tabs_->widget(index) == histograms_ || tabs_->widget(index) == frontier_;
         if (charts == charts_split_.has_value()) return;
