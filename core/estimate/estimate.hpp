@@ -61,8 +61,8 @@ struct WorkloadNotes {
 
 /// Hands the IO stream of `workload` on `volume` to `each` in issue order (its guest's
 /// GuestReader over scan_streams or trace_reads, write_ios, for_each_fio_io or
-/// for_each_install_io). fio and install IOs are
-/// handed over as they are made, never listed: a job may make 10,000,000 of them.
+/// for_each_install_io). fio and install IOs are handed over as they are made, never
+/// listed: a job may make 10,000,000 of them.
 /// Throws as those do. Cost: O(IOs) plus the generator's indexing.
 WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorkload& workload,
                                    const std::function<void(const Io&)>& each);
