@@ -14,7 +14,7 @@ namespace guestfrag::cli {
 namespace {
 
 void row(std::ostream& out, const std::string& label, const std::string& value) {
-    out << "  " << pad(label, 30) << value << '\n';
+    out << hanging("  " + pad(label, 30), value);
 }
 
 void print_volume(std::ostream& out, const VolumeAnalysis& v, std::size_t top, bool all_files) {

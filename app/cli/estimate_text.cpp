@@ -185,7 +185,7 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
         else
             out << "\nVolume on partition " << v.partition << '\n';
         print_totals(out, v);
-        out << "  " << pad("Provisioning", 24) << provisioning_text(v.provisioning) << '\n';
+        out << hanging("  " + pad("Provisioning", 24), provisioning_text(v.provisioning));
         out << "  " << pad("Writes", 24) << v.before.stats.writes << " IOs, " << format_size(v.before.stats.written_bytes)
             << '\n';
         if (const auto& t = v.before.trace) {

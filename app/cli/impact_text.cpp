@@ -15,8 +15,17 @@ namespace {
 
 constexpr std::size_t kNameWidth = 28;
 
+/// "  name  value   more": the value right-aligned in 12 columns, then `more`; a value too
+/// long for them (a layout, a provisioning) and `more` wrap at the report's width under
+/// where they start.
 void row(std::ostream& out, const std::string& name, const std::string& value, const std::string& more = {}) {
-    out << "  " << pad(name, kNameWidth) << pad(value, 12, true) << (more.empty() ? "" : "   " + more) << '\n';
+    const std::string head = "  " + pad(name, kNameWidth);
+    if (value.size() > 12) {
+        out << hanging(head, value + (more.empty() ? "" : "; " + more));
+        return;
+    }
+    const std::string left = head + pad(value, 12, true);
+    out << (more.empty() ? left + '\n' : hanging(left + "   ", more));
 }
 
 std::string ratio(double r) { return fixed(r, 2) + ":1"; }
@@ -105,7 +114,7 @@ void print_plan_writes(std::ostream& out, const PlanWrites& w) {
         std::to_string(s.ios - s.writes) + " reads, " + std::to_string(s.writes) + " writes");
     row(out, "data read", format_size(s.bytes - s.written_bytes));
     row(out, "data written", format_size(s.written_bytes));
-    out << "  " << pad("provisioning", kNameWidth) << provisioning_text(w.provisioning) << '\n';
+    row(out, "provisioning", provisioning_text(w.provisioning));
     row(out, "into written blocks", format_size(w.into_written_bytes), "their zeroing block already written");
     row(out, "into new blocks", format_size(w.into_new_bytes),
         std::to_string(s.first_writes) + " first writes of a " + format_size(s.zero_block) + " block");

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "app/cli/columns.hpp"
 #include "pipeline/sizes.hpp"
 
 namespace guestfrag::cli {
@@ -80,15 +81,17 @@ void print_plan_summary(std::ostream& out, const Plan& plan, const VolumeMap& vo
             out << "    " << (g.count == 1 ? "" : std::to_string(g.count) + " streams, such as: ") << g.first
                 << '\n';
     }
-    for (const std::string& note : plan.notes) out << "  note: " << note << '\n';
+    for (const std::string& note : plan.notes) out << hanging("  note: ", note);
 }
 
 std::string knee_text(const Frontier& frontier) {
-    const auto shares = frontier.knee ? frontier_shares(frontier.points, *frontier.knee) : std::nullopt;
-    if (!shares) return "";
-    // A knee that buys no more than its share of the data ("100 % gives 100 %") is none.
-    if (shares->gain - shares->data < 0.005)
+    if (!frontier.knee) {
+        // No knee of a plan that improves free space: its gain only keeps pace with its data.
+        if (frontier.points.empty() || !frontier_shares(frontier.points, frontier.points.size() - 1))
+            return "";
         return "none: no budget short of the whole plan gives more than its share of the improvement";
+    }
+    const auto shares = frontier_shares(frontier.points, *frontier.knee);
     const FrontierPoint& knee = frontier.points[*frontier.knee];
     std::ostringstream text;
     text << std::fixed << std::setprecision(0) << "moving " << format_size(knee.moved_bytes) << " ("
@@ -110,7 +113,7 @@ void print_frontier(std::ostream& out, const Frontier& frontier, const VolumeMap
             << format_size(p.largest_free_extent_clusters * volume.cluster_size) << std::setw(12)
             << p.fragmented_streams << '\n';
     }
-    if (const std::string knee = knee_text(frontier); !knee.empty()) out << "  knee (*): " << knee << '\n';
+    if (const std::string knee = knee_text(frontier); !knee.empty()) out << hanging("  knee (*): ", knee);
 }
 
 }  // namespace guestfrag::cli

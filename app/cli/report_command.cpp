@@ -12,6 +12,7 @@
 
 #include "app/cli/analysis_json.hpp"
 #include "app/cli/analysis_text.hpp"
+#include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/copy_options.hpp"
 #include "app/cli/estimate_text.hpp"
@@ -172,7 +173,7 @@ void add_report_command(CLI::App& app) {
                 print_plan_summary(std::cout, p.planned.plan, before, opts->image);
                 const Frontier frontier = plan_frontier(before, p.planned.plan);
                 if (const std::string knee = knee_text(frontier); !knee.empty())
-                    std::cout << "  knee of the trade-off (plan --frontier): " << knee << '\n';
+                    std::cout << hanging("  knee of the trade-off (plan --frontier): ", knee);
                 std::cout << "\nImpact of this plan on the storage\n";
                 print_impact(std::cout, p.impact,
                              plan_copy_states(opened, p.planned, copy));

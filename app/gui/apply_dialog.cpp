@@ -79,13 +79,12 @@ void ApplyDialog::browse() {
 
 void ApplyDialog::format_changed() {
     suggest_output(default_apply_output(path_, format()));
-    format_note_->setText(
-        format() == ApplyOutputFormat::Qcow2
-            ? tr("For KVM: the overlay needs %1 beside it as it is now; run the guest on it or "
-                 "fold it in with qemu-img commit.")
-                  .arg(image_file_name(path_))
-            : tr("A new disk of the input's full virtual size (holes stay unallocated); "
-                 "qemu-img convert turns it into VMDK or VHDX."));
+    set_format_note(format() == ApplyOutputFormat::Qcow2
+                        ? tr("For KVM: the overlay needs %1 beside it as it is now; run the guest on it or "
+                             "fold it in with qemu-img commit.")
+                              .arg(image_file_name(path_))
+                        : tr("A new disk of the input's full virtual size (holes stay unallocated); "
+                             "qemu-img convert turns it into VMDK or VHDX."));
 }
 
 void ApplyDialog::output_changed() {

@@ -125,7 +125,7 @@ void CompactDialog::format_changed() {
     // 1 MiB minimum): each format starts from its own default.
     granule_->setText(granule_text(default_granule(format())));
     suggest_output(default_compact_output(path_, format()));
-    format_note_->setText(note_of(format()));
+    set_format_note(note_of(format()));
 }
 
 void CompactDialog::accept() {

@@ -55,6 +55,8 @@ void FrontierChart::show_result(const PlanResult* result) {
             moved = std::max(moved, at.x());
             highest = std::max(highest, at.y());
         }
+        // The legend says so where no budget gains more than its share (docs/planner.md §13).
+        if (!result->frontier->knee) knee->setName(tr("knee: none"));
     }
     for (QXYSeries* series : {static_cast<QXYSeries*>(curve), static_cast<QXYSeries*>(knee)}) {
         trade_off->addSeries(series);

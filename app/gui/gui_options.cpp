@@ -63,6 +63,11 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
                 out.tab != "trade-off")
                 throw std::invalid_argument("--tab: '" + out.tab +
                                             "' is not one of files, histograms, impact, trade-off");
+        } else if (a == "--dialog") {
+            out.dialog = value();
+            if (out.dialog != "apply" && out.dialog != "compact" && out.dialog != "storage")
+                throw std::invalid_argument("--dialog: '" + *out.dialog +
+                                            "' is not one of apply, compact, storage");
         } else if (a == "--size") {
             out.size = parse_window_size(value());
         } else if (a == "--map") {
@@ -78,6 +83,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
         }
     }
     if (out.screenshot && !out.image) throw std::invalid_argument("--screenshot needs an IMAGE");
+    if (out.dialog && !out.screenshot) throw std::invalid_argument("--dialog needs --screenshot");
     return out;
 }
 
@@ -85,7 +91,7 @@ std::string gui_usage() {
     return "Usage: guestfrag-gui [IMAGE] [--parent [DEPTH=|NAME=]PATH]... [--strategy S] [--device-model "
            "FILE]\n"
            "       guestfrag-gui IMAGE --screenshot FILE.png [--strategy S] [--tab T] [--map M]\n"
-           "                     [--size WxH]\n"
+           "                     [--size WxH] [--dialog D]\n"
            "\n"
            "Desktop viewer of guestfrag: cluster map, files, plan, IO histograms and storage\n"
            "warnings of a Windows guest disk image. Nothing is ever written to the image.\n"
@@ -105,6 +111,10 @@ std::string gui_usage() {
            "  --tab T            tab shown: files (default), histograms, impact (also: warnings)\n"
            "                     or trade-off\n"
            "  --map M            cluster map colouring: allocation (default) or layers\n"
+           "  --dialog D         with --screenshot: the settings dialog of apply (File > Apply\n"
+           "                     plan to a copy), compact or storage (Settings > Storage model),\n"
+           "                     shown over the window as it opens (exit 1 when the plan has\n"
+           "                     no moves to apply)\n"
            "  --size WxH         window size in pixels, e.g. 1280x720 (default: 1280x860, or\n"
            "                     the screen's available size when smaller)\n"
            "  --version          print the version and exit\n"

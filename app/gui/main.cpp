@@ -2,14 +2,17 @@
 // guestfrag-gui: the desktop viewer. --help and --version are answered before Qt starts so
 // they work without a display; --screenshot runs the window unattended and saves it.
 #include <algorithm>
-#include <memory>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <QApplication>
+#include <QDialog>
+#include <QPainter>
 #include <QScreen>
 #include <QTimer>
 
@@ -32,14 +35,52 @@ void quiet_messages(QtMsgType type, const QMessageLogContext&, const QString& me
     if (type == QtCriticalMsg || type == QtFatalMsg) std::cerr << "guestfrag-gui: qt: " << message.toStdString() << '\n';
 }
 
+/// `dialog` as a window manager shows it: a title bar with its title above it, a border
+/// around (an offscreen grab has neither).
+QPixmap decorated(QDialog& dialog) {  // grab() is not const
+    const QPixmap body = dialog.grab();
+    const int bar = dialog.fontMetrics().height() + 10;
+    QPixmap framed(body.width() + 2, body.height() + bar + 2);
+    QPainter painter(&framed);
+    const QPalette& palette = dialog.palette();
+    painter.fillRect(framed.rect(), palette.color(QPalette::Shadow));
+    const QRect title(1, 1, body.width(), bar);
+    painter.fillRect(title, palette.color(QPalette::Highlight));
+    painter.setPen(palette.color(QPalette::HighlightedText));
+    painter.drawText(title, Qt::AlignCenter, dialog.windowTitle());
+    painter.drawPixmap(1, bar + 1, body);
+    return framed;
+}
+
 /// Waits for the plan and its tab's figures (planFinished) and for the verdict banner
-/// (verdictShown), lets the event loop lay out and paint once more, saves the window.
-void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file) {
+/// (verdictShown); opens the settings dialog `dialog_name` names, if any, into `dialog`; lets
+/// the event loop lay out and paint once more; saves the window with the dialog drawn over
+/// its middle, where a window manager puts a dialog of its parent.
+void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file,
+                     const std::optional<std::string>& dialog_name, std::unique_ptr<QDialog>& dialog) {
     auto waiting = std::make_shared<int>(2);
-    const auto arrived = [&app, &window, file, waiting] {
+    const auto arrived = [&app, &window, file, dialog_name, &dialog, waiting] {
         if (--*waiting != 0) return;
-        QTimer::singleShot(250, &window, [&app, &window, file] {
-            if (window.grab().save(file, "PNG")) {
+        if (dialog_name) {
+            dialog = window.settings_dialog(*dialog_name);
+            if (!dialog) {
+                (void)fail("",
+                           "--dialog " + *dialog_name +
+                               ": not offered for this image (a plan without moves to apply)",
+                           kUsage);
+                app.exit(kUsage);
+                return;
+            }
+            dialog->show();
+        }
+        QTimer::singleShot(250, &window, [&app, &window, file, &dialog] {
+            QPixmap shot = window.grab();
+            if (dialog) {
+                const QPixmap over = decorated(*dialog);
+                QPainter(&shot).drawPixmap((shot.width() - over.width()) / 2,
+                                           (shot.height() - over.height()) / 2, over);
+            }
+            if (shot.save(file, "PNG")) {
                 app.exit(0);
             } else {
                 (void)fail(file.toStdString(), "cannot write the screenshot", kBadInput);
@@ -92,6 +133,7 @@ int main(int argc, char** argv) {
     const bool unattended = options.screenshot.has_value();
     if (!unattended) qInstallMessageHandler(nullptr);  // back to Qt's default for people
     guestfrag::gui::MainWindow window(!unattended);
+    std::unique_ptr<QDialog> dialog;  // --dialog's, owned here so that it goes before its window
     if (options.strategy) window.set_strategy(*options.strategy);
     if (QString reason; options.device_model && !window.set_device_model(*options.device_model, &reason))
         return fail("", "--device-model: " + reason.toStdString() + " (see --help)", kUsage);
@@ -107,7 +149,7 @@ int main(int argc, char** argv) {
                              (void)fail(image, reason.toStdString(), code);
                              app.exit(code);
                          });
-        take_screenshot(app, window, QString::fromStdString(*options.screenshot));
+        take_screenshot(app, window, QString::fromStdString(*options.screenshot), options.dialog, dialog);
     } else if (const QScreen* screen = QGuiApplication::primaryScreen(); screen && !options.size) {
         // The default size, but never past the screen it opens on (less its panels).
         window.resize(asked.boundedTo(screen->availableGeometry().size()));

@@ -32,17 +32,20 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "app/gui/apply_dialog.hpp"
 #include "app/gui/background_job.hpp"
 #include "app/gui/cluster_map_widget.hpp"
+#include "app/gui/compact_dialog.hpp"
 #include "app/gui/files_model.hpp"
 #include "app/gui/frontier_chart.hpp"
 #include "app/gui/histogram_panel.hpp"
 #include "app/gui/new_disk_progress_dialog.hpp"
 #include "app/gui/plan_panel.hpp"
 #include "app/gui/plan_writes_panel.hpp"
+#include "app/gui/storage_dialog.hpp"
 #include "app/gui/warnings_model.hpp"
-#include "pipeline/verdict.hpp"
 #include "core/image/nbd_uri.hpp"
+#include "pipeline/verdict.hpp"
 
 namespace guestfrag::gui {
 
@@ -321,6 +324,13 @@ void MainWindow::set_tab(const std::string& name) {
                            : name == "impact" || name == "warnings" ? 2
                            : name == "trade-off"                    ? 3
                                                                     : 0);
+}
+
+std::unique_ptr<QDialog> MainWindow::settings_dialog(const std::string& name) {
+    if (name == "apply") return apply_dialog();
+    if (name == "compact") return compact_dialog();
+    if (name == "storage") return storage_dialog();
+    return nullptr;
 }
 
 void MainWindow::set_map_mode(const std::string& name) {

@@ -17,6 +17,7 @@
 
 class QAction;
 class QComboBox;
+class QDialog;
 class QLabel;
 class QLineEdit;
 class QMenu;
@@ -34,10 +35,12 @@ struct Verdict;
 
 namespace guestfrag::gui {
 
+class ApplyDialog;
 class ApplyProgressDialog;
 struct ApplyRequest;
 class BackgroundJob;
 class ClusterMapWidget;
+class CompactDialog;
 class CompactProgressDialog;
 struct CompactRequest;
 class FilesModel;
@@ -47,6 +50,7 @@ class MapLegend;
 class NewDiskProgressDialog;
 class PlanPanel;
 class PlanWritesPanel;
+class StorageDialog;
 class WarningsModel;
 
 /// Size of the window in --screenshot mode (and its default size).
@@ -83,6 +87,11 @@ public:
 
     /// Asks the running analysis or plan to stop (as the Cancel button does).
     void cancel();
+
+    /// The settings dialog a menu entry opens, not yet shown: "apply" (File ▸ Apply plan to
+    /// a copy), "compact" (File ▸ Compact to a new image) or "storage" (Settings ▸ Storage
+    /// model); nullptr while its entry cannot be used (no plan with moves, no NTFS volume).
+    [[nodiscard]] std::unique_ptr<QDialog> settings_dialog(const std::string& name);
 
     /// Carries the shown plan out on a copy (pipeline apply_to_copy) on a worker thread and
     /// shows its progress, then its outcome, in apply_progress(). Returns false without
@@ -190,11 +199,14 @@ private:
     void export_report();
     void export_charts();
     void load_storage();
+    [[nodiscard]] std::unique_ptr<StorageDialog> storage_dialog();
     void choose_storage();
     /// Plans are estimated and assessed on `storage`, whose device models are `models`, from
     /// now on; the shown volume is planned again.
     void use_storage(StorageSettings storage, const DeviceModels& models);
+    [[nodiscard]] std::unique_ptr<ApplyDialog> apply_dialog();
     void choose_apply();
+    [[nodiscard]] std::unique_ptr<CompactDialog> compact_dialog();
     void choose_compact();
     /// Offers File ▸ Apply and File ▸ Compact (and the plan panel's apply) as what is shown
     /// and running allows.

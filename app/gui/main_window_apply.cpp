@@ -16,12 +16,16 @@ namespace guestfrag::gui {
 
 bool MainWindow::applying() const { return apply_job_->running(); }
 
+std::unique_ptr<ApplyDialog> MainWindow::apply_dialog() {
+    if (!plan_ || plan_->plan.moves.empty()) return nullptr;
+    return std::make_unique<ApplyDialog>(image_path_, *opened_.image, plan_->plan.moves.size(), this);
+}
+
 void MainWindow::choose_apply() {
-    if (!plan_ || plan_->plan.moves.empty()) return;
-    ApplyDialog dialog(image_path_, *opened_.image, plan_->plan.moves.size(), this);
-    if (dialog.exec() != QDialog::Accepted) return;
+    const auto dialog = apply_dialog();
+    if (!dialog || dialog->exec() != QDialog::Accepted) return;
     QString refusal;
-    if (!apply_to_copy(dialog.request(), &refusal))
+    if (!apply_to_copy(dialog->request(), &refusal))
         QMessageBox::warning(this, tr("Apply plan to a copy"), refusal);
 }
 

@@ -17,12 +17,17 @@ namespace guestfrag::gui {
 
 bool MainWindow::compacting() const { return compact_job_->running(); }
 
+std::unique_ptr<CompactDialog> MainWindow::compact_dialog() {
+    if (!opened_.analysis || opened_.analysis->volumes.empty()) return nullptr;
+    return std::make_unique<CompactDialog>(image_path_, *opened_.image, opened_.analysis->volumes.size(),
+                                           this);
+}
+
 void MainWindow::choose_compact() {
-    if (!opened_.analysis || opened_.analysis->volumes.empty()) return;
-    CompactDialog dialog(image_path_, *opened_.image, opened_.analysis->volumes.size(), this);
-    if (dialog.exec() != QDialog::Accepted) return;
+    const auto dialog = compact_dialog();
+    if (!dialog || dialog->exec() != QDialog::Accepted) return;
     QString refusal;
-    if (!compact_to_copy(dialog.request(), &refusal))
+    if (!compact_to_copy(dialog->request(), &refusal))
         QMessageBox::warning(this, tr("Compact to a new image"), refusal);
 }
 

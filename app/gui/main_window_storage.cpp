@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 // The window's Settings ▸ Storage model: the storage plans are estimated and assessed on,
 // remembered with QSettings by an interactive window (docs/gui.md).
+#include <memory>
 #include <utility>
 
 #include <QLabel>
@@ -26,12 +27,16 @@ void MainWindow::load_storage() {
     }
 }
 
-void MainWindow::choose_storage() {
+std::unique_ptr<StorageDialog> MainWindow::storage_dialog() {
     std::optional<LayerProvisioning> detected;
     if (opened_.image) detected = opened_.image->layers().front().provisioning;
-    StorageDialog dialog(storage_, detected, this);
-    if (dialog.exec() != QDialog::Accepted) return;
-    use_storage(dialog.settings(), dialog.models());
+    return std::make_unique<StorageDialog>(storage_, detected, this);
+}
+
+void MainWindow::choose_storage() {
+    const auto dialog = storage_dialog();
+    if (dialog->exec() != QDialog::Accepted) return;
+    use_storage(dialog->settings(), dialog->models());
     if (interactive_) {
         QSettings settings;
         write_storage_settings(settings, storage_);

@@ -53,6 +53,25 @@ QString default_output(const QString& path, const QString& tag, const QString& s
     return dir.filePath(name);
 }
 
+void NewDiskDialog::showEvent(QShowEvent* event) {
+    QDialog::showEvent(event);
+    fit_height();
+}
+
+void NewDiskDialog::set_format_note(const QString& note) {
+    format_note_->setText(note);
+    if (isVisible()) fit_height();
+}
+
+void NewDiskDialog::fit_height() {
+    // QFormLayout sizes a wrapping row for a narrower column than it then gives it, and the
+    // dialog's first size for its widest text: both left a band of empty space. The note is
+    // as tall as its lines at the width it has, the dialog as tall as its rows.
+    format_note_->setFixedHeight(format_note_->heightForWidth(format_note_->width()));
+    layout()->activate();
+    resize(width(), heightForWidth(width()));
+}
+
 NewDiskDialog::NewDiskDialog(const QString& path, const DiskImage& image, const QString& title,
                              const QString& intro, const QString& ok, QWidget* parent)
     : QDialog(parent),
@@ -60,9 +79,9 @@ NewDiskDialog::NewDiskDialog(const QString& path, const DiskImage& image, const 
       image_(image),
       output_(new QLineEdit),
       format_(new QComboBox),
-      format_note_(new QLabel),
       verify_(new QCheckBox(tr("Verify the result (recommended)"))),
       rate_(new QLineEdit),
+      format_note_(new QLabel),
       form_(new QFormLayout) {
     setWindowTitle(title);
     output_->setObjectName(QStringLiteral("output"));

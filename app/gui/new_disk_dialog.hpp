@@ -68,15 +68,21 @@ protected:
     /// Called when Browse… is pressed.
     virtual void browse() = 0;
 
+    /// Shows `note` under the format, the dialog's height following its lines.
+    void set_format_note(const QString& note);
+    void showEvent(QShowEvent* event) override;
+
     const QString path_;
     const DiskImage& image_;
     QLineEdit* output_;
     QComboBox* format_;
-    QLabel* format_note_;
     QCheckBox* verify_;
     QLineEdit* rate_;
 
 private:
+    void fit_height();
+
+    QLabel* format_note_;
     QFormLayout* form_;
     int verify_row_ = 0;          ///< where add_row inserts
     bool output_edited_ = false;  ///< typed or chosen by the user: a format change keeps it

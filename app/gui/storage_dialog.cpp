@@ -126,6 +126,12 @@ void StorageDialog::refuse(const QString& why) {
     error_->setVisible(true);
 }
 
+void StorageDialog::showEvent(QShowEvent* event) {
+    QDialog::showEvent(event);
+    // The first size is for the heading's widest wrapping: as tall as the rows at the width.
+    resize(width(), heightForWidth(width()));
+}
+
 void StorageDialog::accept() {
     StorageSettings storage;
     storage.provisioning = provisioning_from_name(provisioning_->currentData().toString().toStdString());

@@ -32,6 +32,9 @@ public:
 
     void accept() override;
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void browse();
     void refuse(const QString& why);

@@ -24,11 +24,14 @@ std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& point
     for (std::size_t k = 1; k < points.size(); ++k) {
         const auto shares = frontier_shares(points, k);
         if (!shares) return std::nullopt;
-        if (!knee || shares->gain - shares->data > best) {
+        if (shares->gain - shares->data > best) {
             best = shares->gain - shares->data;
             knee = k;
         }
     }
+    // A lead under half a point buys no more than its share of the data ("100 % of the data
+    // gives 100 % of the gain", give or take rounding): that is no knee to recommend.
+    if (best < kKneeMinLead) return std::nullopt;
     return knee;
 }
 

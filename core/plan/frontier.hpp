@@ -28,8 +28,8 @@ struct FrontierPoint {
 /// before the plan, points[k] the volume after the longest prefix of the plan's moves that
 /// moves at most k/steps of its data and ends between streams (points[steps] is the whole
 /// plan). `knee` indexes the point where the share of the free-space fragmentation
-/// improvement gained exceeds the share of the data moved by the most; nullopt when the plan
-/// does not improve free space.
+/// improvement gained exceeds the share of the data moved by the most (frontier_knee); nullopt
+/// when there is none.
 struct Frontier {
     std::vector<FrontierPoint> points;
     std::optional<std::size_t> knee;
@@ -44,8 +44,12 @@ struct FrontierShares {
 };
 [[nodiscard]] std::optional<FrontierShares> frontier_shares(const std::vector<FrontierPoint>& points, std::size_t k);
 
+/// The least lead of gain share over data share that makes a knee.
+inline constexpr double kKneeMinLead = 0.005;
+
 /// The knee of `points`: the k ≥ 1 with the largest lead of gain share over data share
-/// (frontier_shares), the first such k on ties; nullopt when frontier_shares has none.
+/// (frontier_shares), the first such k on ties; nullopt when frontier_shares has none or
+/// when no lead reaches kKneeMinLead.
 [[nodiscard]] std::optional<std::size_t> frontier_knee(const std::vector<FrontierPoint>& points);
 
 /// The frontier of `full` (a plan for `volume`) at `steps` budgets. Cost: one replay of the

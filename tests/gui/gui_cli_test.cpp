@@ -128,6 +128,44 @@ private slots:
         QCOMPARE(std::count(unwritable.err.begin(), unwritable.err.end(), '\n'), 1);
     }
 
+    void screenshotOfEachDialog() {
+        // --dialog draws the settings dialog over the middle of the window: the picture is the
+        // window's size, and it differs from the window alone there and only there.
+        const std::string image = test::gui_test_image().string();
+        const fs::path plain_png = scratch("plain.png");
+        const auto plain = run_headless(
+            {image, "--screenshot", plain_png.string(), "--size", "1280x720", "--strategy", "defrag"});
+        QVERIFY2(plain.status == 0, plain.err.c_str());
+        const QImage window(QString::fromStdString(plain_png.string()));
+        for (const char* dialog : {"apply", "compact", "storage"}) {
+            const fs::path png = scratch(std::string(dialog) + ".png");
+            const auto r = run_headless({image, "--screenshot", png.string(), "--size", "1280x720",
+                                         "--strategy", "defrag", "--dialog", dialog});
+            QVERIFY2(r.status == 0, r.err.c_str());
+            QVERIFY2(r.err.empty(), r.err.c_str());
+            const QImage shot(QString::fromStdString(png.string()));
+            QCOMPARE(shot.size(), QSize(1280, 720));
+            QCOMPARE(shot.pixel(0, 0), window.pixel(0, 0));  // the window's corner is the window's
+            int changed = 0;
+            for (int y = 300; y < 420; y += 4)
+                for (int x = 500; x < 780; x += 4) changed += shot.pixel(x, y) != window.pixel(x, y);
+            QVERIFY2(changed > 30 * 70 / 4,
+                     qPrintable(QString::fromLatin1(dialog) +
+                                QStringLiteral(": %1 of 2100 middle pixels changed").arg(changed)));
+            fs::remove(png);
+        }
+        fs::remove(plain_png);
+        // Usage errors: a dialog the window does not have, and --dialog without --screenshot.
+        const auto unknown = run_offscreen({image, "--screenshot", "x.png", "--dialog", "print"});
+        QCOMPARE(unknown.status, 1);
+        QVERIFY2(
+            unknown.err.find("--dialog: 'print' is not one of apply, compact, storage") != std::string::npos,
+            unknown.err.c_str());
+        const auto alone = run_offscreen({image, "--dialog", "apply"});
+        QCOMPARE(alone.status, 1);
+        QVERIFY2(alone.err.find("--dialog needs --screenshot") != std::string::npos, alone.err.c_str());
+    }
+
     void imageOnAnNbdServer() {
         const test::NbdServer server("nbdkit", {"file", "file=" + test::gui_test_image().string()});
         const fs::path png = scratch("nbd.png");

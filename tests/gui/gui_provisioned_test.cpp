@@ -97,26 +97,32 @@ std::vector<double> stats_figures(const IoStats& s, const ProvisionedSeconds& p)
     return out;
 }
 
-/// One row of the CLI's impact text: "  " + the name padded to 28 + the figure right-aligned
-/// in 12 + "   " + what follows it (impact_text.cpp row()). {figure, rest}; empty when the
-/// row is missing.
-std::pair<std::string, std::string> text_row(const std::string& text, const std::string& name) {
-    std::istringstream in(text);
-    std::string line;
-    const std::string start = "  " + name + std::string(28 - name.size(), ' ');
-    while (std::getline(in, line))
-        if (line.rfind(start, 0) == 0)
-            return {trim(line.substr(30, 12)), line.size() > 45 ? line.substr(45) : ""};
-    return {};
-}
-
-/// The first line of `text` that starts with `prefix` (empty when none does).
+/// The first line of `text` that starts with `prefix`, with the lines that continue it (a
+/// wrapped row's, indented by 30 columns or more) joined on by a space; empty when none
+/// starts so.
 std::string line_starting(const std::string& text, const std::string& prefix) {
     std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind(prefix, 0) == 0) return line;
-    return {};
+    std::string line, found;
+    while (std::getline(in, line)) {
+        const std::size_t indent = line.find_first_not_of(' ');
+        if (found.empty()) {
+            if (line.rfind(prefix, 0) == 0) found = line;
+        } else if (indent != std::string::npos && indent >= 30) {
+            found += ' ' + line.substr(indent);
+        } else {
+            break;
+        }
+    }
+    return found;
+}
+
+/// One row of the CLI's impact text: "  " + the name padded to 28 + the figure right-aligned
+/// in 12 + "   " + what follows it, wrapped (impact_text.cpp row()). {figure, rest}; empty
+/// when the row is missing.
+std::pair<std::string, std::string> text_row(const std::string& text, const std::string& name) {
+    const std::string line = line_starting(text, "  " + name + std::string(28 - name.size(), ' '));
+    if (line.empty()) return {};
+    return {trim(line.substr(30, 12)), line.size() > 45 ? line.substr(45) : ""};
 }
 
 /// Compares cell (r, c) of `model` with the CLI's JSON figure `cli_value` and its text

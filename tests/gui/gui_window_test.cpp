@@ -2,11 +2,14 @@
 // The main window driven headless (offscreen platform): open a generated image, wait for
 // the worker threads, and check what the window shows against the core's own results.
 #include <fstream>
+#include <memory>
 #include <set>
+#include <string_view>
 
 #include <QApplication>
 #include <QBarCategoryAxis>
 #include <QChart>
+#include <QDialog>
 #include <QElapsedTimer>
 #include <QGraphicsScene>
 #include <QGraphicsTextItem>
@@ -114,6 +117,21 @@ QStringList unreadable_histogram(const QChart& chart, double least_plot_height) 
     return problems;
 }
 
+/// The visible labels under `root` that do not show all of their text: a wrapping label
+/// lower than its text at its width, any other one narrower than its text. `checked`
+/// counts the visible labels with text.
+QStringList clipped_labels(const QWidget& root, int& checked) {
+    QStringList clipped;
+    for (const QLabel* label : root.findChildren<QLabel*>()) {
+        if (!label->isVisible() || label->text().isEmpty()) continue;
+        ++checked;
+        if (label->wordWrap() ? label->height() < label->heightForWidth(label->width())
+                              : label->width() < label->minimumSizeHint().width())
+            clipped << label->text().left(60);
+    }
+    return clipped;
+}
+
 }  // namespace
 
 class GuiWindowTest : public QObject {
@@ -193,6 +211,7 @@ private slots:
             QCOMPARE(curve->at(static_cast<int>(k)).x(), static_cast<double>(frontier.points[k].moved_bytes) / (1 << 20));
         }
         QCOMPARE(qobject_cast<const QScatterSeries*>(series.at(1))->count(), frontier.knee ? 1 : 0);
+        QCOMPARE(series.at(1)->name(), frontier.knee ? QStringLiteral("knee") : QStringLiteral("knee: none"));
 
         // Summary: the top layer's host layout over this volume, as analyze reports it.
         const HostLayout& host = analysis_.volumes.front().layers.front().host;
@@ -225,39 +244,59 @@ private slots:
         QVERIFY(advice == shown);
     }
 
-    void labelsFitTheDefaultWindow() {
-        // At the default size with the recommended-strategy note showing, every visible
-        // label shows all of its text: a wrapping label is tall enough for its text at its
-        // width, any other one is as wide as its text.
-        MainWindow window(false);
-        QSignalSpy verdict(&window, &MainWindow::verdictShown);
-        window.show();
-        window.open_image(QString::fromStdString(image_path_.string()));
-        QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
-        // The verdict banner too: its text arrives on a job of its own, and the layout that
-        // makes room for it runs after.
-        QTRY_COMPARE_WITH_TIMEOUT(verdict.count(), 1, kTimeoutMs);
-        QCOMPARE(window.size(), gui::kWindowSize);
-        // On every tab: the Impact tab's "Carrying out the plan" figures wrap in a narrow column.
-        for (const char* tab : {"files", "histograms", "trade-off", "impact"}) {
-            window.set_tab(tab);
-            QTRY_VERIFY_WITH_TIMEOUT(!window.busy(), kTimeoutMs);  // the tab's figures computed
-            QApplication::processEvents();
-            int checked = 0;
-            for (const QLabel* label : window.findChildren<QLabel*>()) {
-                if (!label->isVisible() || label->text().isEmpty()) continue;
-                ++checked;
-                const QString what = QString::fromLatin1(tab) + QStringLiteral(": ") + label->text().left(60);
-                if (label->wordWrap())
-                    QVERIFY2(label->height() >= label->heightForWidth(label->width()), qPrintable(what));
-                else
-                    QVERIFY2(label->width() >= label->minimumSizeHint().width(), qPrintable(what));
+    void everyTabAndDialogReads() {
+        // At the default size and at the two screens the docs name, with the verdict and the
+        // recommended-strategy note showing: on every tab and in every settings dialog, each
+        // visible label shows all of its text; the Trade-off chart reads; a dialog fits its
+        // window.
+        for (const QSize size : {gui::kWindowSize, QSize(1280, 720), QSize(1920, 1080)}) {
+            const QString at = QStringLiteral("%1x%2").arg(size.width()).arg(size.height());
+            MainWindow window(false);
+            QSignalSpy verdict(&window, &MainWindow::verdictShown);
+            window.setFixedSize(size);
+            window.show();
+            window.open_image(QString::fromStdString(image_path_.string()));
+            QTRY_VERIFY_WITH_TIMEOUT(window.plan() != nullptr, kTimeoutMs);
+            // The verdict banner too: its text arrives on a job of its own, and the layout
+            // that makes room for it runs after.
+            QTRY_COMPARE_WITH_TIMEOUT(verdict.count(), 1, kTimeoutMs);
+            QCOMPARE(window.size(), size);
+            // The Impact tab's "Carrying out the plan" figures wrap in a narrow column.
+            for (const char* tab : {"files", "histograms", "trade-off", "impact"}) {
+                window.set_tab(tab);
+                QTRY_VERIFY_WITH_TIMEOUT(!window.busy(), kTimeoutMs);  // the tab's figures computed
+                QApplication::processEvents();
+                const QString what =
+                    at + QStringLiteral(", ") + QString::fromLatin1(tab) + QStringLiteral(": ");
+                int checked = 0;
+                const QStringList clipped = clipped_labels(window, checked);
+                QVERIFY2(clipped.isEmpty(), qPrintable(what + clipped.join(QStringLiteral("; "))));
+                QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
+                if (std::string_view(tab) == "trade-off") {
+                    const QStringList problems = unreadable(*window.frontier()->chart());
+                    QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
+                }
             }
-            QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
+            // The Impact tab shows the plan's own IO: its caption and figures were among those checked.
+            QVERIFY(window.plan_writes()->isVisible());
+            QVERIFY(!window.plan_writes()->details().isEmpty());
+            QVERIFY(window.settings_dialog("no such dialog") == nullptr);
+            for (const char* name : {"apply", "compact", "storage"}) {
+                const QString what =
+                    at + QStringLiteral(", the ") + QString::fromLatin1(name) + QStringLiteral(" dialog: ");
+                const std::unique_ptr<QDialog> dialog = window.settings_dialog(name);
+                QVERIFY2(dialog != nullptr, qPrintable(what + QStringLiteral("not offered")));
+                dialog->show();
+                QApplication::processEvents();
+                QVERIFY2(dialog->width() <= size.width() && dialog->height() <= size.height(),
+                         qPrintable(what +
+                                    QStringLiteral("%1 x %2 px").arg(dialog->width()).arg(dialog->height())));
+                int checked = 0;
+                const QStringList clipped = clipped_labels(*dialog, checked);
+                QVERIFY2(clipped.isEmpty(), qPrintable(what + clipped.join(QStringLiteral("; "))));
+                QVERIFY(checked >= 2);
+            }
         }
-        // The Impact tab shows the plan's own IO: its caption and figures were among those checked.
-        QVERIFY(window.plan_writes()->isVisible());
-        QVERIFY(!window.plan_writes()->details().isEmpty());
     }
 
     void histogramsReadAt1280x720And1920x1080() {

@@ -72,7 +72,9 @@ test::CommandResult run_service(const Service& service, const std::map<std::stri
 TEST_CASE("the batch service and timer are valid systemd units", "[packaging]") {
     test::require_tools({"systemd-analyze"});
     const test::CommandResult r =
-        test::run({"systemd-analyze", "verify", (kUnits / "guestfrag-batch.service").string(),
+        // --man=no: the units name man:guestfrag(1), which exists once the package is
+        // installed (`setup.sh deb` verifies the installed units with it), not in a build tree.
+        test::run({"systemd-analyze", "verify", "--man=no", (kUnits / "guestfrag-batch.service").string(),
                    (kUnits / "guestfrag-batch.timer").string()});
     INFO(r.err);
     CHECK(r.status == 0);
