@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include <QImage>
 #include <QtTest>
@@ -54,6 +55,9 @@ private slots:
         QCOMPARE(help.status, 0);
         QVERIFY(help.out.find("Usage: guestfrag-gui") != std::string::npos);
         QVERIFY(help.out.find("--screenshot") != std::string::npos);
+        // Read at 80 columns, as its man page is (help2man makes the page from it).
+        std::istringstream lines(help.out);
+        for (std::string line; std::getline(lines, line);) QVERIFY2(line.size() <= 80, line.c_str());
         const auto version = run_headless({"--version"});
         QCOMPARE(version.status, 0);
         QVERIFY(version.out.rfind("guestfrag-gui ", 0) == 0);
