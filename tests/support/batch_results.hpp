@@ -136,9 +136,9 @@ inline pid_t spawn_cli(const std::vector<std::string>& args, const std::string& 
         std::vector<char*> argv{const_cast<char*>(GUESTFRAG_CLI)};
         for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
-        std::freopen("/dev/null", "w", stdout);
-        std::freopen(err.c_str(), "w", stderr);
-        ::execv(GUESTFRAG_CLI, argv.data());
+        // A child that cannot redirect its output exits 127 as one that cannot start.
+        if (std::freopen("/dev/null", "w", stdout) && std::freopen(err.c_str(), "w", stderr))
+            ::execv(GUESTFRAG_CLI, argv.data());
         ::_exit(127);
     }
     return pid;
