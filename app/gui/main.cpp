@@ -106,11 +106,17 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    // An unattended screenshot needs no screen: without any display, draw offscreen rather
-    // than abort in the platform plugin.
-    if (has("--screenshot") && qEnvironmentVariableIsEmpty("DISPLAY") &&
-        qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+    // Without any display Qt's platform plugin aborts. An unattended screenshot needs no
+    // screen: it draws offscreen; a window says in one line why it cannot open.
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") &&
+        qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !has("-platform")) {
+        if (!has("--screenshot"))
+            return fail("",
+                        "no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                        "--screenshot needs none",
+                        kUsage);
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    }
 
     // Until the options say otherwise, Qt's chatter (QStandardPaths about XDG_RUNTIME_DIR,
     // platform plugin notes) is dropped: unattended runs promise one error line on stderr.

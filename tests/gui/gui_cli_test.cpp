@@ -63,6 +63,15 @@ private slots:
         QVERIFY(version.out.rfind("guestfrag-gui ", 0) == 0);
     }
 
+    void noDisplayIsSaidInOneLine() {
+        // A window with no display of any kind: one line and exit 1, not Qt's abort.
+        const auto r = run_headless({test::gui_test_image().string()});
+        QCOMPARE(r.status, 1);
+        QVERIFY2(r.err.rfind("guestfrag-gui: error: no display to open the window on", 0) == 0,
+                 r.err.c_str());
+        QCOMPARE(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    }
+
     void usageErrorsExit1() {
         const auto r = run_offscreen({"--strategy", "fastest", "x.img"});
         QCOMPARE(r.status, 1);
