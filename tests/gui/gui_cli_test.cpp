@@ -143,7 +143,7 @@ private slots:
 
     void screenshotOfEachDialog() {
         // --dialog draws the settings dialog over the middle of the window: the picture is the
-        // window's size, and it differs from the window alone there and only there.
+        // window's size, and it differs from the window alone in its middle, not at its corner.
         const std::string image = test::gui_test_image().string();
         const fs::path plain_png = scratch("plain.png");
         const auto plain = run_headless(
