@@ -28,6 +28,13 @@ install_packages() {
     echo "installing: ${missing[*]}"
     local sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
+    # A machine whose last dpkg run was cut off (a package half configured, triggers
+    # pending) refuses every apt-get install until dpkg finishes that work; finishing it is
+    # what apt asks for and is safe at any time.
+    if [ -n "$(dpkg --audit)" ]; then
+        echo "dpkg was interrupted on this machine: finishing its work (dpkg --configure -a)"
+        $sudo dpkg --configure -a
+    fi
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
