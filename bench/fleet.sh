@@ -18,4 +18,5 @@ fi
 "${owner[@]}" "$bin/pg_ctl" -D "$work/data" -l "$work/log" -w -o "-k $work -c listen_addresses=" start >/dev/null
 trap '"${owner[@]}" "$bin/pg_ctl" -D "$work/data" -m fast -w stop >/dev/null; rm -rf "$work"' EXIT
 echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}'), $(nproc) CPUs" >&2
-"$build/bench/guestfrag_bench_fleet" "postgresql://guestfrag@/postgres?host=$work" "${2:-10000}" "${3:-8}" "${4:-100000}"
+# The PostgreSQL module is beside the programs in app/, not beside the benchmark.
+GUESTFRAG_MODULE_DIR=$(dirname "$(find "$build/app/lib" -name postgresql.so)") "$build/bench/guestfrag_bench_fleet" "postgresql://guestfrag@/postgres?host=$work" "${2:-10000}" "${3:-8}" "${4:-100000}"

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "app/batch/database.hpp"
 #include "app/batch/fleet.hpp"
-#include "app/batch/postgres.hpp"
 
 namespace {
 
@@ -91,55 +91,55 @@ int main(int argc, char** argv) {
     }
     const double wall = since(start);
 
-    batch::PostgresConnection pg(dsn);
+    const auto pg = batch::open_database(dsn, false);
     const auto count = [&](const char* sql) {
-        batch::Statement s(pg, sql);
+        batch::Statement s(*pg, sql);
         return s.step() ? s.integer(0) : 0;
     };
     const std::int64_t rows = count(
         "SELECT (SELECT count(*) FROM images) + (SELECT count(*) FROM volumes) + "
         "(SELECT count(*) FROM metrics) + (SELECT count(*) FROM plans) + "
         "(SELECT count(*) FROM warnings)");
-    pg.exec("CREATE TABLE anchor (id BIGINT, payload TEXT)");
+    pg->exec("CREATE TABLE anchor (id BIGINT, payload TEXT)");
     auto anchored = Clock::now();
-    pg.exec("INSERT INTO anchor SELECT g, md5(g::text) FROM generate_series(1, " + std::to_string(rows) +
-            ") g");
+    pg->exec("INSERT INTO anchor SELECT g, md5(g::text) FROM generate_series(1, " + std::to_string(rows) +
+             ") g");
     const double anchor = since(anchored);
-    pg.exec("DROP TABLE anchor");
+    pg->exec("DROP TABLE anchor");
 
     // The database grown to FLEET images: copies of the rows with shifted ids and paths,
     // made by the server (the batches' speed is measured above).
     const std::size_t copies = fleet_images > images ? (fleet_images + images - 1) / images - 1 : 0;
-    pg.exec("BEGIN");
+    pg->exec("BEGIN");
     const std::string mi = std::to_string(count("SELECT max(image_id) FROM images"));
     const std::string mv = std::to_string(count("SELECT max(volume_id) FROM volumes"));
     const std::string g = "generate_series(1, " + std::to_string(copies) + ") g";
-    pg.exec(
+    pg->exec(
         "INSERT INTO images SELECT image_id + g * " + mi +
         ", run_id, path || '#' || g, size, mtime_ns, header_hash, "
         "status, error, format, virtual_size, layers, allocated_bytes, bytes_read, seconds, analyzed_at, "
         "copy_commands_4m, copy_commands_16m, datastore, copy_relaid_commands_4m, copy_relaid_commands_16m "
         "FROM images CROSS JOIN " +
         g);
-    pg.exec("INSERT INTO volumes SELECT volume_id + g * " + mv + ", image_id + g * " + mi +
-            ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
-            "mft_records_in_use "
-            "FROM volumes CROSS JOIN " +
-            g);
-    pg.exec(
+    pg->exec("INSERT INTO volumes SELECT volume_id + g * " + mv + ", image_id + g * " + mi +
+             ", partition, start, length, cluster_size, total_clusters, free_clusters, label, serial, "
+             "mft_records_in_use "
+             "FROM volumes CROSS JOIN " +
+             g);
+    pg->exec(
         "INSERT INTO metrics SELECT volume_id + g * " + mv +
         ", files, fragmented_files, fragments, excess_fragments, fragmented_bytes, fragmentation_percent, "
         "mft_fragments, free_extents, largest_free_extent_clusters, free_space_fragmentation_percent, "
         "reclaimable_bytes, host_extents, host_seeks, host_backward_seeks, host_fragmentation_percent "
         "FROM metrics CROSS JOIN " +
         g);
-    pg.exec(
+    pg->exec(
         "INSERT INTO plans SELECT volume_id + g * " + mv +
         ", strategy, moves, moved_bytes, fragments_before, fragments_after, granule_size, thin_growth_bytes, "
         "clone_delta_growth_bytes, reclaimable_bytes_before, reclaimable_bytes_after, plan_json, plan_ios, "
         "plan_first_writes, plan_seconds_hdd, plan_seconds_ssd, plan_seconds_array FROM plans CROSS JOIN " +
         g);
-    pg.exec("COMMIT; ANALYZE");
+    pg->exec("COMMIT; ANALYZE");
     batch::ResultsDb db(dsn, false);
     double fleet_best = 1e300;
     std::size_t ranked = 0;

@@ -222,21 +222,25 @@ with open(sys.argv[2], "wb") as out:
         rm -f "$root"/build/guestfrag*_*.deb
         (cd "$root/build" && cpack -G DEB >/dev/null)
         cli_deb=$(ls "$root"/build/guestfrag_*.deb)
+        pg_deb=$(ls "$root"/build/guestfrag-postgresql_*.deb)
         gui_deb=$(ls "$root"/build/guestfrag-gui_*.deb)
-        for deb in "$cli_deb" "$gui_deb"; do dpkg-deb --field "$deb" Package Depends; done
-        # A headless host installs the CLI without Qt.
-        if dpkg-deb --field "$cli_deb" Depends | grep -q qt6; then
-            echo "error: $cli_deb depends on Qt" >&2
+        debs=("$cli_deb" "$pg_deb" "$gui_deb")
+        for deb in "${debs[@]}"; do dpkg-deb --field "$deb" Package Depends; done
+        # A headless host installs the CLI without Qt, and without libpq unless a fleet
+        # database asks for the PostgreSQL module.
+        if dpkg-deb --field "$cli_deb" Depends | grep -Eq 'qt6|libpq'; then
+            echo "error: $cli_deb depends on Qt or libpq" >&2
             exit 1
         fi
+        dpkg-deb --field "$pg_deb" Depends | grep -q libpq5 || { echo "error: $pg_deb lacks libpq5" >&2; exit 1; }
         # lintian: an error or a warning fails the build.
         install_packages lintian
-        lintian --fail-on error,warning "$cli_deb" "$gui_deb"
+        lintian --fail-on error,warning "${debs[@]}"
         sudo=""
         [ "$(id -u)" -eq 0 ] || sudo=sudo
         # dpkg -i leaves missing dependencies unconfigured; apt-get -f brings them in.
-        $sudo dpkg -i "$cli_deb" "$gui_deb" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
-        for package in guestfrag guestfrag-gui; do
+        $sudo dpkg -i "${debs[@]}" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
+        for package in guestfrag guestfrag-postgresql guestfrag-gui; do
             dpkg-query -W -f='${Status}\n' "$package" | grep -q "install ok installed"
         done
         systemd-analyze verify /usr/lib/systemd/system/guestfrag-batch.service /usr/lib/systemd/system/guestfrag-batch.timer
@@ -259,6 +263,12 @@ with open(sys.argv[2], "wb") as out:
         # Whole, then its first lines: under pipefail, `| head` would end it with SIGPIPE.
         /usr/bin/guestfrag analyze "$check/disk.img" >"$check/analysis.txt"
         head -5 "$check/analysis.txt"
+        # The installed program loads the installed PostgreSQL module: a server that is not
+        # there is libpq's error, not a module that is missing.
+        pg_error=$(/usr/bin/guestfrag history "$check/disk.img" --db "postgresql://guestfrag@/x?host=$check" 2>&1) &&
+            { echo "error: history opened a database that is not there" >&2; exit 1; }
+        echo "$pg_error"
+        case $pg_error in *"connection to server"*) ;; *) exit 1 ;; esac
         rm -rf "$check"
         ;;
     *)

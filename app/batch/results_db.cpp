@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "app/batch/database.hpp"
 #include "core/error.hpp"
 #include "core/io/process_owner.hpp"
 

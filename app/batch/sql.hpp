@@ -65,16 +65,6 @@ public:
     }
 };
 
-/// Opens the results database `target`: a postgresql:// (or postgres://) URI in libpq's
-/// form, or else the path of an SQLite file (created if `create`).
-[[nodiscard]] std::unique_ptr<Connection> open_database(const std::string& target, bool create);
-
-/// Whether `target` names a PostgreSQL database (a postgresql:// or postgres:// URI).
-[[nodiscard]] bool is_postgres_uri(std::string_view target);
-
-/// `target` as it may be printed: a URI's password replaced by "***".
-[[nodiscard]] std::string database_name(std::string_view target);
-
 /// A prepared statement with typed binding; bind() indexes start at 1.
 class Statement {
 public:

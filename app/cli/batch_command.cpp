@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/batch/batch.hpp"
+#include "app/batch/database.hpp"
 #include "app/batch/image_list.hpp"
 #include "app/cli/apply_run.hpp"
 #include "app/cli/columns.hpp"

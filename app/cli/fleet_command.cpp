@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/batch/database.hpp"
 #include "app/batch/fleet.hpp"
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"

@@ -5,6 +5,7 @@
 #include <system_error>
 #include <memory>
 
+#include "app/batch/database.hpp"
 #include "app/batch/results_db.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/failure.hpp"

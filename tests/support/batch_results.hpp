@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/batch/database.hpp"
 #include "app/batch/sql.hpp"
 #include "core/error.hpp"
 #include "support/fixtures.hpp"

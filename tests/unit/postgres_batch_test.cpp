@@ -2,17 +2,21 @@
 // The results database on a real PostgreSQL server the test starts: batch, history and merge
 // give what they give on SQLite; concurrent and killed batches; a database of the previous
 // schema migrates; and every failure to reach or use the server is one line and exit 2.
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "app/batch/database.hpp"
 #include "app/batch/postgres.hpp"
 #include "app/batch/results_db.hpp"
 #include "support/batch_results.hpp"
@@ -289,6 +293,30 @@ TEST_CASE("PostgreSQL failures are one line and exit 2, with no password printed
         CHECK(r.err ==
               "guestfrag: error: " + server.uri() + ": results database of a newer guestfrag (schema 99)\n");
         CHECK(db_integer(server.uri(), "SELECT count(*) FROM runs") == 1);  // nothing written
+    }
+    SECTION("without the PostgreSQL module, or with another library in its place") {
+        // The CLI installed without guestfrag-postgresql: no module where it looks. Then the C
+        // library (loadable, but not the module) in its place.
+        const std::string modules = std::getenv("GUESTFRAG_MODULE_DIR");
+        const test::WorkDir empty("pg-no-module");
+        const fs::path module = empty / "postgresql.so";
+        setenv("GUESTFRAG_MODULE_DIR", empty.path().c_str(), 1);
+        const auto missing = test::run_cli({"history", image, "--db", server.uri()});
+        Dl_info libc{};
+        REQUIRE(dladdr(reinterpret_cast<void*>(&::getpid), &libc) != 0);
+        fs::create_symlink(libc.dli_fname, module);
+        const auto other = test::run_cli({"history", image, "--db", server.uri()});
+        setenv("GUESTFRAG_MODULE_DIR", modules.c_str(), 1);
+        CHECK(missing.status == 2);
+        CHECK(missing.err ==
+              "guestfrag: error: " + server.uri() +
+                  ": a postgresql:// database needs the guestfrag-postgresql package: " + module.string() +
+                  ": cannot open shared object file: No such file or directory\n");
+        CHECK(other.status == 2);
+        const std::string version = test::run_cli({"--version"}).out.substr(std::strlen("guestfrag "));
+        CHECK(other.err == "guestfrag: error: " + server.uri() + ": " + module.string() +
+                               " is not guestfrag-postgresql " + version.substr(0, version.find('\n')) +
+                               ", the version of this guestfrag\n");
     }
     SECTION("not a URI") {
         const auto r = test::run_cli({"batch", image, "--db", "host=/tmp dbname=x"});

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "app/batch/database.hpp"
 #include "app/batch/image_list.hpp"
 #include "support/batch_results.hpp"
 #include "support/fixtures.hpp"
