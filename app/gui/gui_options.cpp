@@ -65,9 +65,11 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
                                             "' is not one of files, histograms, impact, trade-off");
         } else if (a == "--dialog") {
             out.dialog = value();
-            if (out.dialog != "apply" && out.dialog != "compact" && out.dialog != "storage")
-                throw std::invalid_argument("--dialog: '" + *out.dialog +
-                                            "' is not one of apply, compact, storage");
+            if (out.dialog != "apply" && out.dialog != "compact" && out.dialog != "storage" &&
+                out.dialog != "apply-run" && out.dialog != "compact-run")
+                throw std::invalid_argument(
+                    "--dialog: '" + *out.dialog +
+                    "' is not one of apply, compact, storage, apply-run, compact-run");
         } else if (a == "--size") {
             out.size = parse_window_size(value());
         } else if (a == "--map") {
@@ -118,7 +120,11 @@ std::string gui_usage() {
            "  --dialog D         with --screenshot: the settings dialog of apply (File >\n"
            "                     Apply plan to a copy), compact or storage (Settings >\n"
            "                     Storage model), shown over the window as it opens (exit 1\n"
-           "                     when the plan has no moves to apply)\n"
+           "                     when the plan has no moves to apply); apply-run or\n"
+           "                     compact-run: the progress dialog of a real apply of the\n"
+           "                     plan or a compaction, run with the settings dialog's\n"
+           "                     defaults into a temporary directory (removed on exit), at\n"
+           "                     its end (exit 2 when the run failed)\n"
            "  --size WxH         window size in pixels, e.g. 1280x720 (default: 1280x860,\n"
            "                     or the screen's available size when smaller)\n"
            "  --version          print the version and exit\n"

@@ -18,7 +18,8 @@ struct GuiOptions {
     std::optional<std::string> strategy;      ///< defrag, consolidate, optimize, thin-safe, shrink
     std::optional<std::string> device_model;  ///< --device-model, read by MainWindow::set_device_model
     std::optional<std::string> screenshot;    ///< PNG to write, then exit
-    /// --dialog: the settings dialog (apply, compact, storage) the screenshot shows over the window.
+    /// --dialog: the settings dialog (apply, compact, storage) or the progress dialog of a run
+    /// (apply-run, compact-run) the screenshot shows over the window.
     std::optional<std::string> dialog;
     std::string tab = "files";                ///< tab shown first: files, histograms, impact, trade-off
     std::string map = "allocation";           ///< map colouring: allocation, layers

@@ -12,10 +12,16 @@
 
 #include <QApplication>
 #include <QDialog>
+#include <QFileInfo>
 #include <QPainter>
 #include <QScreen>
+#include <QTemporaryDir>
 #include <QTimer>
 
+#include "app/gui/apply_dialog.hpp"
+#include "app/gui/apply_progress_dialog.hpp"
+#include "app/gui/compact_dialog.hpp"
+#include "app/gui/compact_progress_dialog.hpp"
 #include "app/gui/gui_options.hpp"
 #include "app/gui/main_window.hpp"
 
@@ -52,41 +58,84 @@ QPixmap decorated(QDialog& dialog) {  // grab() is not const
     return framed;
 }
 
+/// What --dialog shows over the window, owned by main so that it goes before the window.
+struct ShownDialog {
+    std::unique_ptr<QDialog> settings;       ///< apply, compact, storage
+    std::unique_ptr<QTemporaryDir> outputs;  ///< apply-run, compact-run: where the run writes
+};
+
 /// Waits for the plan and its tab's figures (planFinished) and for the verdict banner
-/// (verdictShown); opens the settings dialog `dialog_name` names, if any, into `dialog`; lets
-/// the event loop lay out and paint once more; saves the window with the dialog drawn over
-/// its middle, where a window manager puts a dialog of its parent.
-void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& file,
-                     const std::optional<std::string>& dialog_name, std::unique_ptr<QDialog>& dialog) {
-    auto waiting = std::make_shared<int>(2);
-    const auto arrived = [&app, &window, file, dialog_name, &dialog, waiting] {
-        if (--*waiting != 0) return;
-        if (dialog_name) {
-            dialog = window.settings_dialog(*dialog_name);
-            if (!dialog) {
-                (void)fail("",
-                           "--dialog " + *dialog_name +
-                               ": not offered for this image (a plan without moves to apply)",
-                           kUsage);
-                app.exit(kUsage);
-                return;
-            }
-            dialog->show();
-        }
-        QTimer::singleShot(250, &window, [&app, &window, file, &dialog] {
+/// (verdictShown). Then, for --dialog, opens the settings dialog `dialog_name` names, or
+/// (apply-run, compact-run) carries the plan out, or compacts the image, into a raw disk in
+/// a temporary directory as the dialog's defaults would and waits for its end. Lets the
+/// event loop lay out and paint once more; saves the window with the dialog drawn over its
+/// middle, where a window manager puts a dialog of its parent.
+void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, const QString& image,
+                     const QString& file, const std::optional<std::string>& dialog_name, ShownDialog& shown) {
+    namespace gui = guestfrag::gui;
+    // A run that failed is still drawn (its dialog says why), but not called a success.
+    const auto shoot = [&app, &window, file, dialog_name](QDialog* dialog, bool ran_whole) {
+        QTimer::singleShot(250, &window, [&app, &window, file, dialog_name, dialog, ran_whole] {
             QPixmap shot = window.grab();
             if (dialog) {
                 const QPixmap over = decorated(*dialog);
                 QPainter(&shot).drawPixmap((shot.width() - over.width()) / 2,
                                            (shot.height() - over.height()) / 2, over);
             }
-            if (shot.save(file, "PNG")) {
-                app.exit(0);
-            } else {
+            if (!shot.save(file, "PNG")) {
                 (void)fail(file.toStdString(), "cannot write the screenshot", kBadInput);
                 app.exit(kBadInput);
+            } else if (!ran_whole) {
+                (void)fail("", "--dialog " + *dialog_name + ": the run failed; the screenshot shows why",
+                           kBadInput);
+                app.exit(kBadInput);
+            } else {
+                app.exit(0);
             }
         });
+    };
+    const auto refuse = [&app, dialog_name](const std::string& why) {
+        (void)fail("", "--dialog " + *dialog_name + ": " + why, kUsage);
+        app.exit(kUsage);
+    };
+    const auto run = [&window, &shown, image, shoot, refuse](const std::string& name) {
+        shown.outputs = std::make_unique<QTemporaryDir>();
+        if (!shown.outputs->isValid())
+            return refuse("cannot make a temporary directory: " + shown.outputs->errorString().toStdString());
+        QString refusal;
+        bool started = false;
+        if (name == "apply-run") {
+            QObject::connect(&window, &gui::MainWindow::applyFinished, &window, [&window, shoot] {
+                shoot(window.apply_progress(), window.apply_progress()->result().has_value());
+            });
+            gui::ApplyRequest request;
+            request.output =
+                shown.outputs
+                    ->filePath(QFileInfo(gui::default_apply_output(image, request.format)).fileName())
+                    .toStdString();
+            started = window.apply_to_copy(request, &refusal);
+        } else {
+            QObject::connect(&window, &gui::MainWindow::compactFinished, &window, [&window, shoot] {
+                shoot(window.compact_progress(), window.compact_progress()->result().has_value());
+            });
+            gui::CompactRequest request;
+            request.output =
+                shown.outputs
+                    ->filePath(QFileInfo(gui::default_compact_output(image, request.format)).fileName())
+                    .toStdString();
+            started = window.compact_to_copy(request, &refusal);
+        }
+        if (!started) refuse(refusal.toStdString());
+    };
+    auto waiting = std::make_shared<int>(2);
+    const auto arrived = [&window, dialog_name, &shown, waiting, shoot, refuse, run] {
+        if (--*waiting != 0) return;
+        if (!dialog_name) return shoot(nullptr, true);
+        if (dialog_name->ends_with("-run")) return run(*dialog_name);
+        shown.settings = window.settings_dialog(*dialog_name);
+        if (!shown.settings) return refuse("not offered for this image (a plan without moves to apply)");
+        shown.settings->show();
+        shoot(shown.settings.get(), true);
     };
     QObject::connect(&window, &guestfrag::gui::MainWindow::planFinished, &window, arrived);
     QObject::connect(&window, &guestfrag::gui::MainWindow::verdictShown, &window, arrived);
@@ -139,7 +188,7 @@ int main(int argc, char** argv) {
     const bool unattended = options.screenshot.has_value();
     if (!unattended) qInstallMessageHandler(nullptr);  // back to Qt's default for people
     guestfrag::gui::MainWindow window(!unattended);
-    std::unique_ptr<QDialog> dialog;  // --dialog's, owned here so that it goes before its window
+    ShownDialog dialog;
     if (options.strategy) window.set_strategy(*options.strategy);
     if (QString reason; options.device_model && !window.set_device_model(*options.device_model, &reason))
         return fail("", "--device-model: " + reason.toStdString() + " (see --help)", kUsage);
@@ -155,7 +204,8 @@ int main(int argc, char** argv) {
                              (void)fail(image, reason.toStdString(), code);
                              app.exit(code);
                          });
-        take_screenshot(app, window, QString::fromStdString(*options.screenshot), options.dialog, dialog);
+        take_screenshot(app, window, QString::fromStdString(*options.image),
+                        QString::fromStdString(*options.screenshot), options.dialog, dialog);
     } else if (const QScreen* screen = QGuiApplication::primaryScreen(); screen && !options.size) {
         // The default size, but never past the screen it opens on (less its panels).
         window.resize(asked.boundedTo(screen->availableGeometry().size()));

@@ -96,6 +96,10 @@ NewDiskProgressDialog::NewDiskProgressDialog(std::function<Shown()> poll,
     outcome_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
     outcome_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     outcome_->setWordWrap(true);
+    // Each row as tall as its value wrapped at the width its column has now, which is
+    // known only once the table is laid out and changes with the dialog's width: sized
+    // once, before the table was shown, a long value was cut off with an ellipsis.
+    outcome_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     outcome_->setVisible(false);
     open_->setVisible(false);
     close_->setVisible(false);
@@ -185,7 +189,6 @@ void NewDiskProgressDialog::finish(State state, const QString& message) {
 }
 
 void NewDiskProgressDialog::succeed(const QString& headline) {
-    outcome_->resizeRowsToContents();
     outcome_->setVisible(true);
     open_->setVisible(true);
     resize(width(), std::max(height(), 420));

@@ -19,9 +19,11 @@ namespace fs = std::filesystem;
 namespace {
 
 /// guestfrag-gui with `args`, with no display of any kind in its environment.
-test::CommandResult run_headless(const std::vector<std::string>& args) {
-    std::vector<std::string> argv{"env", "-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", "-u", "QT_QPA_PLATFORM",
-                                  GUESTFRAG_GUI_EXE};
+test::CommandResult run_headless(const std::vector<std::string>& args,
+                                 const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv{"env", "-u", "DISPLAY", "-u", "WAYLAND_DISPLAY", "-u", "QT_QPA_PLATFORM"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.push_back(GUESTFRAG_GUI_EXE);
     argv.insert(argv.end(), args.begin(), args.end());
     return test::run(argv);
 }
@@ -142,18 +144,23 @@ private slots:
     }
 
     void screenshotOfEachDialog() {
-        // --dialog draws the settings dialog over the middle of the window: the picture is the
-        // window's size, and it differs from the window alone in its middle, not at its corner.
+        // --dialog draws the settings dialog, or the progress dialog of a real run as it ends,
+        // over the middle of the window: the picture is the window's size, and it differs from
+        // the window alone in its middle, not at its corner. A run writes into a temporary
+        // directory of its own, gone when the window closes.
         const std::string image = test::gui_test_image().string();
         const fs::path plain_png = scratch("plain.png");
         const auto plain = run_headless(
             {image, "--screenshot", plain_png.string(), "--size", "1280x720", "--strategy", "defrag"});
         QVERIFY2(plain.status == 0, plain.err.c_str());
         const QImage window(QString::fromStdString(plain_png.string()));
-        for (const char* dialog : {"apply", "compact", "storage"}) {
+        const fs::path temporary = scratch("tmp");
+        fs::create_directories(temporary);
+        for (const char* dialog : {"apply", "compact", "storage", "apply-run", "compact-run"}) {
             const fs::path png = scratch(std::string(dialog) + ".png");
             const auto r = run_headless({image, "--screenshot", png.string(), "--size", "1280x720",
-                                         "--strategy", "defrag", "--dialog", dialog});
+                                         "--strategy", "defrag", "--dialog", dialog},
+                                        {"TMPDIR=" + temporary.string()});
             QVERIFY2(r.status == 0, r.err.c_str());
             QVERIFY2(r.err.empty(), r.err.c_str());
             const QImage shot(QString::fromStdString(png.string()));
@@ -166,14 +173,18 @@ private slots:
                      qPrintable(QString::fromLatin1(dialog) +
                                 QStringLiteral(": %1 of 2100 middle pixels changed").arg(changed)));
             fs::remove(png);
+            // (Qt may leave its own runtime directory there, empty.)
+            for (const auto& entry : fs::recursive_directory_iterator(temporary))
+                QVERIFY2(!entry.is_regular_file(), entry.path().c_str());
         }
         fs::remove(plain_png);
+        fs::remove_all(temporary);
         // Usage errors: a dialog the window does not have, and --dialog without --screenshot.
         const auto unknown = run_offscreen({image, "--screenshot", "x.png", "--dialog", "print"});
         QCOMPARE(unknown.status, 1);
-        QVERIFY2(
-            unknown.err.find("--dialog: 'print' is not one of apply, compact, storage") != std::string::npos,
-            unknown.err.c_str());
+        QVERIFY2(unknown.err.find("--dialog: 'print' is not one of apply, compact, storage, apply-run, "
+                                  "compact-run") != std::string::npos,
+                 unknown.err.c_str());
         const auto alone = run_offscreen({image, "--dialog", "apply"});
         QCOMPARE(alone.status, 1);
         QVERIFY2(alone.err.find("--dialog needs --screenshot") != std::string::npos, alone.err.c_str());

@@ -21,6 +21,7 @@
 #include <QDialogButtonBox>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QTableWidget>
 #include <QTimer>
 #include <QtTest>
 
@@ -258,6 +259,26 @@ private slots:
         QCOMPARE(dialog.meter().steps_seen(), compact_steps(CompactOptions{}));
         QCOMPARE(r.granule, default_granule(CompactFormat::Raw));
         QCOMPARE(dialog.outcome("Format"), QStringLiteral("raw"));
+        // Every value is read whole at the dialog's width: a value wider than its column
+        // wraps onto a row of two lines or more (at 480 pixels, the output's path, "Host
+        // bytes" and the verification do), rather than ending in an ellipsis.
+        window.compact_progress()->resize(480, 480);
+        const QTableWidget& table = *dialog.outcome_table();
+        const QFontMetrics metrics(table.font());
+        // The rows of such values, each with whether it shows two lines or more (once the
+        // resize has been laid out).
+        const auto wide_rows = [&] {
+            std::vector<std::pair<QString, bool>> rows;
+            for (int row = 0; row < table.rowCount(); ++row)
+                if (metrics.horizontalAdvance(table.item(row, 1)->text()) > table.columnWidth(1))
+                    rows.emplace_back(table.item(row, 0)->text(),
+                                      table.rowHeight(row) >= 2 * metrics.lineSpacing());
+            return rows;
+        };
+        QTRY_VERIFY_WITH_TIMEOUT(
+            wide_rows().size() >= 2 &&
+                std::ranges::all_of(wide_rows(), [](const auto& row) { return row.second; }),
+            kTimeoutMs);
 
         // A raw output is the whole virtual disk, sparse: what it stores is what lseek
         // reports as data, and the granules it uses are those holding a non-zero byte.
