@@ -21,7 +21,6 @@
 #include <QDialogButtonBox>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QTableWidget>
 #include <QTimer>
 #include <QtTest>
 
@@ -32,6 +31,7 @@
 #include "app/gui/files_model.hpp"
 #include "app/gui/main_window.hpp"
 #include "core/image/open_image.hpp"
+#include "gui_checks.hpp"
 #include "gui_image.hpp"
 
 using namespace guestfrag;
@@ -263,22 +263,9 @@ private slots:
         // wraps onto a row of two lines or more (at 480 pixels, the output's path, "Host
         // bytes" and the verification do), rather than ending in an ellipsis.
         window.compact_progress()->resize(480, 480);
-        const QTableWidget& table = *dialog.outcome_table();
-        const QFontMetrics metrics(table.font());
-        // The rows of such values, each with whether it shows two lines or more (once the
-        // resize has been laid out).
-        const auto wide_rows = [&] {
-            std::vector<std::pair<QString, bool>> rows;
-            for (int row = 0; row < table.rowCount(); ++row)
-                if (metrics.horizontalAdvance(table.item(row, 1)->text()) > table.columnWidth(1))
-                    rows.emplace_back(table.item(row, 0)->text(),
-                                      table.rowHeight(row) >= 2 * metrics.lineSpacing());
-            return rows;
-        };
+        int wide = 0;  // (once the resize has been laid out)
         QTRY_VERIFY_WITH_TIMEOUT(
-            wide_rows().size() >= 2 &&
-                std::ranges::all_of(wide_rows(), [](const auto& row) { return row.second; }),
-            kTimeoutMs);
+            (wide = 0, test::cut_rows(*dialog.outcome_table(), 1, wide).isEmpty() && wide >= 2), kTimeoutMs);
 
         // A raw output is the whole virtual disk, sparse: what it stores is what lseek
         // reports as data, and the granules it uses are those holding a non-zero byte.

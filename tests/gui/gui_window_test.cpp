@@ -28,7 +28,11 @@
 
 #include "analyzers/analysis.hpp"
 #include "analyzers/copy_cost.hpp"
+#include "app/gui/apply_dialog.hpp"
+#include "app/gui/apply_progress_dialog.hpp"
 #include "app/gui/cluster_map_widget.hpp"
+#include "app/gui/compact_dialog.hpp"
+#include "app/gui/compact_progress_dialog.hpp"
 #include "app/gui/files_model.hpp"
 #include "app/gui/frontier_chart.hpp"
 #include "app/gui/histogram_chart.hpp"
@@ -39,11 +43,12 @@
 #include "app/gui/report_export.hpp"
 #include "app/gui/warnings_model.hpp"
 #include "core/estimate/estimate.hpp"
-#include "core/plan/frontier.hpp"
 #include "core/image/open_image.hpp"
 #include "core/impact/impact.hpp"
 #include "core/plan/apply.hpp"
+#include "core/plan/frontier.hpp"
 #include "core/plan/plan_io.hpp"
+#include "gui_checks.hpp"
 #include "gui_image.hpp"
 
 using namespace guestfrag;
@@ -117,19 +122,16 @@ QStringList unreadable_histogram(const QChart& chart, double least_plot_height) 
     return problems;
 }
 
-/// The visible labels under `root` that do not show all of their text: a wrapping label
-/// lower than its text at its width, any other one narrower than its text. `checked`
-/// counts the visible labels with text.
-QStringList clipped_labels(const QWidget& root, int& checked) {
-    QStringList clipped;
-    for (const QLabel* label : root.findChildren<QLabel*>()) {
-        if (!label->isVisible() || label->text().isEmpty()) continue;
-        ++checked;
-        if (label->wordWrap() ? label->height() < label->heightForWidth(label->width())
-                              : label->width() < label->minimumSizeHint().width())
-            clipped << label->text().left(60);
-    }
-    return clipped;
+/// What keeps a person from reading `dialog` shown over a window of `window` size: larger
+/// than the window, a label not showing all of its text, or fewer than two labels with text.
+QStringList unreadable(const QDialog& dialog, QSize window) {
+    QStringList problems;
+    if (dialog.width() > window.width() || dialog.height() > window.height())
+        problems << QStringLiteral("%1 x %2 px").arg(dialog.width()).arg(dialog.height());
+    int checked = 0;
+    problems << test::clipped_labels(dialog, checked);
+    if (checked < 2) problems << QStringLiteral("%1 label(s) with text").arg(checked);
+    return problems;
 }
 
 }  // namespace
@@ -269,7 +271,7 @@ private slots:
                 const QString what =
                     at + QStringLiteral(", ") + QString::fromLatin1(tab) + QStringLiteral(": ");
                 int checked = 0;
-                const QStringList clipped = clipped_labels(window, checked);
+                const QStringList clipped = test::clipped_labels(window, checked);
                 QVERIFY2(clipped.isEmpty(), qPrintable(what + clipped.join(QStringLiteral("; "))));
                 QVERIFY(checked >= 3);  // at least the summary, the strategy note and the plan summary
                 if (std::string_view(tab) == "trade-off") {
@@ -288,13 +290,33 @@ private slots:
                 QVERIFY2(dialog != nullptr, qPrintable(what + QStringLiteral("not offered")));
                 dialog->show();
                 QApplication::processEvents();
-                QVERIFY2(dialog->width() <= size.width() && dialog->height() <= size.height(),
-                         qPrintable(what +
-                                    QStringLiteral("%1 x %2 px").arg(dialog->width()).arg(dialog->height())));
-                int checked = 0;
-                const QStringList clipped = clipped_labels(*dialog, checked);
-                QVERIFY2(clipped.isEmpty(), qPrintable(what + clipped.join(QStringLiteral("; "))));
-                QVERIFY(checked >= 2);
+                const QStringList problems = unreadable(*dialog, size);
+                QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
+            }
+            // The progress dialogs of a real apply and a real compaction, at their end: each
+            // fits the window, and every label and every outcome shows whole.
+            test::WorkDir dir("gui_window_runs");
+            QSignalSpy applied(&window, &MainWindow::applyFinished);
+            gui::ApplyRequest apply;
+            apply.output = (dir / "applied.img").string();
+            QVERIFY(window.apply_to_copy(apply));
+            QTRY_COMPARE_WITH_TIMEOUT(applied.count(), 1, kTimeoutMs);
+            QSignalSpy compacted(&window, &MainWindow::compactFinished);
+            gui::CompactRequest compact;
+            compact.output = (dir / "compacted.img").string();
+            QVERIFY(window.compact_to_copy(compact));
+            QTRY_COMPARE_WITH_TIMEOUT(compacted.count(), 1, kTimeoutMs);
+            const std::pair<const char*, gui::NewDiskProgressDialog*> runs[] = {
+                {"apply", window.apply_progress()}, {"compact", window.compact_progress()}};
+            for (const auto& [name, dialog] : runs) {
+                const QString what = at + QStringLiteral(", the ") + QString::fromLatin1(name) +
+                                     QStringLiteral(" progress dialog: ");
+                QCOMPARE(dialog->state(), gui::NewDiskProgressDialog::State::Succeeded);
+                QApplication::processEvents();
+                QStringList problems = unreadable(*dialog, size);  // where it wrote, the headline
+                int wide = 0;
+                problems << test::cut_rows(*dialog->outcome_table(), 1, wide);
+                QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
             }
         }
     }
