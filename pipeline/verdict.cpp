@@ -63,15 +63,15 @@ std::string name_of(const WeighedPlan& p) {
 /// Why the rule leaves `p` out, "" when it passes (docs/verdict.md §2).
 std::string rejection(const WeighedPlan& p, double now, std::uint64_t disk, const VerdictOptions& o) {
     const double gain = on_device(p.saved, o.device);
-    const double io = on_device(p.plan_io, o.device);
+    const double work = on_device(p.storage_work(), o.device);
     if (!p.failure.empty()) return p.failure;
     if (p.planned.plan.moves.empty()) return "moves nothing";
     if (gain < 0) return "slower than now (+" + seconds(-gain) + ")";
     if (gain < o.min_gain_seconds) return "saves under " + seconds(o.min_gain_seconds);
     if (gain < o.min_gain_share * now)
         return "saves under " + std::to_string(std::lround(o.min_gain_share * 100)) + " % of " + seconds(now);
-    if (io > o.payback_runs * gain)
-        return "own IO " + seconds(io) + ", not repaid in " + std::to_string(std::lround(o.payback_runs)) +
+    if (work > o.payback_runs * gain)
+        return "work " + seconds(work) + " not repaid in " + std::to_string(std::lround(o.payback_runs)) +
                " runs";
     if (const std::uint64_t net = p.net_growth_bytes();
         net > 0 && static_cast<double>(net) >= o.max_growth_share * static_cast<double>(disk))
@@ -195,6 +195,11 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
+    // A full copy's host-side reads are what the rule weighs; the offload commands are not
+    // (one transfer size keeps their count cheap).
+    CopyOptions copy_options;
+    copy_options.transfer_sizes = {4 * kCopyMiB};
+    copy_options.devices = options.models;
     // The workload on the volume as it is, settled and replayed once: every candidate's
     // before.
     const VolumeEstimate now =
@@ -225,6 +230,12 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         p.saved = {b.hdd - a.hdd, b.ssd - a.ssd, b.array - a.array};
         p.impact = plan_impact(opened, p.planned, impact);
         p.plan_io = p.impact.plan_writes.stats.device_seconds;
+        p.backup_reads = p.impact.backup_delta_reads.device_seconds;
+        const CopyStates copy = plan_copy_states(opened, p.planned, copy_options);
+        const DeviceSeconds& c0 = copy.now.host_copy.device_seconds;
+        const DeviceSeconds& c1 = copy.after_plan.host_copy.device_seconds;
+        p.copy_added = {std::max(0.0, c1.hdd - c0.hdd), std::max(0.0, c1.ssd - c0.ssd),
+                        std::max(0.0, c1.array - c0.array)};
         // A thick top layer (as detected or as --provisioning says) is allocated whole: the
         // plan neither grows it nor frees anything a reclaim could give back.
         const Impact& i = p.impact;

@@ -42,7 +42,8 @@ struct VerdictOptions {
     /// share of its time ...
     double min_gain_seconds = 0.1;
     double min_gain_share = 0.05;
-    /// ... and its own IO must be repaid by at most this many runs of the workload ...
+    /// ... and the storage work it causes once (its own IO, the next backup's delta, the
+    /// next full copy's extra reads) must be repaid by at most this many runs ...
     double payback_runs = 30;
     /// ... and it must grow the storage, net of what it frees, by less than this share of
     /// the virtual disk (the share at which impact calls growth critical).
@@ -57,6 +58,20 @@ struct WeighedPlan {
     DeviceSeconds saved;             ///< the workload's seconds before − after, per device
     Impact impact;                   ///< plan_impact's, with the verdict's models and provisioning
     DeviceSeconds plan_io;           ///< the plan's own IO (impact's plan_writes), per device
+    /// The next incremental backup's read of the plan's CBT delta (impact's
+    /// backup_delta_reads), per device.
+    DeviceSeconds backup_reads;
+    /// What the next full copy of the image (a clone, a Storage vMotion, `qemu-img
+    /// convert`) reads for longer after the plan than now, host-side (docs/copy.md §4, §7),
+    /// at least 0 on each device.
+    DeviceSeconds copy_added;
+    /// The storage's work the plan causes once: plan_io + backup_reads + copy_added. The
+    /// rule's payback weighs this.
+    [[nodiscard]] DeviceSeconds storage_work() const noexcept {
+        return {plan_io.hdd + backup_reads.hdd + copy_added.hdd,
+                plan_io.ssd + backup_reads.ssd + copy_added.ssd,
+                plan_io.array + backup_reads.array + copy_added.array};
+    }
     /// What the plan adds to the storage: thin growth (when the top layer is thin, as
     /// detected or as --provisioning says) + clone delta growth.
     std::uint64_t growth_bytes = 0;
@@ -69,7 +84,7 @@ struct WeighedPlan {
         return growth_bytes > freed_bytes ? growth_bytes - freed_bytes : 0;
     }
     /// Why the rule leaves it out ("" when it passes): it saves too little, is slower than
-    /// now, its own IO is not repaid, or it grows the storage too much.
+    /// now, the storage work it causes is not repaid, or it grows the storage too much.
     std::string rejected;
     /// Why it could not be planned ("" when it was): its rehearsal found a move apply would
     /// not carry out (Error(Unfinished) from plan_volume). Such a plan is left out whatever

@@ -29,6 +29,8 @@ std::string percent(double part, double whole) {
     return whole > 0 ? fixed(100 * part / whole, 0) + " %" : "-";
 }
 
+Json device_json(const DeviceSeconds& s) { return {{"hdd", s.hdd}, {"ssd", s.ssd}, {"array", s.array}}; }
+
 }  // namespace
 
 void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t volume,
@@ -53,12 +55,15 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
             << percent(saved, v.now_seconds) << "); hdd " << change(p.saved.hdd) << ", ssd "
             << change(p.saved.ssd) << '\n';
         const PlanSummary& s = p.planned.plan.summary;
-        out << "  costs    moves " << format_size(s.moved_bytes) << ", its own IO "
-            << seconds_text(on_device(p.plan_io, v.device)) << " on the " << device << "; grows the disk by "
+        out << "  costs    moves " << format_size(s.moved_bytes) << "; grows the disk by "
             << format_size(p.growth_bytes) << '\n';
         if (p.freed_bytes > 0)
             out << "           " << format_size(p.net_growth_bytes()) << " net once the "
                 << format_size(p.freed_bytes) << " it frees is reclaimed (compact or TRIM in the guest)\n";
+        out << "           work once " << seconds_text(on_device(p.storage_work(), v.device)) << " on the "
+            << device << ": own IO " << seconds_text(on_device(p.plan_io, v.device)) << ", next backup +"
+            << seconds_text(on_device(p.backup_reads, v.device)) << ", next copy +"
+            << seconds_text(on_device(p.copy_added, v.device)) << '\n';
         out << "  leaves   fragmented streams " << s.fragmented_streams_before << " -> "
             << s.fragmented_streams_after << ", free extents " << s.free_extents_before << " -> "
             << s.free_extents_after << '\n';
@@ -75,7 +80,7 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
     out << "\n  Plans weighed: " << v.workload.text() << " (" << v.guest.name << " guest) on the " << device
         << " model, now " << seconds_text(v.now_seconds) << "\n";
     out << "    " << pad("plan", 28) << pad("moved", 11, true) << pad("saves", 10, true)
-        << pad("own IO", 10, true) << "  verdict\n";
+        << pad("work", 10, true) << "  verdict\n";
     for (std::size_t i = 0; i < v.plans.size(); ++i) {
         const WeighedPlan& p = v.plans[i];
         const std::string verdict =
@@ -87,7 +92,7 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
         out << (v.chosen == i ? "  * " : "    ") << pad(plan_name(p), 28)
             << pad(format_size(p.planned.plan.summary.moved_bytes), 11, true)
             << pad(seconds_text(on_device(p.saved, v.device)), 10, true)
-            << pad(seconds_text(on_device(p.plan_io, v.device)), 10, true) << "  " << verdict << '\n';
+            << pad(seconds_text(on_device(p.storage_work(), v.device)), 10, true) << "  " << verdict << '\n';
     }
 
     const VolumeMap& map = va.map;
@@ -116,18 +121,19 @@ Json verdict_to_json(const VolumeVerdict& weighed) {
     const Verdict& v = *weighed.verdict;
     Json plans = Json::array();
     for (const WeighedPlan& p : v.plans)
-        plans.push_back(
-            {{"strategy", std::string(strategy_name(p.options.strategy))},
-             {"order", p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order)},
-             {"moves", p.planned.plan.moves.size()},
-             {"moved_bytes", p.planned.plan.summary.moved_bytes},
-             {"seconds_saved", {{"hdd", p.saved.hdd}, {"ssd", p.saved.ssd}, {"array", p.saved.array}}},
-             {"plan_io_seconds",
-              {{"hdd", p.plan_io.hdd}, {"ssd", p.plan_io.ssd}, {"array", p.plan_io.array}}},
-             {"growth_bytes", p.growth_bytes},
-             {"freed_bytes", p.freed_bytes},
-             {"net_growth_bytes", p.net_growth_bytes()},
-             {"rejected", p.rejected.empty() ? Json(nullptr) : Json(p.rejected)}});
+        plans.push_back({{"strategy", std::string(strategy_name(p.options.strategy))},
+                         {"order", p.planned.plan.order.empty() ? Json(nullptr) : Json(p.planned.plan.order)},
+                         {"moves", p.planned.plan.moves.size()},
+                         {"moved_bytes", p.planned.plan.summary.moved_bytes},
+                         {"seconds_saved", device_json(p.saved)},
+                         {"plan_io_seconds", device_json(p.plan_io)},
+                         {"backup_reads_seconds", device_json(p.backup_reads)},
+                         {"copy_added_seconds", device_json(p.copy_added)},
+                         {"storage_work_seconds", device_json(p.storage_work())},
+                         {"growth_bytes", p.growth_bytes},
+                         {"freed_bytes", p.freed_bytes},
+                         {"net_growth_bytes", p.net_growth_bytes()},
+                         {"rejected", p.rejected.empty() ? Json(nullptr) : Json(p.rejected)}});
     Json out = {{"action", v.chosen ? "plan" : "none"},
                 {"reason", v.reason},
                 {"fallback", v.fallback.empty() ? Json(nullptr) : Json(v.fallback)},

@@ -42,6 +42,20 @@ std::uint64_t granule_bytes(const ByteSet& bytes, std::uint64_t granule) {
     return boost::icl::length(whole_granules_touching(bytes, granule));
 }
 
+/// §3: what a backup reading the blocks of `granule` bytes that hold `written` costs on
+/// `models`: the blocks in disk order, those that follow each other in one read of at most
+/// kDefaultMaxIo bytes (a backup reads its changed blocks as the storage serves them).
+IoStats granule_reads(const ByteSet& written, std::uint64_t granule, const DeviceModels& models) {
+    IoSummary summary(models);
+    for (const auto& run : whole_granules_touching(written, granule))
+        for (std::uint64_t at = run.lower(); at < run.upper();) {
+            const std::uint64_t n = std::min<std::uint64_t>(kDefaultMaxIo, run.upper() - at);
+            summary.add(Io{static_cast<std::int64_t>(at / kSectorBytes), n, false});
+            at += n;
+        }
+    return summary.stats();
+}
+
 /// What hands NTFS-free but allocated space back, per container format (docs/impact.md §1).
 std::string reclaim_advice(ImageFormat format) {
     switch (format) {
@@ -293,6 +307,7 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
         out.written_bytes = boost::icl::length(content.written());
         out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});
         out.snapshot.push_back({64 * 1024, "CBT / VDDK", granule_bytes(content.written(), 64 * 1024)});
+        out.backup_delta_reads = granule_reads(content.written(), 64 * 1024, options.models);
         if (options.snapshot_granularity)
             out.snapshot.push_back({*options.snapshot_granularity, "user",
                                     granule_bytes(content.written(), *options.snapshot_granularity)});

@@ -145,6 +145,10 @@ struct Impact {
     }
     std::string reclaim_how;           ///< what hands reclaimable space back for this format
     std::vector<SnapshotDelta> snapshot;
+    /// §3: the next incremental backup after the plan, reading its CBT delta: every 64 KiB
+    /// block holding a byte the plan writes, in disk order, blocks that follow each other
+    /// read together in reads of at most kDefaultMaxIo; on ImpactOptions::models.
+    IoStats backup_delta_reads;
     std::vector<DedupFigures> dedup;
     VssFigures vss;
     std::vector<AlignmentFigures> alignment;  ///< every partition of the disk

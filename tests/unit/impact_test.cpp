@@ -196,6 +196,13 @@ TEST_CASE("impact figures of a hand-built plan", "[impact]") {
     REQUIRE(impact.snapshot.size() == 2);
     CHECK(impact.snapshot[0].bytes == 5 * kCluster);  // 4 KiB blocks: the five clusters
     CHECK(impact.snapshot[1].bytes == 64 * K);        // 64 KiB blocks: one
+    // The next backup reads that one block: one random read of 64 KiB on each model (SSD:
+    // 80 µs + 65,536 B / 500 MB/s; array: 0.3 ms + 65,536 B / 1 GB/s).
+    CHECK(impact.backup_delta_reads.ios == 1);
+    CHECK(impact.backup_delta_reads.bytes == 64 * K);
+    CHECK(impact.backup_delta_reads.writes == 0);
+    CHECK(impact.backup_delta_reads.device_seconds.ssd == Approx(80e-6 + 65536 / 500e6));
+    CHECK(impact.backup_delta_reads.device_seconds.array == Approx(0.3e-3 + 65536 / 1e9));
 
     // Chunks written, aligned to disk offset 0 (cluster c is disk 4K-chunk 16 + c).
     REQUIRE(impact.dedup.size() == 4);

@@ -58,12 +58,20 @@ TEST_CASE("the verdict's rule on hand-computed plans", "[verdict]") {
         CHECK_FALSE(hand_verdict(1, {hand_plan(Strategy::Defrag, 0.09, 0.1, 1 << 20)}).chosen);
         CHECK(hand_verdict(10, {hand_plan(Strategy::Defrag, 0.5, 1, 1 << 20)}).chosen == 0u);
     }
-    SECTION("costs above the gain: its own IO not repaid in 30 runs: no action") {
-        // 1 s saved a run repays 30 s of the plan's own IO, not 30.5 s.
+    SECTION("costs above the gain: the storage work it causes not repaid in 30 runs: no action") {
+        // 1 s saved a run repays 30 s of storage work, not 30.5 s.
         const Verdict v = hand_verdict(10, {hand_plan(Strategy::Optimize, 1, 30.5, 1 << 30)});
         CHECK_FALSE(v.chosen);
-        CHECK(v.plans[0].rejected == "own IO 30.5 s, not repaid in 30 runs");
+        CHECK(v.plans[0].rejected == "work 30.5 s not repaid in 30 runs");
         CHECK(hand_verdict(10, {hand_plan(Strategy::Optimize, 1, 30, 1 << 30)}).chosen == 0u);
+        // The work is the own IO, the next backup's delta and the next full copy's extra
+        // reads: 20 + 8 + 2.5 s is 30.5 s.
+        WeighedPlan p = hand_plan(Strategy::Optimize, 1, 20, 1 << 30);
+        p.backup_reads = {8, 8, 8};
+        p.copy_added = {2.5, 2.5, 2.5};
+        CHECK(hand_verdict(10, {p}).plans[0].rejected == "work 30.5 s not repaid in 30 runs");
+        p.copy_added = {2, 2, 2};
+        CHECK(hand_verdict(10, {p}).chosen == 0u);
     }
     SECTION("costs above the gain: growth of a tenth of the disk, net of what the plan frees: no action") {
         // 1 GiB on the 10 GiB disk is a tenth; 1 GiB − 1 MiB is not.
@@ -124,6 +132,13 @@ TEST_CASE("the verdict on a fragmented disk: a plan that makes the scan faster o
     CHECK(v.plans.size() >= 5);
     for (const WeighedPlan& w : v.plans) {
         INFO(strategy_name(w.options.strategy) << " " << w.planned.plan.order);
+        // The work the rule weighs: the plan's own IO, the next backup reading its 64 KiB CBT
+        // delta (impact's figure, read whole) and a full copy's extra reads, none negative.
+        CHECK(w.backup_reads.array == w.impact.backup_delta_reads.device_seconds.array);
+        CHECK(w.impact.backup_delta_reads.bytes == w.impact.snapshot.at(1).bytes);
+        CHECK(w.copy_added.array >= 0);
+        CHECK(w.storage_work().array == Approx(w.plan_io.array + w.backup_reads.array + w.copy_added.array));
+        CHECK((w.backup_reads.array > 0) == !w.planned.plan.moves.empty());
         std::vector<std::string> args{"plan", image, "--strategy",
                                       std::string(strategy_name(w.options.strategy)), "--json"};
         if (!w.planned.plan.order.empty()) args.insert(args.end(), {"--order", w.planned.plan.order});
