@@ -195,6 +195,7 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
     ImpactOptions impact;
     impact.models = options.models;
     impact.provisioning = options.provisioning.value_or(opened.image->layers().front().provisioning);
+    impact.dedup_rescan_chunk = options.dedup_chunk;
     // A full copy's host-side reads are what the rule weighs; the offload commands are not
     // (one transfer size keeps their count cheap).
     CopyOptions copy_options;
@@ -231,6 +232,7 @@ Verdict decide(const OpenedImage& opened, std::size_t volume, const VerdictOptio
         p.impact = plan_impact(opened, p.planned, impact);
         p.plan_io = p.impact.plan_writes.stats.device_seconds;
         p.backup_reads = p.impact.backup_delta_reads.device_seconds;
+        if (p.impact.dedup_rescan_reads) p.dedup_rescan = p.impact.dedup_rescan_reads->device_seconds;
         const CopyStates copy = plan_copy_states(opened, p.planned, copy_options);
         const DeviceSeconds& c0 = copy.now.host_copy.device_seconds;
         const DeviceSeconds& c1 = copy.after_plan.host_copy.device_seconds;
@@ -257,6 +259,8 @@ std::string VolumeVerdict::reason() const {
 
 VolumeVerdict decide_volume(const OpenedImage& opened, std::size_t volume, const VerdictOptions& options,
                             const Progress& progress) {
+    // A chunk size no storage uses is the user's error, not this volume's.
+    if (options.dedup_chunk) check_dedup_chunk(*options.dedup_chunk);
     VolumeVerdict out;
     out.partition = opened.analysis->volumes.at(volume).map.partition;
     try {

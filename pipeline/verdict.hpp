@@ -38,12 +38,16 @@ struct VerdictOptions {
     /// Only this strategy (and, for one that takes one, only this order) is weighed.
     std::optional<Strategy> strategy;
     std::optional<PlacementOrder> order;
+    /// The storage deduplicates after the fact in chunks of this many bytes: a plan's work
+    /// adds the re-scan of the chunks it writes (docs/verdict.md §2); unset: it does not.
+    std::optional<std::uint64_t> dedup_chunk;
     /// A plan must save at least this many seconds of the workload on the device, and this
     /// share of its time ...
     double min_gain_seconds = 0.1;
     double min_gain_share = 0.05;
     /// ... and the storage work it causes once (its own IO, the next backup's delta, the
-    /// next full copy's extra reads) must be repaid by at most this many runs ...
+    /// next full copy's extra reads, a deduplicator's re-scan) must be repaid by at most this
+    /// many runs ...
     double payback_runs = 30;
     /// ... and it must grow the storage, net of what it frees, by less than this share of
     /// the virtual disk (the share at which impact calls growth critical).
@@ -65,12 +69,15 @@ struct WeighedPlan {
     /// convert`) reads for longer after the plan than now, host-side (docs/copy.md §4, §7),
     /// at least 0 on each device.
     DeviceSeconds copy_added;
-    /// The storage's work the plan causes once: plan_io + backup_reads + copy_added. The
-    /// rule's payback weighs this.
+    /// With VerdictOptions::dedup_chunk: the deduplicator's re-scan of the chunks the plan
+    /// writes (impact's dedup_rescan_reads), per device; 0 otherwise.
+    DeviceSeconds dedup_rescan;
+    /// The storage's work the plan causes once: plan_io + backup_reads + copy_added +
+    /// dedup_rescan. The rule's payback weighs this.
     [[nodiscard]] DeviceSeconds storage_work() const noexcept {
-        return {plan_io.hdd + backup_reads.hdd + copy_added.hdd,
-                plan_io.ssd + backup_reads.ssd + copy_added.ssd,
-                plan_io.array + backup_reads.array + copy_added.array};
+        return {plan_io.hdd + backup_reads.hdd + copy_added.hdd + dedup_rescan.hdd,
+                plan_io.ssd + backup_reads.ssd + copy_added.ssd + dedup_rescan.ssd,
+                plan_io.array + backup_reads.array + copy_added.array + dedup_rescan.array};
     }
     /// What the plan adds to the storage: thin growth (when the top layer is thin, as
     /// detected or as --provisioning says) + clone delta growth.

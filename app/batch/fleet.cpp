@@ -25,13 +25,13 @@ per_image AS (
   GROUP BY v.image_id),
 per_verdict AS (
   SELECT v.image_id, count(*) AS weighed, count(d.strategy) AS recommended, sum(d.saved_seconds) AS saved,
-         sum(d.plan_io_seconds) AS io
+         sum(d.plan_io_seconds) AS io, sum(coalesce(d.work_seconds, d.plan_io_seconds)) AS work
   FROM volumes v JOIN verdicts d ON d.volume_id = v.volume_id
   GROUP BY v.image_id)
 SELECT l.path, coalesce(r.host, ''), coalesce(n.datastore, ''), n.analyzed_at, coalesce(a.volumes, 0),
        coalesce(a.fragmentation, 0), coalesce(a.excess, 0), coalesce(a.reclaimable, 0), a.growth,
        n.copy_commands_4m, n.copy_relaid_commands_4m, l.analyses, coalesce(b.fragmentation, 0),
-       coalesce(c.weighed, 0), coalesce(c.recommended, 0), c.saved, c.io
+       coalesce(c.weighed, 0), coalesce(c.recommended, 0), c.saved, c.io, c.work
 FROM last l JOIN images n ON n.image_id = l.newest JOIN runs r ON r.run_id = n.run_id
 LEFT JOIN per_image a ON a.image_id = l.newest
 LEFT JOIN per_image b ON b.image_id = l.oldest
@@ -67,9 +67,9 @@ double rank_key(const FleetImage& i, FleetRank rank) {
         case FleetRank::Copy:
             return static_cast<double>(copy_saving(i));
         case FleetRank::Gain:
-            // A plan's own IO is never zero (it moves something); no plan ranks below every
-            // plan, and an image never weighed below that.
-            if (i.recommended()) return *i.seconds_saved / std::max(*i.plan_io_seconds, 1e-9);
+            // The storage work of a plan is never zero (it moves something); no plan ranks
+            // below every plan, and an image never weighed below that.
+            if (i.recommended()) return *i.seconds_saved / std::max(*i.work_seconds, 1e-9);
             return i.weighed_volumes > 0 ? -1 : -2;
     }
     return 0;
@@ -126,6 +126,7 @@ FleetReport fleet_report(ResultsDb& db, FleetRank rank) {
         i.recommended_volumes = static_cast<std::uint64_t>(s.integer(14));
         if (!s.is_null(15)) i.seconds_saved = s.real(15);
         if (!s.is_null(16)) i.plan_io_seconds = s.real(16);
+        if (!s.is_null(17)) i.work_seconds = s.real(17);
         report.images.push_back(std::move(i));
     }
     std::sort(report.images.begin(), report.images.end(), [rank](const FleetImage& a, const FleetImage& b) {

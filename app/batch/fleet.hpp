@@ -33,8 +33,11 @@ struct FleetImage {
     std::uint64_t recommended_volumes = 0;
     std::optional<double> seconds_saved;
     std::optional<double> plan_io_seconds;
+    /// The storage work the plans cause once (docs/verdict.md §2); a row recorded before
+    /// schema 10 counts its own IO, the work the rule weighed then.
+    std::optional<double> work_seconds;
     /// A plan is recommended for one of its volumes: the sums above are there.
-    [[nodiscard]] bool recommended() const { return seconds_saved && plan_io_seconds; }
+    [[nodiscard]] bool recommended() const { return seconds_saved && work_seconds; }
     /// The trend: successful analyses recorded, and fragmentation_percent at the first of them.
     std::uint64_t analyses = 0;
     double first_fragmentation_percent = 0;

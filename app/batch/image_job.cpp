@@ -90,6 +90,7 @@ VolumeResult::VerdictResult record_verdict(const OpenedImage& opened, std::size_
         r.order = p.planned.plan.order;
         r.saved_seconds = on_device(p.saved, v.device);
         r.plan_io_seconds = on_device(p.plan_io, v.device);
+        r.work_seconds = on_device(p.storage_work(), v.device);
         r.growth_bytes = p.growth_bytes;
         r.moved_bytes = p.planned.plan.summary.moved_bytes;
     }

@@ -61,12 +61,13 @@ struct VolumeResult {
         std::string workload;  ///< "scan"
         double now_seconds = 0;
         /// The plan chosen ("" for no action): its strategy, placement order ("" when it
-        /// takes none), the seconds it saves and its own IO on `device`, its growth and
-        /// the bytes it moves.
+        /// takes none), the seconds it saves, its own IO and the storage work it causes
+        /// once (docs/verdict.md §2) on `device`, its growth and the bytes it moves.
         std::string strategy;
         std::string order;
         double saved_seconds = 0;
         double plan_io_seconds = 0;
+        double work_seconds = 0;
         std::uint64_t growth_bytes = 0;
         std::uint64_t moved_bytes = 0;
         std::string reason;  ///< why this plan, why no action, or "no verdict: REASON"

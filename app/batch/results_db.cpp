@@ -267,13 +267,17 @@ void upgrade_to_8(Connection& db) {
 /// Schema 9 adds the verdicts table; older volumes simply have no verdict rows.
 void upgrade_to_9(Connection& db) { db.exec_ddl(kVerdictTable); }
 
+/// Schema 10: the storage work the chosen plan causes once (docs/verdict.md §2), which the
+/// rule and the fleet's gain weigh; NULL in older rows ("not measured").
+void upgrade_to_10(Connection& db) { db.exec_ddl("ALTER TABLE verdicts ADD COLUMN work_seconds REAL"); }
+
 struct UpgradeStep {
     int to;
     void (*run)(Connection&);
 };
 constexpr UpgradeStep kUpgrades[] = {{2, upgrade_to_2}, {3, upgrade_to_3}, {4, upgrade_to_4},
                                      {5, upgrade_to_5}, {6, upgrade_to_6}, {7, upgrade_to_7},
-                                     {8, upgrade_to_8}, {9, upgrade_to_9}};
+                                     {8, upgrade_to_8}, {9, upgrade_to_9}, {10, upgrade_to_10}};
 static_assert(std::size(kUpgrades) == kSchemaVersion - 1, "one upgrade step per schema version");
 
 }  // namespace
@@ -310,6 +314,9 @@ void ResultsDb::create_schema() {
     db_->exec_ddl(kApplyTables);
     db_->exec_ddl(kCompactTable);
     db_->exec_ddl(kVerdictTable);
+    // Its column of schema 10 comes after schema 9's, in an older database and a new one
+    // alike (rows are inserted by position).
+    upgrade_to_10(*db_);
     db_->set_schema_version(kSchemaVersion);
 }
 
@@ -461,7 +468,7 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
     Statement metrics(*db_, "INSERT INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement plan(*db_, "INSERT INTO plans VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Statement warning(*db_, "INSERT INTO warnings VALUES (?, ?, ?, ?, ?)");
-    Statement verdict(*db_, "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement verdict(*db_, "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (const VolumeResult& v : r.volumes) {
         volume.bind(1, image_id).bind(2, v.partition).bind(3, v.start).bind(4, v.length);
         volume.bind(5, static_cast<std::int64_t>(v.cluster_size)).bind(6, v.total_clusters).bind(7, v.free_clusters);
@@ -495,7 +502,8 @@ void ResultsDb::store(std::int64_t run, const ImageResult& r) {
             verdict.bind(5, some(chosen, d->strategy)).bind(6, some(!d->order.empty(), d->order));
             verdict.bind(7, some(chosen, d->saved_seconds)).bind(8, some(chosen, d->plan_io_seconds));
             verdict.bind(9, some(chosen, d->growth_bytes)).bind(10, some(chosen, d->moved_bytes));
-            verdict.bind(11, d->reason).bind(12, some(!blockers.empty(), blockers)).run();
+            verdict.bind(11, d->reason).bind(12, some(!blockers.empty(), blockers));
+            verdict.bind(13, some(chosen, d->work_seconds)).run();
         }
         for (const ImpactWarning& w : v.warnings)
             warning.bind(1, volume_id).bind(2, w.code).bind(3, severity_name(w.severity)).bind(4, w.bytes)

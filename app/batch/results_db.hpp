@@ -14,7 +14,7 @@ namespace guestfrag::batch {
 
 /// Schema version (SQLite: PRAGMA user_version; PostgreSQL: table guestfrag_schema);
 /// docs/batch.md documents the tables.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 /// A running batch refreshes its run's heartbeat (ResultsDb::heartbeat) every
 /// kHeartbeatSeconds; a run on another host whose heartbeat is kRunLeaseSeconds old is taken

@@ -149,6 +149,7 @@ Json event_json(const BatchEvent& e) {
                             {"order", d->order.empty() ? Json(nullptr) : Json(d->order)},
                             {"seconds_saved", d->saved_seconds},
                             {"plan_io_seconds", d->plan_io_seconds},
+                            {"storage_work_seconds", d->work_seconds},
                             {"growth_bytes", d->growth_bytes},
                             {"moved_bytes", d->moved_bytes},
                             {"reason", d->reason},

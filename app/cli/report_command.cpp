@@ -24,6 +24,7 @@
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/provisioning_options.hpp"
+#include "app/cli/size_option.hpp"
 #include "app/cli/strategy_option.hpp"
 #include "app/cli/verdict_text.hpp"
 #include "core/estimate/workload.hpp"
@@ -61,6 +62,7 @@ void add_report_command(CLI::App& app) {
         DeviceOptions device;
         std::string decide_on = "array";
         std::string workload = "scan";
+        std::string dedup_chunk;
         GuestOptions guest;
         std::size_t top = 10;
         bool verbose = false;
@@ -89,6 +91,10 @@ void add_report_command(CLI::App& app) {
     cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see Workloads below)")
         ->check(workload_check())
         ->capture_default_str();
+    cmd->add_option("--dedup-chunk", opts->dedup_chunk,
+                    "The storage deduplicates after the fact in chunks of SIZE: a plan's cost adds "
+                    "its re-scan of the chunks the plan writes (default: it does not)")
+        ->check(size_check());
     add_guest_options(*cmd, opts->guest);
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
     cmd->add_flag("--verbose", opts->verbose,
@@ -113,6 +119,7 @@ void add_report_command(CLI::App& app) {
             rule.models = models;
             rule.strategy = chosen;
             rule.order = order;
+            rule.dedup_chunk = size_option(opts->dedup_chunk);
             const CopyOptions copy = copy_options(opts->copy);
             const OpenedImage opened =
                 open_and_analyze_image(opts->image, opts->image_options, opts->partition, copy);

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "app/cli/columns.hpp"
 #include "app/cli/failure.hpp"
@@ -28,6 +31,9 @@ std::string change(double saved) {
 std::string percent(double part, double whole) {
     return whole > 0 ? fixed(100 * part / whole, 0) + " %" : "-";
 }
+
+/// Where the text of a verdict line starts, under "  costs    ".
+constexpr std::string_view kIndent = "           ";
 
 Json device_json(const DeviceSeconds& s) { return {{"hdd", s.hdd}, {"ssd", s.ssd}, {"array", s.array}}; }
 
@@ -58,12 +64,24 @@ void print_verdict(std::ostream& out, const ImageAnalysis& analysis, std::size_t
         out << "  costs    moves " << format_size(s.moved_bytes) << "; grows the disk by "
             << format_size(p.growth_bytes) << '\n';
         if (p.freed_bytes > 0)
-            out << "           " << format_size(p.net_growth_bytes()) << " net once the "
+            out << kIndent << format_size(p.net_growth_bytes()) << " net once the "
                 << format_size(p.freed_bytes) << " it frees is reclaimed (compact or TRIM in the guest)\n";
-        out << "           work once " << seconds_text(on_device(p.storage_work(), v.device)) << " on the "
-            << device << ": own IO " << seconds_text(on_device(p.plan_io, v.device)) << ", next backup +"
-            << seconds_text(on_device(p.backup_reads, v.device)) << ", next copy +"
-            << seconds_text(on_device(p.copy_added, v.device)) << '\n';
+        // The storage work the rule weighs and its parts, wrapped at the report's 100 columns.
+        const auto secs = [&](const DeviceSeconds& d) { return seconds_text(on_device(d, v.device)); };
+        std::vector<std::string> parts{
+            "work once " + secs(p.storage_work()) + " on the " + device + ": own IO " + secs(p.plan_io),
+            "next backup +" + secs(p.backup_reads), "next copy +" + secs(p.copy_added)};
+        if (p.impact.dedup_rescan_reads) parts.push_back("dedup re-scan +" + secs(p.dedup_rescan));
+        std::string line = std::string(kIndent) + parts.front();
+        for (std::size_t i = 1; i < parts.size(); ++i) {
+            if (line.size() + 2 + parts[i].size() > 100) {
+                out << line << ",\n";
+                line = std::string(kIndent) + parts[i];
+            } else {
+                line += ", " + parts[i];
+            }
+        }
+        out << line << '\n';
         out << "  leaves   fragmented streams " << s.fragmented_streams_before << " -> "
             << s.fragmented_streams_after << ", free extents " << s.free_extents_before << " -> "
             << s.free_extents_after << '\n';
@@ -129,6 +147,8 @@ Json verdict_to_json(const VolumeVerdict& weighed) {
                          {"plan_io_seconds", device_json(p.plan_io)},
                          {"backup_reads_seconds", device_json(p.backup_reads)},
                          {"copy_added_seconds", device_json(p.copy_added)},
+                         {"dedup_rescan_seconds",
+                          p.impact.dedup_rescan_reads ? device_json(p.dedup_rescan) : Json(nullptr)},
                          {"storage_work_seconds", device_json(p.storage_work())},
                          {"growth_bytes", p.growth_bytes},
                          {"freed_bytes", p.freed_bytes},

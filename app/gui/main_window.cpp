@@ -513,6 +513,8 @@ void MainWindow::weigh_volume(std::size_t volume) {
                 if (p.growth_bytes > 0) buys += tr(", grows the disk by %1").arg(size_text(p.growth_bytes));
                 if (p.freed_bytes > 0)
                     buys += tr(" (%1 net once reclaimed)").arg(size_text(p.net_growth_bytes()));
+                // The cost the rule weighs against the gain (docs/verdict.md §2).
+                buys += tr(", storage work %1 s once").arg(on_device(p.storage_work(), v.device), 0, 'f', 2);
                 if (v.blockers.empty())
                     show(tr("✔ Defragment with %1: %2; can run offline now.").arg(plan, buys), "#cfe3ff");
                 else

@@ -29,10 +29,7 @@ constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kVssBlock = 16 * 1024;
 
 std::vector<std::uint64_t> checked_chunks(std::vector<std::uint64_t> chunks) {
-    for (const std::uint64_t c : chunks)
-        if (c < 512 || c > 64 * kMiB || !std::has_single_bit(c))
-            throw Error(ErrorKind::Unsupported,
-                        "dedup chunk size " + std::to_string(c) + " is not a power of two between 512 B and 64 MiB");
+    for (const std::uint64_t c : chunks) check_dedup_chunk(c);
     std::sort(chunks.begin(), chunks.end());
     chunks.erase(std::unique(chunks.begin(), chunks.end()), chunks.end());
     return chunks;
@@ -283,6 +280,7 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
 Impact assess_impact(const DiskImage& image, const PartitionTable& table, const VolumeMap& before, const Plan& plan,
                      const PlanSummary& summary, const ImpactOptions& options, const Progress& progress) {
     const std::vector<std::uint64_t> chunks = checked_chunks(options.dedup_chunks);
+    if (options.dedup_rescan_chunk) check_dedup_chunk(*options.dedup_rescan_chunk);
     if (options.snapshot_granularity && *options.snapshot_granularity == 0)
         throw Error(ErrorKind::Unsupported, "snapshot granularity must be at least one byte");
     const std::vector<Layer>& layers = image.layers();
@@ -308,6 +306,9 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
         out.snapshot.push_back({4096, "seSparse snapshot", granule_bytes(content.written(), 4096)});
         out.snapshot.push_back({64 * 1024, "CBT / VDDK", granule_bytes(content.written(), 64 * 1024)});
         out.backup_delta_reads = granule_reads(content.written(), 64 * 1024, options.models);
+        if (options.dedup_rescan_chunk)
+            out.dedup_rescan_reads =
+                granule_reads(content.written(), *options.dedup_rescan_chunk, options.models);
         if (options.snapshot_granularity)
             out.snapshot.push_back({*options.snapshot_granularity, "user",
                                     granule_bytes(content.written(), *options.snapshot_granularity)});
@@ -333,6 +334,12 @@ Impact assess_impact(const DiskImage& image, const PartitionTable& table, const 
     }
     out.warnings = impact_warnings(out, image);
     return out;
+}
+
+void check_dedup_chunk(std::uint64_t chunk) {
+    if (chunk < 512 || chunk > 64 * kMiB || !std::has_single_bit(chunk))
+        throw Error(ErrorKind::Unsupported, "dedup chunk size " + std::to_string(chunk) +
+                                                " is not a power of two between 512 B and 64 MiB");
 }
 
 }  // namespace guestfrag

@@ -150,6 +150,9 @@ struct Impact {
     /// read together in reads of at most kDefaultMaxIo; on ImpactOptions::models.
     IoStats backup_delta_reads;
     std::vector<DedupFigures> dedup;
+    /// §4: with ImpactOptions::dedup_rescan_chunk, a post-process deduplicator scanning the
+    /// chunks the plan writes into again, read as the backup reads its blocks (§3).
+    std::optional<IoStats> dedup_rescan_reads;
     VssFigures vss;
     std::vector<AlignmentFigures> alignment;  ///< every partition of the disk
     CloneFigures clone;
@@ -158,9 +161,16 @@ struct Impact {
     std::vector<ImpactWarning> warnings;      ///< most severe first
 };
 
+/// Throws Error(Unsupported) unless `chunk` is a dedup chunk size impact takes: a power of
+/// two from 512 B to 64 MiB.
+void check_dedup_chunk(std::uint64_t chunk);
+
 struct ImpactOptions {
     /// Dedup chunk sizes, bytes, each a power of two ≥ 512.
     std::vector<std::uint64_t> dedup_chunks = {4096, 8192, 16384, 32768};
+    /// §4: the chunk of a post-process deduplicator the storage runs, whose re-scan of the
+    /// chunks written is timed (Impact::dedup_rescan_reads); unset: none is.
+    std::optional<std::uint64_t> dedup_rescan_chunk;
     /// An extra snapshot/replication granularity (bytes) beside 4 KiB and 64 KiB.
     std::optional<std::uint64_t> snapshot_granularity;
     /// Granule of growth and reclaimable figures; 0: the top layer's (as `plan --granule`).

@@ -13,6 +13,9 @@
 #include <QElapsedTimer>
 #include <QGraphicsScene>
 #include <QGraphicsTextItem>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -545,6 +548,15 @@ private slots:
             // "Partition 1: defragment with optimize --order mft" ↔ "✔ Defragment with optimize --order mft: …"
             const std::string plan = first.substr(first.find(" with ") + 6);
             QVERIFY(banner->text().contains(QString::fromStdString(" with " + plan + ":")));
+            // And the storage work the rule weighs, as report's JSON has it on the array.
+            const auto report = test::run_cli({"report", image_path_.string(), "--json"});
+            QCOMPARE(report.status, 0);
+            const QJsonObject root = QJsonDocument::fromJson(QByteArray::fromStdString(report.out)).object();
+            const QJsonValue verdict = root["volumes"][0]["verdict"];
+            const double work =
+                verdict["plans"][verdict["chosen"].toInt()]["storage_work_seconds"]["array"].toDouble();
+            QVERIFY2(banner->text().contains(QStringLiteral(", storage work %1 s once").arg(work, 0, 'f', 2)),
+                     qPrintable(banner->text()));
         }
     }
 

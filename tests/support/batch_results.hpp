@@ -43,10 +43,13 @@ inline std::int64_t db_integer(const std::string& db, const std::string& sql, co
 }
 
 /// Takes the columns and tables of the schemas after `version` off `db` (schema 7's plan IO,
-/// schema 8's datastore, re-laid copy commands and run heartbeat, schema 9's verdicts), as a
-/// database of that older schema has them.
+/// schema 8's datastore, re-laid copy commands and run heartbeat, schema 9's verdicts, schema
+/// 10's storage work), as a database of that older schema has them.
 inline void drop_columns_after(batch::Connection& db, int version) {
-    if (version < 9) db.exec("DROP TABLE verdicts");
+    if (version < 9)
+        db.exec("DROP TABLE verdicts");
+    else if (version < 10)
+        db.exec("ALTER TABLE verdicts DROP COLUMN work_seconds");
     if (version < 8) {
         for (const char* column : {"datastore", "copy_relaid_commands_4m", "copy_relaid_commands_16m"})
             db.exec(std::string("ALTER TABLE images DROP COLUMN ") + column);

@@ -165,6 +165,9 @@ TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank 
         CHECK(got["seconds_saved"].get<double>() == Approx(chosen["seconds_saved"]["array"].get<double>()));
         CHECK(got["plan_io_seconds"].get<double>() ==
               Approx(chosen["plan_io_seconds"]["array"].get<double>()));
+        CHECK(got["storage_work_seconds"].get<double>() ==
+              Approx(chosen["storage_work_seconds"]["array"].get<double>()));
+        CHECK(got["storage_work_seconds"].get<double>() > got["plan_io_seconds"].get<double>());
         CHECK(got["moved_bytes"] == chosen["moved_bytes"]);
         CHECK(test::db_integer(db,
                                "SELECT moved_bytes FROM verdicts d JOIN volumes v USING (volume_id) "
@@ -175,7 +178,8 @@ TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank 
         lines.at((store.dir / "fragmented.img").string())["volumes"][0]["verdict"]["strategy"].is_null());
     CHECK(lines.at((store.dir / "quiet.img").string())["volumes"][0]["verdict"]["strategy"].is_null());
 
-    // Ranked by seconds saved a run per second of the plan's own IO; no action after.
+    // Ranked by seconds saved a run per second of the storage work the plan causes (the
+    // rule's, docs/verdict.md §2); no action after.
     const Json fleet = Json::parse(test::run_cli({"fleet", "--db", db, "--json", "--rank", "gain"}).out);
     CHECK(fleet["rank"] == "gain");
     const Json& images = fleet["images"];
@@ -184,7 +188,7 @@ TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank 
         const Json& v = i["verdict"];
         return v["recommended_volumes"] == 0
                    ? -1.0
-                   : v["seconds_saved"].get<double>() / v["plan_io_seconds"].get<double>();
+                   : v["seconds_saved"].get<double>() / v["storage_work_seconds"].get<double>();
     };
     for (std::size_t k = 1; k < images.size(); ++k) CHECK(key(images[k - 1]) >= key(images[k]));
     CHECK(images[0]["path"] == (store.dir / "fragmented.img").string());
@@ -195,7 +199,7 @@ TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank 
     CHECK(last["verdict"]["seconds_saved"].is_null());
     const auto text = test::run_cli({"fleet", "--db", db, "--rank", "gain"});
     REQUIRE(text.status == 0);
-    CHECK(text.out.find("saves / own IO") != std::string::npos);
+    CHECK(text.out.find("saves / work") != std::string::npos);
     CHECK(text.out.find("no action") != std::string::npos);
     CHECK(text.out.find(" s a run / ") != std::string::npos);
 

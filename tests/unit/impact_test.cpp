@@ -203,6 +203,21 @@ TEST_CASE("impact figures of a hand-built plan", "[impact]") {
     CHECK(impact.backup_delta_reads.writes == 0);
     CHECK(impact.backup_delta_reads.device_seconds.ssd == Approx(80e-6 + 65536 / 500e6));
     CHECK(impact.backup_delta_reads.device_seconds.array == Approx(0.3e-3 + 65536 / 1e9));
+    // A deduplicator's re-scan is timed only when the storage runs one: in 4 KiB chunks it
+    // reads clusters 100-103 and 105, two IOs (SSD: 2 × 80 µs + 20 KiB at 500 MB/s; array: a
+    // random read, then one 4 KiB past its end, inside the read-ahead window).
+    CHECK_FALSE(impact.dedup_rescan_reads);
+    ImpactOptions deduplicating;
+    deduplicating.dedup_rescan_chunk = 4 * K;
+    const Impact rescanned = assess_impact(image, table(), volume(), plan(), deduplicating);
+    REQUIRE(rescanned.dedup_rescan_reads);
+    CHECK(rescanned.dedup_rescan_reads->ios == 2);
+    CHECK(rescanned.dedup_rescan_reads->bytes == 5 * 4 * K);
+    CHECK(rescanned.dedup_rescan_reads->device_seconds.ssd == Approx(2 * 80e-6 + 20480 / 500e6));
+    CHECK(rescanned.dedup_rescan_reads->device_seconds.array == Approx(0.3e-3 + 0.05e-3 + 20480 / 1e9));
+    deduplicating.dedup_rescan_chunk = 3 * K;
+    CHECK_THROWS_WITH(assess_impact(image, table(), volume(), plan(), deduplicating),
+                      "dedup chunk size 3072 is not a power of two between 512 B and 64 MiB");
 
     // Chunks written, aligned to disk offset 0 (cluster c is disk 4K-chunk 16 + c).
     REQUIRE(impact.dedup.size() == 4);

@@ -174,6 +174,38 @@ TEST_CASE("the verdict on a fragmented disk: a plan that makes the scan faster o
     CHECK(verdict == nlohmann::json::parse(reported.out)["volumes"][0]["verdict"]);
     const auto bare = test::run_cli({"analyze", image, "--json", "--no-verdict"});
     CHECK_FALSE(nlohmann::json::parse(bare.out)["volumes"][0].contains("verdict"));
+    for (const auto& plan : verdict["plans"]) CHECK(plan["dedup_rescan_seconds"].is_null());
+}
+
+TEST_CASE("storage that deduplicates after the fact: the re-scan of the chunks a plan writes is in its work",
+          "[verdict][cli]") {
+    const std::string image = test::fragmented_256_image().string();
+    VerdictOptions options;
+    options.dedup_chunk = 4096;
+    const Verdict v = decide(open_and_analyze(image), 0, options);
+    for (const WeighedPlan& w : v.plans) {
+        INFO(strategy_name(w.options.strategy) << " " << w.planned.plan.order);
+        // Every 4 KiB chunk the plan writes, read once: impact's changed chunks of 4 KiB.
+        REQUIRE(w.impact.dedup_rescan_reads);
+        CHECK(w.impact.dedup_rescan_reads->bytes == w.impact.dedup.at(0).changed_chunks * 4096);
+        CHECK(w.dedup_rescan.array == w.impact.dedup_rescan_reads->device_seconds.array);
+        CHECK(w.storage_work().array ==
+              Approx(w.plan_io.array + w.backup_reads.array + w.copy_added.array + w.dedup_rescan.array));
+        CHECK((w.dedup_rescan.array > 0) == !w.planned.plan.moves.empty());
+    }
+    const auto report = test::run_cli({"report", image, "--dedup-chunk", "4K", "--json"});
+    REQUIRE(report.status == 0);
+    const nlohmann::json plans = nlohmann::json::parse(report.out)["volumes"][0]["verdict"]["plans"];
+    REQUIRE(plans.size() == v.plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i)
+        CHECK(plans[i]["dedup_rescan_seconds"]["array"].get<double>() ==
+              Approx(v.plans[i].dedup_rescan.array));
+    CHECK(test::run_cli({"report", image, "--dedup-chunk", "4K"}).out.find("dedup re-scan +") !=
+          std::string::npos);
+    const auto bad = test::run_cli({"report", image, "--dedup-chunk", "3K"});
+    CHECK(bad.status == 2);
+    CHECK(bad.err == "guestfrag: error: " + image +
+                         ": dedup chunk size 3072 is not a power of two between 512 B and 64 MiB\n");
 }
 
 TEST_CASE("a trace the volume does not hold: the verdict weighs scan instead and says so in one line",
