@@ -69,12 +69,14 @@ Plan record_plan(VolumeResult& r, const OpenedImage& opened, std::size_t volume,
     return planned.plan;
 }
 
-/// The verdict on volume `volume` with report's defaults and `models`. A volume no plan can
-/// be made for (cross-linked clusters) gets "no verdict: REASON"; its figures still count.
+/// The verdict on volume `volume` with report's defaults and the job's models and
+/// deduplication. A volume no plan can be made for (cross-linked clusters) gets "no verdict:
+/// REASON"; its figures still count.
 VolumeResult::VerdictResult record_verdict(const OpenedImage& opened, std::size_t volume,
-                                           const DeviceModels& models, const std::stop_token& stop) {
+                                           const JobOptions& options, const std::stop_token& stop) {
     VerdictOptions rule;
-    rule.models = models;
+    rule.models = options.models;
+    rule.dedup_chunk = options.dedup_chunk;
     VolumeResult::VerdictResult r;
     r.device = device_name(rule.device);
     r.workload = rule.workload.text();
@@ -204,7 +206,7 @@ ImageResult run_image_job(const std::string& path, const JobOptions& options, Ra
             if (options.plan || options.apply)
                 plans.push_back(record_plan(result.volumes.back(), opened, volume, options, stop));
             if (options.verdict)
-                result.volumes.back().verdict = record_verdict(opened, volume, options.models, stop);
+                result.volumes.back().verdict = record_verdict(opened, volume, options, stop);
         }
         result.ok = true;
         if (options.apply) {

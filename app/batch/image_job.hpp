@@ -29,6 +29,9 @@ struct JobOptions {
     /// With `batch --verdict`: weigh every volume as `report` does (decide) and record the
     /// verdict.
     bool verdict = false;
+    /// With the verdict: the storage deduplicates after the fact in chunks of this many
+    /// bytes (VerdictOptions::dedup_chunk).
+    std::optional<std::uint64_t> dedup_chunk;
     /// With `batch --apply-to`: carry the plan out into a new disk (implies `plan`).
     struct Apply {
         std::map<std::string, std::string> outputs;  ///< image path → output path (output_paths)

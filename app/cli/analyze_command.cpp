@@ -9,6 +9,7 @@
 #include "app/cli/analysis_text.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/copy_options.hpp"
+#include "app/cli/dedup_option.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/image_options.hpp"
 #include "app/cli/provisioning_options.hpp"
@@ -27,6 +28,7 @@ void add_analyze_command(CLI::App& app) {
         bool check = false;
         bool no_verdict = false;
         std::size_t top = 10;
+        std::string dedup_chunk;
         CopyOptionTexts copy;
         ImageOptions image_options;
         ProvisioningOptions provisioning;
@@ -43,6 +45,7 @@ void add_analyze_command(CLI::App& app) {
     add_provisioning_options(*cmd, opts->provisioning);
     cmd->add_option("--top", opts->top, "Most fragmented files to list in the text report")->capture_default_str();
     add_copy_options(*cmd, opts->copy);
+    add_dedup_chunk_option(*cmd, opts->dedup_chunk);
     cmd->add_flag(
            "--check", opts->check,
            "Print only the verdict (report's first screen) and exit 0 when nothing is worth doing, 5 when "
@@ -57,6 +60,7 @@ void add_analyze_command(CLI::App& app) {
     cmd->footer("Examples:\n  guestfrag analyze disk.vmdk\n  guestfrag analyze disk.vmdk --check\n");
     cmd->callback([opts] {
         int found = kOk;
+        const std::optional<std::uint64_t> dedup_chunk = dedup_chunk_option(opts->dedup_chunk);
         on_behalf_of(opts->image, [&] {
             const OpenedImage opened = open_and_analyze_image(opts->image, opts->image_options,
                                                               opts->partition, copy_options(opts->copy));
@@ -68,6 +72,7 @@ void add_analyze_command(CLI::App& app) {
             if (!opts->no_verdict) {
                 VerdictOptions rule;
                 rule.provisioning = provisioning.front();
+                rule.dedup_chunk = dedup_chunk;
                 for (std::size_t volume = 0; volume < opened.analysis->volumes.size(); ++volume) {
                     verdicts.push_back(decide_volume(opened, volume, rule));
                     // Only --check, which is about the verdict, fails on a volume without one.

@@ -18,6 +18,7 @@
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/compact_run.hpp"
+#include "app/cli/dedup_option.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/provisioning_options.hpp"
@@ -44,6 +45,7 @@ struct Options {
     unsigned per_datastore = 0;
     bool plan = false;
     bool verdict = false;
+    std::string dedup_chunk;
     std::optional<std::string> strategy;
     std::string order;
     bool force = false;
@@ -273,7 +275,9 @@ void run(const Options& opts) {
     const bool device_given = opts.device.preset != DeviceOptions{}.preset || !opts.device.model_file.empty();
     options.job.plan = options.job.plan || options.job.order.has_value() || device_given;
     options.job.models = device_models(opts.device);
-    options.job.verdict = opts.verdict;
+    // Naming the storage's deduplication asks for the verdict it weighs into.
+    options.job.dedup_chunk = dedup_chunk_option(opts.dedup_chunk);
+    options.job.verdict = opts.verdict || options.job.dedup_chunk.has_value();
 
     const std::string db_name = batch::database_name(opts.db);
     on_behalf_of(db_name, [&] {
@@ -337,6 +341,7 @@ void add_batch_command(CLI::App& app) {
     cmd->add_flag(
         "--verdict", opts->verdict,
         "Also weigh every volume as report does and record the verdict (fleet --rank gain ranks by it)");
+    add_dedup_chunk_option(*cmd, opts->dedup_chunk);
     cmd->add_option("--strategy", opts->strategy, "Plan with this strategy (implies --plan)")
         ->check(strategy_check());
     cmd->add_option("--order", opts->order, std::string(kOrderHelp) + " (implies --plan)")

@@ -15,6 +15,7 @@
 #include "app/cli/columns.hpp"
 #include "app/cli/commands.hpp"
 #include "app/cli/copy_options.hpp"
+#include "app/cli/dedup_option.hpp"
 #include "app/cli/estimate_text.hpp"
 #include "app/cli/failure.hpp"
 #include "app/cli/guest_option.hpp"
@@ -24,7 +25,6 @@
 #include "app/cli/plan_text.hpp"
 #include "app/cli/progress_meter.hpp"
 #include "app/cli/provisioning_options.hpp"
-#include "app/cli/size_option.hpp"
 #include "app/cli/strategy_option.hpp"
 #include "app/cli/verdict_text.hpp"
 #include "core/estimate/workload.hpp"
@@ -91,10 +91,7 @@ void add_report_command(CLI::App& app) {
     cmd->add_option("--workload", opts->workload, "Workload the verdict weighs (see Workloads below)")
         ->check(workload_check())
         ->capture_default_str();
-    cmd->add_option("--dedup-chunk", opts->dedup_chunk,
-                    "The storage deduplicates after the fact in chunks of SIZE: a plan's cost adds "
-                    "its re-scan of the chunks the plan writes (default: it does not)")
-        ->check(size_check());
+    add_dedup_chunk_option(*cmd, opts->dedup_chunk);
     add_guest_options(*cmd, opts->guest);
     cmd->add_option("--top", opts->top, "Most fragmented files to list (--verbose)")->capture_default_str();
     cmd->add_flag("--verbose", opts->verbose,
@@ -119,7 +116,7 @@ void add_report_command(CLI::App& app) {
             rule.models = models;
             rule.strategy = chosen;
             rule.order = order;
-            rule.dedup_chunk = size_option(opts->dedup_chunk);
+            rule.dedup_chunk = dedup_chunk_option(opts->dedup_chunk);
             const CopyOptions copy = copy_options(opts->copy);
             const OpenedImage opened =
                 open_and_analyze_image(opts->image, opts->image_options, opts->partition, copy);

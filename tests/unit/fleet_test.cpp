@@ -210,3 +210,30 @@ TEST_CASE("batch --verdict records report's verdict per volume and fleet --rank 
     CHECK(Json::parse(test::run_cli({"fleet", "--db", merged, "--json", "--rank", "gain"}).out)["images"] ==
           images);
 }
+
+TEST_CASE("batch --dedup-chunk records the verdict with the deduplicator's re-scan in its work",
+          "[batch][fleet][verdict]") {
+    const test::Scratch store{test::scratch_dir() / ("fleet-dedup." + std::to_string(::getpid()))};
+    fs::create_directories(store.dir);
+    const std::string image = (store.dir / "fragmented.img").string();
+    fs::copy_file(test::fragmented_256_image(), image);
+    const std::string db = (store.dir / "dedup.sqlite").string();
+    // Naming the deduplication asks for the verdict.
+    const auto batch = test::run_cli({"batch", image, "--db", db, "--dedup-chunk", "4K", "--json"});
+    INFO(batch.err);
+    REQUIRE(batch.status == 0);
+    const Json got = test::batch_json_lines(batch.out).at(image)["volumes"][0]["verdict"];
+    const Json r = Json::parse(
+        test::run_cli({"report", image, "--dedup-chunk", "4K", "--json"}).out)["volumes"][0]["verdict"];
+    REQUIRE_FALSE(r["chosen"].is_null());
+    const Json& chosen = r["plans"][r["chosen"].get<std::size_t>()];
+    CHECK(got["storage_work_seconds"].get<double>() ==
+          Approx(chosen["storage_work_seconds"]["array"].get<double>()));
+    CHECK(chosen["dedup_rescan_seconds"]["array"].get<double>() > 0);
+    const Json fleet = Json::parse(test::run_cli({"fleet", "--db", db, "--json", "--rank", "gain"}).out);
+    CHECK(fleet["images"][0]["verdict"]["storage_work_seconds"].get<double>() ==
+          Approx(chosen["storage_work_seconds"]["array"].get<double>()));
+    const auto bad = test::run_cli({"batch", image, "--db", db, "--dedup-chunk", "100K"});
+    CHECK(bad.status == 1);
+    CHECK(bad.err.find("--dedup-chunk: dedup chunk size 102400 is not a power of two") != std::string::npos);
+}

@@ -202,10 +202,19 @@ TEST_CASE("storage that deduplicates after the fact: the re-scan of the chunks a
               Approx(v.plans[i].dedup_rescan.array));
     CHECK(test::run_cli({"report", image, "--dedup-chunk", "4K"}).out.find("dedup re-scan +") !=
           std::string::npos);
-    const auto bad = test::run_cli({"report", image, "--dedup-chunk", "3K"});
-    CHECK(bad.status == 2);
-    CHECK(bad.err == "guestfrag: error: " + image +
-                         ": dedup chunk size 3072 is not a power of two between 512 B and 64 MiB\n");
+    // analyze's verdict weighs the same: its JSON's plans are report's.
+    const auto analysed = test::run_cli({"analyze", image, "--dedup-chunk", "4K", "--json"});
+    REQUIRE(analysed.status == 0);
+    CHECK(nlohmann::json::parse(analysed.out)["volumes"][0]["verdict"]["plans"] == plans);
+    // A chunk no deduplicator uses is a usage error naming the option, before any image is read.
+    for (const char* command : {"report", "analyze"}) {
+        const auto bad = test::run_cli({command, image, "--dedup-chunk", "3K"});
+        CHECK(bad.status == 1);
+        CHECK(bad.err ==
+              "guestfrag: error: --dedup-chunk: dedup chunk size 3072 is not a power of two between 512 B "
+              "and 64 "
+              "MiB\n");
+    }
 }
 
 TEST_CASE("a trace the volume does not hold: the verdict weighs scan instead and says so in one line",
