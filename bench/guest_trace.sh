@@ -77,6 +77,14 @@ stop() {
 }
 trap 'stop; rm -rf "$work"' EXIT
 
+# launch SOCKET: an appliance (pid in $guest) with the NBD disk at SOCKET, started.
+launch() {
+    eval "$(guestfish --listen)"
+    guest=$GUESTFISH_PID
+    guestfish --remote -- add-drive "" protocol:nbd server:unix:"$1" format:raw readonly:true
+    guestfish --remote -- run
+}
+
 # trace IMAGE READ_AHEAD_KB LOG LIST: the requests of the guest's read of every file of IMAGE
 # into LOG (nbdkit's log format), the files it read, in order, into LIST (volume paths).
 trace() {
@@ -85,10 +93,16 @@ trace() {
     nbdkit --foreground --readonly --unix "$socket" --filter=log file "$image" logfile="$log.all" &
     server=$!
     for _ in $(seq 100); do [ -S "$socket" ] && break; sleep 0.1; done
-    eval "$(guestfish --listen)"
-    guest=$GUESTFISH_PID
-    guestfish --remote -- add-drive "" protocol:nbd server:unix:"$socket" format:raw readonly:true
-    guestfish --remote -- run
+    if ! launch "$socket"; then
+        [ "$accel" = KVM ] || { echo "the appliance did not start under TCG either" >&2; exit 1; }
+        # The probe's 2 s can end before a loaded host's qemu sets its vCPU up, and pass a
+        # KVM that then aborts qemu: this run and the rest go under TCG.
+        guestfish --remote="$guest" -- exit 2>/dev/null || true
+        echo "qemu failed under KVM: the appliance runs under TCG" >&2
+        accel=TCG
+        export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
+        launch "$socket"
+    fi
     # Before the mount: a file opened on the disk (ntfs-3g's) keeps the read-ahead it was
     # opened with. The appliance's own shell (debug sh) is outside the guest's root, /sysroot.
     guestfish --remote -- debug sh "echo $kb > /sys/block/sda/queue/read_ahead_kb" >/dev/null
