@@ -259,8 +259,6 @@ std::string VolumeVerdict::reason() const {
 
 VolumeVerdict decide_volume(const OpenedImage& opened, std::size_t volume, const VerdictOptions& options,
                             const Progress& progress) {
-    // A chunk size no storage uses is the user's error, not this volume's.
-    if (options.dedup_chunk) check_dedup_chunk(*options.dedup_chunk);
     VolumeVerdict out;
     out.partition = opened.analysis->volumes.at(volume).map.partition;
     try {
