@@ -366,9 +366,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // block; `unchecked` the part of it no zero test has seen since it was last written.
     ByteSet unchecked = whole_granules_touching(file.written(), block) & disk;
     ByteSet data = std::move(copy.blocks) + unchecked;
-    const auto drop_zero_blocks = [&](const ByteSet& blocks) {
+    const auto drop_zero_blocks = [&](const ByteSet& blocks, const Progress& meter) {
         data -= blocks;
-        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, blocks, block, holes, progress);
+        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, blocks, block, holes, meter);
         unchecked -= blocks;
     };
     const auto sparsify_volume = [&](std::size_t i, const ByteSet& free) {
@@ -381,7 +381,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         const ByteSet window(
             ByteSet::interval_type::right_open(windows[i].offset, windows[i].offset + windows[i].length));
         drop_zero_blocks((unchecked + (whole_granules_touching(free, block) - gone)) &
-                         whole_granules_touching(window, block) & data);
+                             whole_granules_touching(window, block) & data,
+                         progress);
         result.volumes[i].free_bytes = boost::icl::length(free);
         release_freed_memory();  // the byte sets above, before the proofs' tables fill
     };
@@ -401,7 +402,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
             sparsify_volume(i, free_bytes_on_disk(expected[i].input_mft, expected[i].free));
         result.volumes[i].plan = std::move(planned[i].plan);
     }
-    drop_zero_blocks(unchecked);  // written outside every volume: nothing libntfs-3g does
+    // Written outside every volume: nothing libntfs-3g does, a few blocks at most. Not
+    // metered: the last step's meter counts streams, not bytes of the disk.
+    drop_zero_blocks(unchecked, {});
     disk_file.sync();
     if (holes) {
         // The host must have freed what was punched: the file stores exactly the data kept.

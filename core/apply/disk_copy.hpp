@@ -52,10 +52,10 @@ struct SparseCopyOptions {
     /// When set, nothing outside it (and the relocations) is read or written (compaction
     /// leaves NTFS-free clusters out).
     const ByteSet* only = nullptr;
-    /// The unit tested for zeros, a power of two dividing 1 MiB: a block whose bytes read all
+    /// The unit tested for zeros, a power of two dividing 128 KiB: a block whose bytes read all
     /// zero is not written and stays a hole. Compaction gives the file system's block, so
     /// no later pass has to read the copy again to find zero blocks.
-    std::uint64_t hole_block = std::uint64_t{1} << 20;
+    std::uint64_t hole_block = std::uint64_t{128} << 10;
     /// Written in the same pass, in disk order among the rest: ascending, disjoint, within
     /// the disk and outside what is copied in place. Compaction writes the packing moves'
     /// destinations here, so that each move finds its bytes in place (docs/compact.md).
@@ -67,10 +67,10 @@ struct SparseCopyOptions {
 /// stores and that are not in an all-zero block are written, so unallocated and zero areas
 /// stay holes. Throws Error(Io) for a host failure, Error(Internal) for a bad hole_block,
 /// what DiskImage::read throws, and Error(Cancelled) from `progress` (bytes of the disk
-/// done). Each read (at most 1 MiB) first takes its bytes from `limiter` when there is one.
-/// Bytes that follow each other on the disk are written together, up to 1 MiB at a time.
+/// done). Each read (at most 128 KiB) first takes its bytes from `limiter` when there is one.
+/// Bytes that follow each other on the disk are written together, up to 128 KiB at a time.
 /// Cost: reads the allocated part of the image (within `only`) and the relocations' sources
-/// once; memory 1 MiB and the written blocks as intervals.
+/// once; memory 128 KiB and the written blocks as intervals.
 SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {},
                             RateLimiter* limiter = nullptr, const SparseCopyOptions& options = {});
 

@@ -1057,7 +1057,8 @@ TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qc
     CHECK(Json::parse(info.out)["backing-filename-format"] == "vpc");
     CHECK(Json::parse(info.out)["virtual-size"] == present + (16ull << 20));
 
-    // A raw output copies the whole disk, missing bytes included: refused, with the way out.
+    // A raw output copies the whole disk, missing bytes included: refused at the copy's first
+    // read past the data (128 KiB), with the way out.
     const fs::path raw = dir / "out.img";
     const auto refused =
         test::run_cli({"apply", vhd.string(), "--plan", plan_path.string(), "-o", raw.string()});
@@ -1066,7 +1067,7 @@ TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qc
           "guestfrag: error: " + vhd.string() +
               ": a raw output is a copy of the whole disk, which cannot be read: vhd: the file is "
               "truncated: disk bytes " +
-              std::to_string(present) + " to " + std::to_string(present + (1ull << 20)) +
+              std::to_string(present) + " to " + std::to_string(present + (128ull << 10)) +
               " are needed, but its data ends at " + std::to_string(present) +
               "; --output-format qcow2 needs only what the moves touch\n");
     CHECK(leftovers(dir, {"cut.vhd", "p.json", "out.qcow2"}).empty());

@@ -23,6 +23,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@
 #include "core/plan/apply.hpp"
 #include "pipeline/compact.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/step_info.hpp"
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/hand_volume.hpp"
@@ -177,6 +179,34 @@ TEST_CASE("compact writes a raw disk that stores no NTFS-free cluster and the sa
     CHECK(granules_of(qemu_data(packed, "raw"), 65536) == doc["granules"]["output"].get<std::uint64_t>());
     CHECK(doc["host_bytes"]["output"].get<std::uint64_t>() < doc["host_bytes"]["input"].get<std::uint64_t>());
     CHECK(doc["data_bytes_output"].get<std::uint64_t>() == boost::icl::length(qemu_data(packed, "raw")));
+}
+
+TEST_CASE("compact's progress counts each step in one unit: all of a step's reports share its total",
+          "[compact]") {
+    // A front end prints "N of TOTAL <the step's unit>": a report of bytes of the disk under
+    // the output hashing's "streams" read "17179869184 of 17179869184 streams".
+    const fs::path image = compact_image();
+    test::WorkDir dir("compact-meter");
+    CompactOptions options;
+    options.output = (dir / "out.raw").string();
+    options.granule = 64 << 10;
+    std::vector<CompactStep> steps;
+    std::map<CompactStep, std::set<std::uint64_t>> totals;
+    options.on_step = [&](CompactStep step) { steps.push_back(step); };
+    Progress progress;
+    progress.report = [&](std::uint64_t done, std::uint64_t total) {
+        REQUIRE(!steps.empty());
+        CHECK(done <= total);
+        totals[steps.back()].insert(total);
+    };
+    const CompactResult result = compact_to_copy(image.string(), OpenOptions{}, options, progress);
+    CHECK(steps == compact_steps(options));
+    for (const auto& [step, seen] : totals) {
+        INFO(step_info(step).name);
+        CHECK(seen.size() == 1);
+    }
+    REQUIRE(totals.contains(CompactStep::HashOutput));
+    CHECK(*totals[CompactStep::HashOutput].begin() != result.disk_bytes);
 }
 
 TEST_CASE("compact converts into qcow2, vmdk and vhdx that store exactly the granules predicted",
@@ -329,9 +359,9 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     CHECK(plain.written().empty());
 }
 
-TEST_CASE("the copy takes a relocated piece after an unaligned pending one, with 1 MiB zero blocks",
+TEST_CASE("the copy takes a relocated piece after an unaligned pending one, with 128 KiB zero blocks",
           "[compact]") {
-    // apply's copy: 1 MiB zero blocks, and pieces where the bytes already pending end past
+    // apply's copy: 128 KiB zero blocks, and pieces where the bytes already pending end past
     // the block's middle, so the room left in the buffer ends before the next block boundary.
     constexpr std::uint64_t kSize = 3 << 20;
     constexpr std::uint64_t kKiB = 1024;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Paired timing: a command and its anchor run in turn (A B A B ...), each under
+# /usr/bin/time, so that a ratio taken pair by pair holds while the host's speed drifts
+# (docs/benchmarks.md quotes the medians). Each command is one shell string run by sh -c;
+# its own output is kept in WORK/paired.log.
+# Usage: bench/paired.sh RUNS 'COMMAND' 'ANCHOR' [WORK]
+# Prints each pair, then the medians: wall seconds and peak RSS of each, and A/B.
+set -euo pipefail
+runs=${1:?runs}
+a=${2:?command}
+b=${3:?anchor}
+work=${4:-${TMPDIR:-/tmp}}
+log=$work/paired.log
+: >"$log"
+
+timed() {  # timed CMD: "wall peak_kib" of sh -c CMD
+    /usr/bin/time -o "$work/paired.time" -f "%e %M" sh -c "$1" >>"$log" 2>&1 ||
+        { echo "failed: $1 (see $log)" >&2; exit 1; }
+    cat "$work/paired.time"
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+: >"$work/paired.rows"
+echo "pair | A s | A peak KiB | B s | B peak KiB | A/B"
+for i in $(seq "$runs"); do
+    sync
+    read -r as am < <(timed "$a")
+    sync
+    read -r bs bm < <(timed "$b")
+    ratio=$(awk -v x="$as" -v y="$bs" 'BEGIN {printf "%.2f", x / y}')
+    echo "$i | $as | $am | $bs | $bm | $ratio"
+    echo "$as $am $bs $bm $ratio" >>"$work/paired.rows"
+done
+col() { awk -v c="$1" '{print $c}' "$work/paired.rows" | median; }
+echo "median | $(col 1) | $(col 2) | $(col 3) | $(col 4) | $(col 5)"
