@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "app/gui/gui_options.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <string_view>
 
 #include "core/plan/planner.hpp"
 
@@ -65,11 +68,14 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
                                             "' is not one of files, histograms, impact, trade-off");
         } else if (a == "--dialog") {
             out.dialog = value();
-            if (out.dialog != "apply" && out.dialog != "compact" && out.dialog != "storage" &&
-                out.dialog != "apply-run" && out.dialog != "compact-run")
+            static constexpr std::string_view kDialogs[] = {"apply",          "compact",     "storage",
+                                                            "apply-run",      "compact-run", "apply-running",
+                                                            "compact-running"};
+            if (std::ranges::find(kDialogs, *out.dialog) == std::end(kDialogs))
                 throw std::invalid_argument(
                     "--dialog: '" + *out.dialog +
-                    "' is not one of apply, compact, storage, apply-run, compact-run");
+                    "' is not one of apply, compact, storage, apply-run, compact-run, "
+                    "apply-running, compact-running");
         } else if (a == "--size") {
             out.size = parse_window_size(value());
         } else if (a == "--map") {
@@ -124,7 +130,9 @@ std::string gui_usage() {
            "                     compact-run: the progress dialog of a real apply of the\n"
            "                     plan or a compaction, run with the settings dialog's\n"
            "                     defaults into a temporary directory (removed on exit), at\n"
-           "                     its end (exit 2 when the run failed)\n"
+           "                     its end (exit 2 when the run failed); apply-running or\n"
+           "                     compact-running: the same run limited to 1 MiB/s, in its\n"
+           "                     copy step once it shows the time left, then cancelled\n"
            "  --size WxH         window size in pixels, e.g. 1280x720 (default: 1280x860,\n"
            "                     or the screen's available size when smaller)\n"
            "  --version          print the version and exit\n"

@@ -2,12 +2,14 @@
 // guestfrag-gui: the desktop viewer. --help and --version are answered before Qt starts so
 // they work without a display; --screenshot runs the window unattended and saves it.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <QApplication>
@@ -102,36 +104,59 @@ void take_screenshot(QApplication& app, guestfrag::gui::MainWindow& window, cons
         shown.outputs = std::make_unique<QTemporaryDir>();
         if (!shown.outputs->isValid())
             return refuse("cannot make a temporary directory: " + shown.outputs->errorString().toStdString());
+        const bool apply = name.starts_with("apply");
+        const auto dialog = [&window, apply]() -> gui::NewDiskProgressDialog* {
+            if (apply) return window.apply_progress();
+            return window.compact_progress();
+        };
+        // -running: limited to 1 MiB/s, so that the copy step lasts, and drawn once its
+        // detail shows the time left; the window's end cancels the run. A run that ends
+        // first (a disk of little data) is drawn at its end, as -run is.
+        const bool running = name.ends_with("-running");
+        const std::uint64_t rate = running ? std::uint64_t{1} << 20 : 0;
+        auto shot = std::make_shared<bool>(false);
+        const auto finished = [dialog, shoot, shot] {
+            if (!std::exchange(*shot, true))
+                shoot(dialog(), dialog()->state() == gui::NewDiskProgressDialog::State::Succeeded);
+        };
         QString refusal;
         bool started = false;
-        if (name == "apply-run") {
-            QObject::connect(&window, &gui::MainWindow::applyFinished, &window, [&window, shoot] {
-                shoot(window.apply_progress(), window.apply_progress()->result().has_value());
-            });
+        if (apply) {
+            QObject::connect(&window, &gui::MainWindow::applyFinished, &window, finished);
             gui::ApplyRequest request;
+            request.rate = rate;
             request.output =
                 shown.outputs
                     ->filePath(QFileInfo(gui::default_apply_output(image, request.format)).fileName())
                     .toStdString();
             started = window.apply_to_copy(request, &refusal);
         } else {
-            QObject::connect(&window, &gui::MainWindow::compactFinished, &window, [&window, shoot] {
-                shoot(window.compact_progress(), window.compact_progress()->result().has_value());
-            });
+            QObject::connect(&window, &gui::MainWindow::compactFinished, &window, finished);
             gui::CompactRequest request;
+            request.rate = rate;
             request.output =
                 shown.outputs
                     ->filePath(QFileInfo(gui::default_compact_output(image, request.format)).fileName())
                     .toStdString();
             started = window.compact_to_copy(request, &refusal);
         }
-        if (!started) refuse(refusal.toStdString());
+        if (!started) return refuse(refusal.toStdString());
+        if (!running) return;
+        auto* poll = new QTimer(&window);
+        QObject::connect(poll, &QTimer::timeout, &window, [poll, dialog, shoot, shot] {
+            if (*shot) return poll->stop();
+            if (!dialog()->detail().contains(QStringLiteral(" left"))) return;
+            *shot = true;
+            poll->stop();
+            shoot(dialog(), true);
+        });
+        poll->start(100);
     };
     auto waiting = std::make_shared<int>(2);
     const auto arrived = [&window, dialog_name, &shown, waiting, shoot, refuse, run] {
         if (--*waiting != 0) return;
         if (!dialog_name) return shoot(nullptr, true);
-        if (dialog_name->ends_with("-run")) return run(*dialog_name);
+        if (dialog_name->ends_with("-run") || dialog_name->ends_with("-running")) return run(*dialog_name);
         shown.settings = window.settings_dialog(*dialog_name);
         if (!shown.settings) return refuse("not offered for this image (a plan without moves to apply)");
         shown.settings->show();

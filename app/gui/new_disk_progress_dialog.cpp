@@ -176,6 +176,8 @@ QString NewDiskProgressDialog::outcome(const QString& label) const {
 
 QString NewDiskProgressDialog::message() const { return step_->text(); }
 
+QString NewDiskProgressDialog::detail() const { return detail_->text(); }
+
 void NewDiskProgressDialog::finish(State state, const QString& message) {
     state_ = state;
     timer_->stop();

@@ -65,6 +65,8 @@ public:
     [[nodiscard]] QTableWidget* outcome_table() const { return outcome_; }
     /// The status line: the step while running, then the outcome's headline or the error.
     [[nodiscard]] QString message() const;
+    /// The line under the bar while running: where in the step and the time left.
+    [[nodiscard]] QString detail() const;
     [[nodiscard]] QPushButton* cancel_button() const { return cancel_; }
     [[nodiscard]] QPushButton* open_button() const { return open_; }
 

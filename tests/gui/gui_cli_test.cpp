@@ -144,10 +144,10 @@ private slots:
     }
 
     void screenshotOfEachDialog() {
-        // --dialog draws the settings dialog, or the progress dialog of a real run as it ends,
-        // over the middle of the window: the picture is the window's size, and it differs from
-        // the window alone in its middle, not at its corner. A run writes into a temporary
-        // directory of its own, gone when the window closes.
+        // --dialog draws the settings dialog, or the progress dialog of a real run as it ends
+        // or (throttled, then cancelled) in its copy step, over the middle of the window: the picture is the
+        // window's size, and it differs from the window alone in its middle, not at its corner. A run writes
+        // into a temporary directory of its own, gone when the window closes.
         const std::string image = test::gui_test_image().string();
         const fs::path plain_png = scratch("plain.png");
         const auto plain = run_headless(
@@ -156,7 +156,8 @@ private slots:
         const QImage window(QString::fromStdString(plain_png.string()));
         const fs::path temporary = scratch("tmp");
         fs::create_directories(temporary);
-        for (const char* dialog : {"apply", "compact", "storage", "apply-run", "compact-run"}) {
+        for (const char* dialog : {"apply", "compact", "storage", "apply-run", "compact-run", "apply-running",
+                                   "compact-running"}) {
             const fs::path png = scratch(std::string(dialog) + ".png");
             const auto r = run_headless({image, "--screenshot", png.string(), "--size", "1280x720",
                                          "--strategy", "defrag", "--dialog", dialog},
@@ -183,7 +184,7 @@ private slots:
         const auto unknown = run_offscreen({image, "--screenshot", "x.png", "--dialog", "print"});
         QCOMPARE(unknown.status, 1);
         QVERIFY2(unknown.err.find("--dialog: 'print' is not one of apply, compact, storage, apply-run, "
-                                  "compact-run") != std::string::npos,
+                                  "compact-run, apply-running, compact-running") != std::string::npos,
                  unknown.err.c_str());
         const auto alone = run_offscreen({image, "--dialog", "apply"});
         QCOMPARE(alone.status, 1);

@@ -21,6 +21,7 @@
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QMimeData>
+#include <QPushButton>
 #include <QScatterSeries>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -296,9 +297,44 @@ private slots:
                 const QStringList problems = unreadable(*dialog, size);
                 QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
             }
-            // The progress dialogs of a real apply and a real compaction, at their end: each
-            // fits the window, and every label and every outcome shows whole.
+            // The progress dialogs of a real apply and a real compaction, mid-run: throttled to
+            // 1 MiB/s, each is read once its copy step shows a rate and the time left (the
+            // longest it says while running), then cancelled and read again.
             test::WorkDir dir("gui_window_runs");
+            const auto read_mid_run = [&](const char* name, const std::function<bool()>& start,
+                                          const std::function<gui::NewDiskProgressDialog*()>& dialog_of) {
+                const QString what = at + QStringLiteral(", the ") + QString::fromLatin1(name) +
+                                     QStringLiteral(" progress dialog mid-run: ");
+                QVERIFY2(start(), qPrintable(what + QStringLiteral("did not start")));
+                gui::NewDiskProgressDialog* dialog = dialog_of();
+                QTRY_VERIFY_WITH_TIMEOUT(dialog->message().contains(QStringLiteral("copying")) &&
+                                             dialog->detail().contains(QStringLiteral(" left")),
+                                         kTimeoutMs);
+                QStringList problems = unreadable(*dialog, size);
+                QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
+                dialog->cancel_button()->click();
+                QTRY_COMPARE_WITH_TIMEOUT(dialog->state(), gui::NewDiskProgressDialog::State::Cancelled,
+                                          kTimeoutMs);
+                QApplication::processEvents();
+                problems = unreadable(*dialog, size);
+                QVERIFY2(problems.isEmpty(), qPrintable(what + QStringLiteral("cancelled: ") +
+                                                        problems.join(QStringLiteral("; "))));
+            };
+            gui::ApplyRequest slow_apply;
+            slow_apply.output = (dir / "throttled.img").string();
+            slow_apply.rate = 1 << 20;
+            read_mid_run(
+                "apply", [&] { return window.apply_to_copy(slow_apply); },
+                [&] { return window.apply_progress(); });
+            gui::CompactRequest slow_compact;
+            slow_compact.output = (dir / "throttled-compact.img").string();
+            slow_compact.rate = 1 << 20;
+            read_mid_run(
+                "compact", [&] { return window.compact_to_copy(slow_compact); },
+                [&] { return window.compact_progress(); });
+            if (QTest::currentTestFailed()) return;
+            // ... and at their end: each fits the window, and every label and every outcome
+            // shows whole.
             QSignalSpy applied(&window, &MainWindow::applyFinished);
             gui::ApplyRequest apply;
             apply.output = (dir / "applied.img").string();
