@@ -71,11 +71,11 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
             static constexpr std::string_view kDialogs[] = {"apply",          "compact",     "storage",
                                                             "apply-run",      "compact-run", "apply-running",
                                                             "compact-running"};
-            if (std::ranges::find(kDialogs, *out.dialog) == std::end(kDialogs))
-                throw std::invalid_argument(
-                    "--dialog: '" + *out.dialog +
-                    "' is not one of apply, compact, storage, apply-run, compact-run, "
-                    "apply-running, compact-running");
+            if (std::ranges::find(kDialogs, *out.dialog) == std::end(kDialogs)) {
+                std::string names;
+                for (const std::string_view d : kDialogs) (names += names.empty() ? "" : ", ") += d;
+                throw std::invalid_argument("--dialog: '" + *out.dialog + "' is not one of " + names);
+            }
         } else if (a == "--size") {
             out.size = parse_window_size(value());
         } else if (a == "--map") {

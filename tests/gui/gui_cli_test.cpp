@@ -145,9 +145,10 @@ private slots:
 
     void screenshotOfEachDialog() {
         // --dialog draws the settings dialog, or the progress dialog of a real run as it ends
-        // or (throttled, then cancelled) in its copy step, over the middle of the window: the picture is the
-        // window's size, and it differs from the window alone in its middle, not at its corner. A run writes
-        // into a temporary directory of its own, gone when the window closes.
+        // or (throttled, then cancelled) in its copy step, over the middle of the window: the
+        // picture is the window's size, and it differs from the window alone in its middle, not
+        // at its corner. A run writes into a temporary directory of its own, gone when the
+        // window closes.
         const std::string image = test::gui_test_image().string();
         const fs::path plain_png = scratch("plain.png");
         const auto plain = run_headless(

@@ -298,8 +298,8 @@ private slots:
                 QVERIFY2(problems.isEmpty(), qPrintable(what + problems.join(QStringLiteral("; "))));
             }
             // The progress dialogs of a real apply and a real compaction, mid-run: throttled to
-            // 1 MiB/s, each is read once its copy step shows a rate and the time left (the
-            // longest it says while running), then cancelled and read again.
+            // 1 MiB/s, each is read once its copy step shows the time left (the longest it says
+            // while running), then cancelled and read again.
             test::WorkDir dir("gui_window_runs");
             const auto read_mid_run = [&](const char* name, const std::function<bool()>& start,
                                           const std::function<gui::NewDiskProgressDialog*()>& dialog_of) {
