@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <optional>
+#include <stop_token>
 #include <utility>
 #include <vector>
 
@@ -61,10 +63,23 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     const VolumeWindow window = volume_window(*input.analysis, before);
     check_apply_output(options.output, *input.image, options.replace);
 
-    // Everything that may refuse runs before the first byte is written.
+    // Everything that may refuse runs before the first byte is written, but the rehearsal
+    // (adopt_plan's second half: about a second on a million moves), which needs nothing
+    // the copy writes: it runs beside the copy, which its refusal stops, and the moves wait
+    // for it. Either way no output is kept.
     check_volume_state(*input.image, window, before, options.allow_vss);
-    PlannedVolume adopted = adopt_plan(input, 0, std::move(plan));
-    adopted.after.reset();  // the proofs replay the moves done themselves (expect_moves)
+    std::optional<VolumeMap> after = replay_plan_file(input, 0, plan);
+    std::stop_source refused;
+    const std::stop_callback cancelled(progress.stop, [&refused] { refused.request_stop(); });
+    std::future<void> rehearsal = std::async(std::launch::async, [&] {
+        try {
+            rehearse_plan_file(input, 0, *after, plan);
+        } catch (...) {
+            refused.request_stop();
+            throw;
+        }
+        after.reset();  // the proofs replay the moves done themselves (expect_moves)
+    });
 
     const bool overlay = options.format == ApplyOutputFormat::Qcow2;
     const std::optional<Qcow2Backing> backing =
@@ -78,13 +93,14 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
     result.warnings = layer_warnings(*input.image);
     result.warnings.insert(result.warnings.end(), removed.begin(), removed.end());
     std::optional<InputHashing> hashing;
-    if (options.verify) hashing.emplace(*input.image, before);
+    if (options.verify) hashing.emplace(*input.image, before, plan);
     TemporaryDisk disk(options.output, options.replace);
     if (overlay) {
         Qcow2OverlayWriter writer(disk.fd(), disk.path(), input.image->size(), *backing);
         CopyOnWriteDisk cow(*input.image, writer, options.limiter);
+        rehearsal.get();
         if (options.on_step) options.on_step(ApplyStep::Move);
-        result.moves = carry_out_moves(cow, window, before, adopted.plan, progress, options.after_move,
+        result.moves = carry_out_moves(cow, window, before, plan, progress, options.after_move,
                                        options.limiter, options.before_move);
         (void)cow.release_unchanged();
         result.disk_bytes_written = writer.clusters_stored() * Qcow2OverlayWriter::kClusterSize;
@@ -98,14 +114,17 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         // reads as zeros in the output.
         const ByteSet disk_bytes(ByteSet::interval_type::right_open(0, input.image->size()));
         const ByteSet free = free_bytes_on_disk(before);
-        ByteSet moved_out = moved_bytes(before, adopted.plan, &Move::from_lcn) - free;
-        const ByteSet keep = disk_bytes - moved_out - moved_bytes(before, adopted.plan, &Move::to_lcn);
-        std::vector<Relocation> ahead = moves_to_copy_ahead(before, adopted.plan, keep, free);
+        ByteSet moved_out = moved_bytes(before, plan, &Move::from_lcn) - free;
+        const ByteSet keep = disk_bytes - moved_out - moved_bytes(before, plan, &Move::to_lcn);
+        std::vector<Relocation> ahead = moves_to_copy_ahead(before, plan, keep, free);
         try {
-            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), progress, options.limiter,
+            const Progress copying{progress.report, refused.get_token()};
+            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), copying, options.limiter,
                                                          {.only = &keep, .relocated = ahead})
                                             .bytes_written;
         } catch (const Error& e) {
+            // Stopped by the rehearsal's refusal, which is the answer.
+            if (e.kind() == ErrorKind::Cancelled && !progress.stop.stop_requested()) rehearsal.get();
             // A disk whose bytes are not all readable (a truncated fixed VHD) cannot be
             // copied whole, but an overlay needs only the clusters the moves touch.
             if (e.kind() != ErrorKind::Corrupt) throw;
@@ -113,22 +132,24 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
                         std::string("a raw output is a copy of the whole disk, which cannot be read: ") +
                             e.what() + "; --output-format qcow2 needs only what the moves touch");
         }
+        rehearsal.get();
+        release_freed_memory();  // the after-map and the rehearsal's tables, before the moves' fill
         result.output_file_bytes = input.image->size();
         disk.start_writeback();  // beside the moves
         WritableRawFile file(disk.fd(), disk.path());
         DeferredCopyDisk output(file, *input.image, std::move(moved_out), std::move(ahead));
         if (options.on_step) options.on_step(ApplyStep::Move);
-        result.moves = carry_out_moves(output, window, before, adopted.plan, progress, options.after_move,
+        result.moves = carry_out_moves(output, window, before, plan, progress, options.after_move,
                                        options.limiter, options.before_move);
         // What a skipped move left where it was, or libntfs-3g kept, is still in use.
         result.disk_bytes_written += output.copy(bytes_in_use(output, window, output.deferred()));
     }
-    disk.sync();
-
+    // No fsync yet: the output's pages go to the host disk while the proofs read them
+    // (start_writeback); the one fsync comes before OUT is kept.
     if (options.verify) {
         if (options.before_verify) options.before_verify(disk.path());
         if (options.on_step) options.on_step(ApplyStep::HashInput);
-        const ExpectedVolume expected = expect_moves(before, adopted.plan, result.moves, hashing->wait(progress));
+        const ExpectedVolume expected = hashing->expected(result.moves, progress);
         hashing.reset();
         input.analysis.reset();  // `before` is gone: the proofs need only `expected` of it
         release_freed_memory();  // its runs, before the output's are read
@@ -138,9 +159,10 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
                                               options.on_step, progress);
         });
     }
+    disk.sync();
     input.hold->check_unchanged();  // what was read and proved is the input as it is now
     disk.commit();
-    result.plan = std::move(adopted.plan);
+    result.plan = std::move(plan);
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
 }

@@ -305,7 +305,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
                         "use --output-format qcow2");
     std::vector<std::unique_ptr<InputHashing>> hashing;
     if (options.verify)
-        for (const VolumeAnalysis& v : analysis.volumes) hashing.push_back(std::make_unique<InputHashing>(image, v.map));
+        for (std::size_t i = 0; i < planned.size(); ++i)
+            hashing.push_back(
+                std::make_unique<InputHashing>(image, analysis.volumes[i].map, planned[i].plan));
     begin(options, CompactStep::Copy);
     // Copied in the file system's blocks, each tested for zeros as it is read: afterwards
     // only the blocks written since (the moves, libntfs-3g's records) and those a discard
@@ -350,13 +352,14 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // what sparsifying punches out.
     std::vector<ExpectedVolume> expected;
     for (std::size_t i = 0; i < planned.size(); ++i) {
-        std::vector<std::optional<std::uint64_t>> digests;
         if (options.verify) {
             begin(options, CompactStep::HashInput);
-            digests = hashing[i]->wait(progress);
+            expected.push_back(hashing[i]->expected(result.volumes[i].moves, progress));
             hashing[i].reset();
+        } else {
+            expected.push_back(
+                expect_moves(analysis.volumes[i].map, planned[i].plan, result.volumes[i].moves, {}));
         }
-        expected.push_back(expect_moves(analysis.volumes[i].map, planned[i].plan, result.volumes[i].moves, digests));
     }
     input.analysis.reset();  // the input's maps are gone: the proofs need only `expected` of them
     release_freed_memory();  // their runs, before the output's are read

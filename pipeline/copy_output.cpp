@@ -106,6 +106,16 @@ std::uint64_t total_fragments(const VolumeMap& map) {
     return n;
 }
 
+/// The base records of the files `moves` move, sorted, each once.
+std::vector<std::uint64_t> files_moved(const std::vector<Move>& moves) {
+    std::vector<std::uint64_t> files;
+    files.reserve(moves.size());
+    for (const Move& m : moves) files.push_back(m.mft_record);
+    std::ranges::sort(files);
+    files.erase(std::unique(files.begin(), files.end()), files.end());
+    return files;
+}
+
 /// Tells `on_step` that `step` begins.
 void begin(const std::function<void(ApplyStep)>& on_step, ApplyStep step) {
     if (on_step) on_step(step);
@@ -204,45 +214,57 @@ bool TemporaryDisk::rename_no_replace() const {
     return true;
 }
 
-InputHashing::InputHashing(const DiskImage& image, const VolumeMap& before) {
-    digests_ = std::async(std::launch::async, [this, &image, &before] {
+InputHashing::InputHashing(const DiskImage& image, const VolumeMap& before, const Plan& plan)
+    : before_(before), plan_(plan) {
+    guess_ = std::async(std::launch::async, [this, &image] {
         Progress progress;
         progress.stop = halt_.get_token();
         progress.report = [this](std::uint64_t done, std::uint64_t total) {
             done_ = done;
             total_ = total;
         };
-        return stream_digests(image, before, progress, [](const Stream& s) { return records_moves(s, {}); });
+        digests_ =
+            stream_digests(image, before_, progress, [](const Stream& s) { return records_moves(s, {}); });
+        // While the moves run, the volume as every move done leaves it, which is what
+        // they almost always do: the proofs then need not wait for it (docs/apply.md).
+        Guess guess;
+        try {
+            guess.volume = expect_volume(before_, plan_, files_moved(plan_.moves), digests_);
+        } catch (const Error&) {
+            guess.error = std::current_exception();
+        }
+        return guess;
     });
 }
 
 InputHashing::~InputHashing() {
     halt_.request_stop();
-    if (digests_.valid()) digests_.wait();
+    if (guess_.valid()) guess_.wait();
 }
 
-std::vector<std::optional<std::uint64_t>> InputHashing::wait(const Progress& progress) {
-    while (digests_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
+ExpectedVolume InputHashing::expected(const MoveOutcome& outcome, const Progress& progress) {
+    while (guess_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
         progress.update(done_, total_);
     progress.update(total_, total_);
-    return digests_.get();
+    Guess guess = guess_.get();
+    if (outcome.done.size() != plan_.moves.size()) return expect_moves(before_, plan_, outcome, digests_);
+    if (guess.error) std::rethrow_exception(guess.error);
+    return std::move(*guess.volume);
 }
 
 ExpectedVolume expect_moves(const VolumeMap& before, const Plan& plan, const MoveOutcome& outcome,
                             const std::vector<std::optional<std::uint64_t>>& digests) {
     // The moves that were done; skipped ones are left out, and what remains must still
     // replay on the volume as it was.
+    const Plan* replayed = &plan;
     Plan done;
-    done.moves.reserve(outcome.done.size());
-    std::vector<std::uint64_t> moved;
-    for (const std::size_t i : outcome.done) {
-        done.moves.push_back(plan.moves[i]);
-        moved.push_back(plan.moves[i].mft_record);
+    if (outcome.done.size() != plan.moves.size()) {
+        done.moves.reserve(outcome.done.size());
+        for (const std::size_t i : outcome.done) done.moves.push_back(plan.moves[i]);
+        replayed = &done;
     }
-    std::ranges::sort(moved);
-    moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
     try {
-        return expect_volume(before, done, std::move(moved), digests);
+        return expect_volume(before, *replayed, files_moved(replayed->moves), digests);
     } catch (const Error& e) {
         // With every move done, the plan replays as it was validated: anything else is no
         // verdict on the copy. Moves are skipped only in a plan edited by hand (or one for a

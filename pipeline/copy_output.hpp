@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -80,29 +81,40 @@ private:
 /// and the fault is then not the tool's.
 void prove_held(const InputHold& hold, const std::function<void()>& proofs);
 
-/// stream_digests of one volume of the input, computed on a thread of its own from when the
-/// object is made: hashing the input overlaps the copy and the moves, which wait on writes
-/// (docs/apply.md step 5). Every stream is hashed but $MFT's, $MFTMirr's and $Bitmap's:
-/// which files' attribute lists record the moves is known only after them.
+/// What the proofs of one volume need of the input, made on a thread of its own from when
+/// the object is made: stream_digests of the input (beside the copy and the moves, which
+/// wait on writes; docs/apply.md step 5), then, while the moves run, expect_moves as every
+/// move of the plan done leaves the volume. Every stream is hashed but $MFT's, $MFTMirr's
+/// and $Bitmap's: which files' attribute lists record the moves is known only after them.
 class InputHashing {
 public:
-    /// `image` and `before` must outlive the object.
-    InputHashing(const DiskImage& image, const VolumeMap& before);
+    /// `image`, `before` and `plan` must outlive the object.
+    InputHashing(const DiskImage& image, const VolumeMap& before, const Plan& plan);
     /// Stops the hashing and waits for its thread.
     ~InputHashing();
     InputHashing(const InputHashing&) = delete;
     InputHashing& operator=(const InputHashing&) = delete;
 
-    /// The digests, one per stream of `before`, once computed (call once); meanwhile
-    /// `progress` hears how many streams are hashed, and its stop cancels the hashing.
-    /// Throws what stream_digests throws.
-    [[nodiscard]] std::vector<std::optional<std::uint64_t>> wait(const Progress& progress);
+    /// expect_moves of the moves `outcome` did (call once): the volume made beside the
+    /// moves when they were all done, otherwise one made now. Meanwhile `progress` hears
+    /// how many streams are hashed, and its stop cancels the hashing. Throws what
+    /// stream_digests and expect_moves throw.
+    [[nodiscard]] ExpectedVolume expected(const MoveOutcome& outcome, const Progress& progress);
 
 private:
+    /// The volume as every move done leaves it, or what making it threw.
+    struct Guess {
+        std::optional<ExpectedVolume> volume;
+        std::exception_ptr error;
+    };
+
+    const VolumeMap& before_;
+    const Plan& plan_;
     std::stop_source halt_;
     std::atomic<std::uint64_t> done_{0};
     std::atomic<std::uint64_t> total_{0};
-    std::future<std::vector<std::optional<std::uint64_t>>> digests_;
+    std::vector<std::optional<std::uint64_t>> digests_;  ///< written by the thread before guess_ is ready
+    std::future<Guess> guess_;
 };
 
 /// What the proofs of one volume need of the input: `before` as the moves `outcome` did of

@@ -102,15 +102,25 @@ PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const P
     return {volume, std::move(outcome.plan), std::make_shared<const VolumeMap>(std::move(outcome.after))};
 }
 
-PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
-                         std::optional<std::uint64_t> granule) {
+VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan,
+                           std::optional<std::uint64_t> granule) {
     const ImageAnalysis& analysis = *opened.analysis;
     const VolumeMap& before = analysis.volumes.at(volume).map;
     check_identity(plan.identity, identity_of(opened, before));
     VolumeMap after = apply_plan(before, plan);
     plan.summary =
         summarize_plan(before, after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
-    rehearse(opened, before, after, plan, false);
+    return after;
+}
+
+void rehearse_plan_file(const OpenedImage& opened, std::size_t volume, VolumeMap& after, Plan& plan) {
+    rehearse(opened, opened.analysis->volumes.at(volume).map, after, plan, false);
+}
+
+PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
+                         std::optional<std::uint64_t> granule) {
+    VolumeMap after = replay_plan_file(opened, volume, plan, granule);
+    rehearse_plan_file(opened, volume, after, plan);
     return {volume, std::move(plan), std::make_shared<const VolumeMap>(std::move(after))};
 }
 

@@ -103,6 +103,15 @@ struct PlannedVolume {
 [[nodiscard]] PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                                        std::optional<std::uint64_t> granule = {});
 
+/// adopt_plan in two halves, for a caller with something to do between them (apply copies
+/// the disk beside the rehearsal): replay_plan_file checks the identity, applies `plan` and
+/// sets its summary, returning the after-map; rehearse_plan_file rehearses the moves and
+/// amends `after` and the summary, or refuses the plan. Each throws what adopt_plan throws
+/// in its half; the second reads the image and the analysis, `plan` and `after` only.
+[[nodiscard]] VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan,
+                                         std::optional<std::uint64_t> granule = {});
+void rehearse_plan_file(const OpenedImage& opened, std::size_t volume, VolumeMap& after, Plan& plan);
+
 /// What `planned.plan` would do to the storage under its volume (assess_impact), from the
 /// after-map and summary plan_volume or adopt_plan made (the summary again only when
 /// options.granule differs from the plan's, from planned.after or, when it was let go, a
