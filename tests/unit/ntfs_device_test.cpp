@@ -103,6 +103,7 @@ public:
     void read(std::uint64_t offset, std::span<std::byte> out) const override {
         REQUIRE(offset + out.size() <= bytes_.size());
         std::memcpy(out.data(), bytes_.data() + offset, out.size());
+        ++reads;
     }
     void write(std::uint64_t offset, std::span<const std::byte> in) override {
         if (fail) throw Error(ErrorKind::Io, "cannot write " + path_ + ": No space left on device");
@@ -113,6 +114,7 @@ public:
     [[nodiscard]] const std::vector<std::byte>& bytes() const { return bytes_; }
 
     std::vector<std::pair<std::uint64_t, std::uint64_t>> writes;  ///< (offset, size)
+    mutable std::uint64_t reads = 0;
     bool fail = false;
 
 private:
@@ -176,6 +178,38 @@ TEST_CASE("a writable device caches small transfers: every read sees every write
     CHECK(differs.first - reference.begin() == static_cast<std::ptrdiff_t>(reference.size()));
     // No block the transfers left alone was written: a thin output allocates what it did.
     CHECK(blocks_of(disk.writes) == blocks_of(direct_writes));
+}
+
+TEST_CASE("a writable device walks records in order at a system call per 128 KiB, not per page",
+          "[ntfs][device]") {
+    // A mover in MFT order reads each 1 KiB record and writes it back changed, over twice
+    // the cache's 4 MiB, so pages are evicted as the walk goes on.
+    constexpr std::uint64_t kLength = 8ull << 20;
+    constexpr std::uint64_t kRecord = 1024;
+    std::vector<std::byte> reference = numbered(kLength);
+    RecordingDisk disk(reference);
+    {
+        const ntfs::Device device(disk, 0, kLength);
+        ntfs_device* dev = device.get();
+        REQUIRE(dev->d_ops->open(dev, O_RDWR) == 0);
+        std::vector<std::byte> record(kRecord);
+        for (std::uint64_t at = 0; at < kLength; at += kRecord) {
+            REQUIRE(dev->d_ops->pread(dev, record.data(), kRecord, static_cast<s64>(at)) == kRecord);
+            REQUIRE(std::memcmp(record.data(), reference.data() + at, kRecord) == 0);
+            record[at / kRecord % kRecord] ^= std::byte{0x5a};
+            REQUIRE(dev->d_ops->pwrite(dev, record.data(), kRecord, static_cast<s64>(at)) == kRecord);
+            std::memcpy(reference.data() + at, record.data(), kRecord);
+        }
+        REQUIRE(dev->d_ops->close(dev) == 0);
+    }
+    CHECK(std::ranges::equal(disk.bytes(), reference));
+    // 2,048 pages: read 32 at a time after the first miss, written back in runs the
+    // evictions and the final flush join (one page alone: 2,048 of each).
+    CHECK(disk.reads <= 2048 / 32 + 1);
+    CHECK(disk.writes.size() <= 2048 / 32 + 1);
+    std::uint64_t written = 0;
+    for (const auto& [offset, size] : disk.writes) written += size;
+    CHECK(written == kLength);
 }
 
 TEST_CASE("a writable device reports a failed write-back on sync", "[ntfs][device][bad]") {
