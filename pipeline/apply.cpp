@@ -144,7 +144,7 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan
         // What a skipped move left where it was, or libntfs-3g kept, is still in use.
         result.disk_bytes_written += output.copy(bytes_in_use(output, window, output.deferred()));
     }
-    // No fsync yet: the output's pages go to the host disk while the proofs read them
+    // No fsync yet: a raw output's pages go to the host disk while the proofs read them
     // (start_writeback); the one fsync comes before OUT is kept.
     if (options.verify) {
         if (options.before_verify) options.before_verify(disk.path());
