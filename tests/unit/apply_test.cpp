@@ -1280,3 +1280,54 @@ TEST_CASE("the mover skips a move of a resident stream and writes nothing", "[ap
     plan.moves = {Move{record, "$DATA", 0, from, to, 1}};
     CHECK(skipped_by_mover(copy, before, plan, "apply-resident-mover") == "resident stream");
 }
+
+TEST_CASE(
+    "apply refuses a plan its rehearsal would not carry out, stops the copy beside it, and leaves "
+    "nothing",
+    "[apply][skip]") {
+    // The rehearsal runs beside the copy (docs/apply.md, step 3). A move that splits an
+    // encrypted file's one run gains it a fragment, so the rehearsal carries it out, and the
+    // mover skips encrypted streams: the plan is refused. The copy is limited to 128 KiB/s,
+    // over a minute for this disk, so a refusal that did not stop it would show in what it
+    // asked the limiter for.
+    const test::WorkDir dir("apply-rehearsal-refuses");
+    const fs::path copy = dir / "in.img";
+    fs::copy_file(bare_image(), copy);
+    const auto one_run = [](const VolumeMap& map) {
+        return std::ranges::find_if(map.streams, [](const Stream& s) {
+            return s.mft_record >= 16 && s.type == static_cast<std::uint32_t>(AttrType::Data) &&
+                   s.name.empty() && s.extents.size() == 1 && s.extents[0].clusters >= 2;
+        });
+    };
+    std::uint64_t record = 0;
+    {
+        const OpenedImage opened = open_and_analyze(copy.string());
+        const auto stream = one_run(opened.analysis->volumes.front().map);
+        REQUIRE(stream != opened.analysis->volumes.front().map.streams.end());
+        record = stream->mft_record;
+    }
+    test::mark_data_encrypted(copy, record);
+    Plan plan = read_plan(make_plan(copy, dir / "p.json").string());  // the volume's identity
+    const OpenedImage opened = open_and_analyze(copy.string());
+    const VolumeMap& map = opened.analysis->volumes.front().map;
+    const auto stream = std::ranges::find_if(
+        map.streams, [&](const Stream& s) { return s.mft_record == record && s.extents.size() == 1; });
+    REQUIRE(stream != map.streams.end());
+    REQUIRE(!map.free.empty());
+    plan.moves = {Move{record, "$DATA", 0, stream->extents[0].lcn, map.free.begin()->lower(), 1}};
+
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    RateLimiter limiter(128 << 10);
+    options.limiter = &limiter;
+    try {
+        (void)apply_to_copy(copy.string(), {}, plan, options);
+        FAIL("the plan was applied");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Corrupt);
+        CHECK_THAT(e.what(), Catch::Contains("apply would not carry out move 1 of the plan (record " +
+                                             std::to_string(record) + " $DATA): encrypted stream"));
+    }
+    CHECK(limiter.requested() < boost::icl::length(opened.image->stored()) / 2);
+    CHECK(leftovers(dir, {"in.img", "p.json"}).empty());
+}
