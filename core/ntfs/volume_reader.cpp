@@ -294,16 +294,18 @@ void find_cluster_conflicts(VolumeMap& map) {
     Conflicts bitmap(finding("BITMAP_MISMATCH", true));
     std::int64_t cover_end = std::numeric_limits<std::int64_t>::min();  // the furthest run seen so far
     std::uint64_t cover_owner = 0;
+    auto next_free = map.free.begin();
     for (const Run& r : runs) {
         if (r.first < cover_end) cross.add(r.first, std::min(r.end, cover_end), cover_owner, r.record);
         if (r.end > cover_end) {
             cover_end = r.end;
             cover_owner = r.record;
         }
-        // icl orders disjoint intervals, and an overlapping one is not "less": lower_bound
-        // is the first free interval meeting the run or lying past it.
-        for (auto it = map.free.lower_bound(ClusterSet::interval_type::right_open(r.first, r.end));
-             it != map.free.end() && it->lower() < r.end; ++it)
+        // Runs come in the order of their first cluster, so the first free interval that
+        // does not end before a run only moves forward: one pass over $Bitmap's intervals,
+        // not a tree lookup a run.
+        while (next_free != map.free.end() && next_free->upper() <= r.first) ++next_free;
+        for (auto it = next_free; it != map.free.end() && it->lower() < r.end; ++it)
             bitmap.add(std::max(r.first, it->lower()), std::min(r.end, it->upper()), r.record, r.record);
     }
     auto cross_text = [](const ClusterConflict& c) {
@@ -482,10 +484,20 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     std::erase_if(pending, [&](const SegmentRef& s) { return s.extension && live_base(s.base, s.base_sequence) < 0; });
     extension_names = {};
     choices = {};
+    const auto whole = static_cast<std::ptrdiff_t>(map.streams.size());
     assemble_streams(pending, map.cluster_size, *pool, map.streams);
     pending = {};
     map.names = std::move(pool);
-    std::ranges::sort(map.streams, [](const Stream& a, const Stream& b) { return map_order(a) < map_order(b); });
+    // Whole attributes came in record order and assembled ones in map_order, so two sorted
+    // runs are joined, with a buffer the size of the second: sorting a million streams
+    // was 7 % of the scan. Attributes of one record in NTFS's collation of their names,
+    // which is not map_order's, are sorted the long way.
+    const auto by_map_order = [](const Stream& a, const Stream& b) { return map_order(a) < map_order(b); };
+    const auto assembled = map.streams.begin() + whole;
+    if (std::is_sorted(map.streams.begin(), assembled, by_map_order))
+        std::inplace_merge(map.streams.begin(), assembled, map.streams.end(), by_map_order);
+    else
+        std::ranges::sort(map.streams, by_map_order);
     // $Bitmap needs one bit per cluster; a longer claimed size is not read.
     const std::uint64_t bitmap_needed = (static_cast<std::uint64_t>(map.total_clusters) + 7) / 8;
     map.free = free_extents(

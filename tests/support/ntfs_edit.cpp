@@ -125,6 +125,28 @@ std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::stri
     return file->mft_no;
 }
 
+std::uint64_t add_named_streams(const std::filesystem::path& bare_volume, const std::string& name,
+                                const std::vector<std::string>& streams, std::uint64_t bytes) {
+    auto vol = mount_rw(bare_volume);
+    Inode root(ntfs_inode_open(vol.get(), FILE_root));
+    if (!root) throw std::runtime_error("cannot open the root directory");
+    Inode file = create(root.get(), name.c_str(), S_IFREG);
+    const std::vector<char> data(bytes, 'n');
+    for (const std::string& stream : streams) {
+        ntfschar* uname = nullptr;
+        const int len = ntfs_mbstoucs(stream.c_str(), &uname);
+        if (len < 0) throw std::runtime_error("cannot convert the name " + stream);
+        const std::unique_ptr<ntfschar, decltype(&::free)> owned(uname, &::free);
+        if (ntfs_attr_add(file.get(), AT_DATA, uname, static_cast<u8>(len), nullptr, 0) != 0)
+            throw std::runtime_error("cannot add the stream " + stream);
+        ntfs::AttrPtr attr(ntfs_attr_open(file.get(), AT_DATA, uname, static_cast<u32>(len)));
+        if (!attr || ntfs_attr_pwrite(attr.get(), 0, static_cast<s64>(data.size()), data.data()) !=
+                         static_cast<s64>(data.size()))
+            throw std::runtime_error("cannot write the stream " + stream);
+    }
+    return file->mft_no;
+}
+
 std::uint64_t add_compressed_file(const std::filesystem::path& bare_volume, const std::string& dir,
                                   const std::string& name, std::uint64_t bytes) {
     auto vol = mount_rw(bare_volume);

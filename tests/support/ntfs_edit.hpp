@@ -30,6 +30,12 @@ void mark_logfile_unclean(const std::filesystem::path& bare_volume);
 /// when larger than a record). Returns its MFT record number.
 std::uint64_t add_file(const std::filesystem::path& bare_volume, const std::string& name, std::uint64_t bytes);
 
+/// Creates the regular file \`name` with an empty unnamed $DATA and one named $DATA of
+/// `bytes` bytes of non-zero data for each of `streams`, added in the order given (NTFS
+/// keeps them in its own collation of the names). Returns its MFT record number.
+std::uint64_t add_named_streams(const std::filesystem::path& bare_volume, const std::string& name,
+                                const std::vector<std::string>& streams, std::uint64_t bytes);
+
 /// Creates `dir`\`name` in the root, `dir` marked compressed, so that libntfs-3g (with
 /// compression allowed, as ntfs-3g's `compression` mount option does) writes the file's
 /// `bytes` bytes of pseudo-random (incompressible) data as a compressed $DATA stored in

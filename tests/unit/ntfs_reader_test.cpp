@@ -10,6 +10,7 @@
 #include "core/image/open_image.hpp"
 #include "core/ntfs/volume_reader.hpp"
 #include "support/fixtures.hpp"
+#include "support/ntfs_edit.hpp"
 #include "support/tsk_oracle.hpp"
 
 using namespace guestfrag;
@@ -131,6 +132,30 @@ TEST_CASE("generated files with attribute lists are read whole", "[ntfs]") {
         CHECK(static_cast<std::uint64_t>(vcn) * map.cluster_size >= s.size);
     }
     CHECK(long_runlists >= 1);
+}
+
+TEST_CASE("a file's named streams come in map order, whatever NTFS's collation of their names",
+          "[ntfs][tsk]") {
+    require_tsk();
+    MkImageOptions o = small("none");
+    o.disk_size = 32ull << 20;
+    o.files = 200;
+    const fs::path image = test::scratch_dir() / "named-streams.img";
+    fs::copy_file(test::generated_image("named-streams-none", o), image,
+                  fs::copy_options::overwrite_existing);
+    // NTFS collates names by their upper case, "a" before "B"; map_order by their bytes,
+    // "B" before "a". Three 16 KiB streams, each non-resident, in one base record.
+    const std::uint64_t record = test::add_named_streams(image, "forks.bin", {"a", "B", "c"}, 16 << 10);
+    const auto disk = open_image(image.string());
+    const ImageAnalysis analysis = analyze_image(*disk);
+    const VolumeMap& map = analysis.volumes.at(0).map;
+    CHECK(std::ranges::is_sorted(
+        map.streams, [](const Stream& a, const Stream& b) { return map_order(a) < map_order(b); }));
+    std::vector<std::string> names;
+    for (const Stream& s : map.streams)
+        if (s.mft_record == record) names.emplace_back(s.name);
+    CHECK(names == std::vector<std::string>{"B", "a", "c"});
+    require_streams_match_tsk(image, map);
 }
 
 TEST_CASE("DFTT disk with two unaligned NTFS partitions matches The Sleuth Kit", "[ntfs][tsk][testdata]") {

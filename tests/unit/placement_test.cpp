@@ -64,7 +64,9 @@ TEST_CASE("placement: pinned metadata, files in use and VSS stores, by whole pat
         {70, 5, true, "System Volume Information"},
         {71, 70, false, store},  // a store
         {72, 70, false, "tracking.log"},
-        {73, 5, false, store},  // a store's name outside SVI
+        {73, 5, false, store},                                      // a store's name outside SVI
+        {74, 70, false, "{3808876B-C176-4E48-B7AE-04046E6CC752}"},  // as Windows writes it
+        {75, 70, false, "tracking{3808876b-c176"},                  // the GUID cut short
     });
     guestfrag::ntfs::classify_placement(v);
 
@@ -86,6 +88,8 @@ TEST_CASE("placement: pinned metadata, files in use and VSS stores, by whole pat
     CHECK(stream_of(v, 72).placement == Placement::Movable);
     CHECK(stream_of(v, 73).placement == Placement::Movable);
     CHECK(stream_of(v, 72).reason.empty());
+    CHECK(stream_of(v, 74).reason == "volume shadow copy store");
+    CHECK(stream_of(v, 75).placement == Placement::Movable);
 
     // Pinned clusters: the metadata's, not the excluded files'.
     CHECK(boost::icl::contains(v.unmovable, 100));   // $MFT's first extent
