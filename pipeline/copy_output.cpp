@@ -24,6 +24,7 @@
 #include "core/io/process_owner.hpp"
 #include "core/ntfs/volume_reader.hpp"
 #include "core/partition/partition.hpp"
+#include "core/plan/apply.hpp"
 
 namespace guestfrag {
 
@@ -104,16 +105,6 @@ std::uint64_t total_fragments(const VolumeMap& map) {
     std::uint64_t n = 0;
     for (const Stream& s : map.streams) n += s.fragments();
     return n;
-}
-
-/// The base records of the files `moves` move, sorted, each once.
-std::vector<std::uint64_t> files_moved(const std::vector<Move>& moves) {
-    std::vector<std::uint64_t> files;
-    files.reserve(moves.size());
-    for (const Move& m : moves) files.push_back(m.mft_record);
-    std::ranges::sort(files);
-    files.erase(std::unique(files.begin(), files.end()), files.end());
-    return files;
 }
 
 /// Tells `on_step` that `step` begins.

@@ -11,6 +11,7 @@
 #include "core/ntfs/ntfs3g.hpp"
 #include "core/ntfs/ntfs_device.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
+#include "core/plan/apply.hpp"
 
 extern "C" {
 #include <ntfs-3g/bitmap.h>
@@ -152,12 +153,8 @@ RehearsedList read_list(ntfs_volume* vol, std::uint64_t record) {
 
 std::vector<std::uint64_t> files_to_rehearse(const VolumeMap& before, const VolumeMap& after,
                                              const Plan& plan) {
-    std::vector<std::uint64_t> moved;
-    for (const Move& m : plan.moves) moved.push_back(m.mft_record);
-    std::ranges::sort(moved);
-    moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
     std::vector<std::uint64_t> out;
-    for (const std::uint64_t record : moved) {
+    for (const std::uint64_t record : files_moved(plan.moves)) {
         const std::span<const Stream> was = streams_of(before, record);
         const bool listed = std::ranges::any_of(was, [](const Stream& s) { return s.type == kList; });
         if (listed || fragments_of(streams_of(after, record)) > fragments_of(was)) out.push_back(record);

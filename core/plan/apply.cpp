@@ -364,6 +364,15 @@ private:
 
 }  // namespace
 
+std::vector<std::uint64_t> files_moved(std::span<const Move> moves) {
+    std::vector<std::uint64_t> files;
+    files.reserve(moves.size());
+    for (const Move& m : moves) files.push_back(m.mft_record);
+    std::ranges::sort(files);
+    files.erase(std::unique(files.begin(), files.end()), files.end());
+    return files;
+}
+
 std::optional<std::int64_t> unit_left_in_part(const Stream& stream, const VcnSet& moved) {
     const std::int64_t unit = stream.unit_clusters();
     if (unit <= 1 || moved.empty()) return std::nullopt;

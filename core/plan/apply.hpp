@@ -82,6 +82,9 @@ using VcnSet = ClusterSet;
 /// unit_left_in_part of the VCNs a run of consecutive moves of `stream` carries.
 [[nodiscard]] std::optional<std::int64_t> unit_left_in_part(const Stream& stream, std::span<const Move> run);
 
+/// The base records of the files `moves` move, ascending, each once.
+[[nodiscard]] std::vector<std::uint64_t> files_moved(std::span<const Move> moves);
+
 /// The identity a plan for `volume` on the image at `image_path` of `virtual_size` carries.
 /// The digest is FNV-1a 64 over the free extents and every stream's (record, type, name,
 /// runs), in VolumeMap order (docs/planner.md §4). O(free extents + runs).
