@@ -50,8 +50,9 @@ struct MftRecord {
 /// Applies the update-sequence fixup in place, so `bytes` is modified. Returns false for
 /// a slot that is not in use. Throws Error(Corrupt) naming the record when its signature,
 /// fixups, attribute chain or mapping pairs are invalid, or a run lies outside the volume.
-/// O(record size); allocates only the decoded runs and names.
+/// O(record size); allocates only the decoded runs and names. Without `file_names`,
+/// $FILE_NAME attributes are checked but not decoded (MftRecord::names stays empty).
 bool parse_mft_record(const _ntfs_volume& volume, std::span<std::byte> bytes, std::uint64_t number,
-                      MftRecord& out);
+                      MftRecord& out, bool file_names = true);
 
 }  // namespace guestfrag::ntfs

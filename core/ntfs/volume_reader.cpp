@@ -438,7 +438,7 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
             const std::uint64_t number = first + i;
             if (((mft_bitmap[number / 8] >> (number % 8)) & 1) == 0) continue;
             const std::span<std::byte> bytes(chunk.data() + i * record_size, record_size);
-            if (!ntfs::parse_mft_record(*vol, bytes, number, record)) continue;
+            if (!ntfs::parse_mft_record(*vol, bytes, number, record, names)) continue;
             ++map.mft_records_in_use;
             const bool extension = record.base != number;
             for (auto& seg : record.segments) {

@@ -144,8 +144,10 @@ TEST_CASE("a file's named streams come in map order, whatever NTFS's collation o
     fs::copy_file(test::generated_image("named-streams-none", o), image,
                   fs::copy_options::overwrite_existing);
     // NTFS collates names by their upper case, "a" before "B"; map_order by their bytes,
-    // "B" before "a". Three 16 KiB streams, each non-resident, in one base record.
-    const std::uint64_t record = test::add_named_streams(image, "forks.bin", {"a", "B", "c"}, 16 << 10);
+    // "B" before "a". Four 16 KiB streams, each non-resident, in one base record; the
+    // names outside ASCII are decoded by libntfs-3g, the others by the scan itself.
+    const std::uint64_t record =
+        test::add_named_streams(image, "forks-J\u00fcrgen.bin", {"a", "B", "c", "\u00fc\u20ac"}, 16 << 10);
     const auto disk = open_image(image.string());
     const ImageAnalysis analysis = analyze_image(*disk);
     const VolumeMap& map = analysis.volumes.at(0).map;
@@ -154,7 +156,8 @@ TEST_CASE("a file's named streams come in map order, whatever NTFS's collation o
     std::vector<std::string> names;
     for (const Stream& s : map.streams)
         if (s.mft_record == record) names.emplace_back(s.name);
-    CHECK(names == std::vector<std::string>{"B", "a", "c"});
+    CHECK(names == std::vector<std::string>{"B", "a", "c", "\u00fc\u20ac"});
+    CHECK(map.path_of(record) == "\\forks-J\u00fcrgen.bin");
     require_streams_match_tsk(image, map);
 }
 
