@@ -23,9 +23,10 @@
 #   DRIVER-READ_AHEAD_KB-SIDE.{log,list} and SIDE.img, for `estimate --compare` later.
 # Needs guestfish's appliance (libguestfs, supermin, a kernel in /boot) and nbdkit. Without a
 # /dev/kvm that qemu can use the appliance runs under TCG (LIBGUESTFS_BACKEND_SETTINGS=
-# force_tcg), about 30 s a run. ntfs3 needs a kernel that has it (Debian 12's 6.1 has not): unpack one, and point
-# SUPERMIN_KERNEL, SUPERMIN_KERNEL_VERSION, SUPERMIN_MODULES and LIBGUESTFS_CACHEDIR at it
-# (docs/benchmarks.md shows how).
+# force_tcg), about 30 s a run. ntfs3 needs a kernel that has it (Debian 12's 6.1 has not):
+# GUEST_KERNEL names one unpacked with dpkg -x (packaging/setup.sh test unpacks Debian 12's
+# 6.12 into .guest-kernel), which the appliance then boots, with its modules, from a cache
+# of its own.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 bench_setup "${1:-}"
@@ -33,6 +34,12 @@ driver=${2:-ntfs-3g}
 read_ahead=("${@:3}")
 [ ${#read_ahead[@]} -gt 0 ] || read_ahead=(128)
 export LIBGUESTFS_BACKEND=direct
+if [ -n "${GUEST_KERNEL:-}" ]; then
+    guest_version=$(basename "$(ls -d "$GUEST_KERNEL"/lib/modules/*)")
+    export SUPERMIN_KERNEL=$GUEST_KERNEL/boot/vmlinuz-$guest_version SUPERMIN_KERNEL_VERSION=$guest_version
+    export SUPERMIN_MODULES=$GUEST_KERNEL/lib/modules/$guest_version LIBGUESTFS_CACHEDIR=$GUEST_KERNEL/cache
+    mkdir -p "$LIBGUESTFS_CACHEDIR"  # libguestfs does not make it
+fi
 command -v guestfish >/dev/null || { echo "guestfish is missing (apt install guestfish)" >&2; exit 1; }
 
 # KVM where it works. A /dev/kvm that qemu cannot use is as good as none: on a nested host

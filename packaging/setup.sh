@@ -98,6 +98,34 @@ run_suite() {
     fi
 }
 
+# guest_kernel: the kernel tests/guest traces ntfs3 under. Debian 12's own 6.1 has no ntfs3
+# (CONFIG_NTFS3_FS is not set); its 6.12 (linux-image-6.12.*-amd64-unsigned, from
+# bookworm-security) is unpacked into .guest-kernel for supermin to boot, never installed.
+guest_kernel() {
+    local dir=$root/.guest-kernel
+    compgen -G "$dir/boot/vmlinuz-*" >/dev/null && return 0
+    local package tmp
+    package=$(apt-cache pkgnames linux-image-6.12 | grep -E '^linux-image-6\.12\.[0-9]+\+deb12-amd64-unsigned$' |
+        sort -V | tail -1)
+    [ -n "$package" ] || {
+        echo "error: apt knows no linux-image-6.12.*+deb12-amd64-unsigned (bookworm-security)" >&2
+        return 1
+    }
+    echo "unpacking $package for the ntfs3 guest test"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download -qq "$package" 2>/dev/null) || {
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        (cd "$tmp" && apt-get download -qq "$package" 2>/dev/null)
+    }
+    rm -rf "$dir.new"
+    dpkg -x "$tmp"/*.deb "$dir.new"
+    rm -rf "$tmp"
+    /sbin/depmod -b "$dir.new" "$(basename "$(ls -d "$dir.new"/lib/modules/*)")"
+    mv "$dir.new" "$dir"
+}
+
 install_deps
 case "$mode" in
     demo)
@@ -107,6 +135,7 @@ case "$mode" in
         "$root/build/app/cli/guestfrag" report "$demo"
         ;;
     test)
+        guest_kernel
         release_build
         run_suite "$root/build"
         ;;
@@ -120,6 +149,7 @@ case "$mode" in
         export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_strchr=0:quarantine_size_mb=64:suppressions=$root/tests/asan.supp
         export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0
         export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+        guest_kernel
         sanitized_build
         run_suite "$root/build-asan"
         ;;

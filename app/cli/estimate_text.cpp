@@ -177,7 +177,11 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
         out << "  " << pad("Guest", 24) << w.guest.name << ", read-ahead "
             << format_size(w.guest.read_ahead_bytes)
             << (w.workload.kind == Workload::Kind::Trace ? " (a block IO trace is replayed as traced)" : "")
-            << '\n';
+            << '\n'
+            << (w.guest.sequential_advice && w.guest.read_ahead_bytes > 0
+                    ? std::string(26, ' ') + format_size(2 * w.guest.read_ahead_bytes) +
+                          " a file: its reader advises sequential access\n"
+                    : "");
     if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';
     for (const VolumeEstimate& v : volumes) {
         if (v.no_volume)

@@ -18,12 +18,13 @@ constexpr std::uint64_t KiB = 1024;
 // docs/estimate.md §1.1 says where each value comes from.
 constexpr std::array kProfiles{
     GuestProfile{"windows", GuestProfile::Cache::File, GuestProfile::RecordReads::MftCache, 4 * KiB, 64 * KiB,
-                 128 * KiB, 0},
+                 128 * KiB, 0, false, false},
     GuestProfile{"linux-ntfs3g", GuestProfile::Cache::Disk, GuestProfile::RecordReads::DataCache, 4 * KiB,
-                 128 * KiB, 128 * KiB, 0},
+                 128 * KiB, 128 * KiB, 0, false, false},
     GuestProfile{"linux-ntfs3", GuestProfile::Cache::File, GuestProfile::RecordReads::Blocks, 4 * KiB,
-                 128 * KiB, 128 * KiB, 0},
-    GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, 0},
+                 128 * KiB, 128 * KiB, 0, true, true},
+    GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, 0, false,
+                 false},
 };
 
 /// Linux's on-demand read-ahead (mm/readahead.c, 6.1), over one cache's pages: a window
@@ -342,16 +343,40 @@ struct GuestReader::State {
         }
     }
 
-    /// A cache over `stream`'s pages (by file offset) that fetches from where its extents lie.
-    std::unique_ptr<ReadAheadCache> file_cache(const Stream& stream) {
+    /// A cache over `stream`'s pages (by file offset), with a read-ahead window of
+    /// `window_bytes`, that fetches from where its extents lie.
+    std::unique_ptr<ReadAheadCache> file_cache(const Stream& stream, std::uint64_t window_bytes) {
         const std::uint64_t size = std::min(stream.size, kByteLimit);
         const std::uint64_t pages = (size + page - 1) / page;
         return std::make_unique<ReadAheadCache>(
-            pages, profile.read_ahead_bytes / page,
-            [this, &stream, pages](std::uint64_t first, std::uint64_t count) {
-                const std::uint64_t to = std::min((first + count) * page, pages * page);
-                map(stream, first * page, to, [this](std::uint64_t b, std::uint64_t n) { send(b, n); });
+            pages, window_bytes / page, [this, &stream, pages](std::uint64_t first, std::uint64_t count) {
+                fetch_file_pages(stream, first * page, std::min((first + count) * page, pages * page));
             });
+    }
+
+    /// Sends the disk ranges of bytes [from, to) of `stream`, a run of its missing pages.
+    void fetch_file_pages(const Stream& stream, std::uint64_t from, std::uint64_t to) const {
+        const auto sender = [this](std::uint64_t b, std::uint64_t n) { send(b, n); };
+        // ntfs3 (mpage_readahead and ntfs_get_block_vbo, Linux 6.1-6.12): the pages are put
+        // in a bio, sent whenever the next page does not continue it on the disk; at the
+        // block holding the data's last byte (the size: the map keeps no valid data length)
+        // get_block reads that block itself and waits for it, and only then is the bio of
+        // the pages before it sent.
+        const std::uint64_t block = std::min<std::uint64_t>(page, volume.cluster_size);
+        const std::uint64_t size = std::min(stream.size, kByteLimit);
+        const std::uint64_t tail = size / block * block;
+        if (!profile.tail_block_first || size % block == 0 || tail < from || tail >= to) {
+            map(stream, from, to, sender);
+            return;
+        }
+        std::optional<std::pair<std::uint64_t, std::uint64_t>> pending;
+        map(stream, from, tail, [&](std::uint64_t b, std::uint64_t n) {
+            if (pending) send(pending->first, pending->second);
+            pending = {b, n};
+        });
+        map(stream, tail, tail + block, sender);
+        if (pending) send(pending->first, pending->second);
+        map(stream, tail + block, to, sender);
     }
 };
 
@@ -382,7 +407,7 @@ GuestReader::GuestReader(const VolumeMap& volume, const GuestProfile& profile, s
         (disk_end + s.page - 1) / s.page, profile.read_ahead_bytes / s.page,
         [&s](std::uint64_t first, std::uint64_t count) { s.send(first * s.page, count * s.page); });
     if (profile.records == GuestProfile::RecordReads::MftCache && s.mft_stream)
-        s.mft = s.file_cache(*s.mft_stream);
+        s.mft = s.file_cache(*s.mft_stream, profile.read_ahead_bytes);
 }
 
 GuestReader::~GuestReader() = default;
@@ -404,7 +429,8 @@ void GuestReader::read(const Stream& stream) {
         });
         return;
     }
-    const std::unique_ptr<ReadAheadCache> cache = s.file_cache(stream);
+    const std::unique_ptr<ReadAheadCache> cache =
+        s.file_cache(stream, s.profile.read_ahead_bytes * (s.profile.sequential_advice ? 2 : 1));
     const std::uint64_t page = s.page;
     s.for_each_request(stream, request, [&cache, page](std::uint64_t from, std::uint64_t to) {
         cache->read(from / page, (to - from + page - 1) / page, to / page);

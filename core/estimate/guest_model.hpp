@@ -41,6 +41,13 @@ struct GuestProfile {
     std::uint64_t read_ahead_bytes = 131072;  ///< the largest read-ahead window (0: none)
     /// The largest request the guest sends; 0: the estimate's --max-io.
     std::uint64_t max_request_bytes = 0;
+    /// The block that holds a file's last byte is read alone, before the rest of the window
+    /// it falls in (ntfs3's get_block reads it at once to zero what lies past the data,
+    /// while the pages before it wait in a bio that is sent after).
+    bool tail_block_first = false;
+    /// The reader advises sequential access (posix_fadvise POSIX_FADV_SEQUENTIAL, as cat
+    /// and cp do): Linux doubles the window of each file it opens.
+    bool sequential_advice = false;
 };
 
 /// The named profiles: raw, windows, linux-ntfs3g, linux-ntfs3 (docs/estimate.md §1.1 gives

@@ -181,3 +181,43 @@ TEST_CASE("guest model: the named profiles and the read-ahead option") {
     CHECK_THROWS_AS(GuestReader(bad, p, MiB, [](const Io&) {}), guestfrag::Error);
     CHECK_THROWS_AS(GuestReader(volume(), p, 1000, [](const Io&) {}), guestfrag::Error);
 }
+
+TEST_CASE(
+    "guest model: ntfs3 reads the block holding a file's last byte alone, before the pages ahead of it") {
+    const VolumeMap v = volume();
+    // The named profile: records past $MFT's 16 read nothing here, so only data IOs show.
+    const GuestProfile ntfs3 = *guestfrag::find_guest_profile("linux-ntfs3");
+    // 12,388 bytes in clusters 7000-7003 (sector 56,000). One request of 4 pages at the
+    // file's start: initial window 4 → 8 (4 ≤ 64/4: doubled; the window is 2 × 128 KiB,
+    // cat's sequential advice), cut at the file's 4 pages, one run. Page 3 holds byte
+    // 12,387: read alone first (sector 56,024), then pages 0-2.
+    CHECK(read_all(v, ntfs3, {file(40, 3 * 4096 + 100, {{0, 7000, 4}})}) ==
+          std::vector<Io>{{56024, 4096}, {56000, 12288}});
+    // Fragmented, 16,385 bytes: pages 0-1 in 8000-8001, 2-3 in 8100-8101, 4 in 8200. The
+    // window's first run goes out as the next does not continue it; the second waits while
+    // the tail page (8200) is read; then it goes.
+    CHECK(read_all(v, ntfs3, {file(41, 4 * 4096 + 1, {{0, 8000, 2}, {2, 8100, 2}, {4, 8200, 1}})}) ==
+          std::vector<Io>{{64000, 8192}, {65600, 4096}, {64800, 8192}});
+    // A size that ends on a block's end: nothing to zero past it, one IO.
+    CHECK(read_all(v, ntfs3, {file(42, 8192, {{0, 9000, 2}})}) == std::vector<Io>{{72000, 8192}});
+    // 512-byte clusters: the tail block is one cluster. 1,000 bytes in clusters 80,000-
+    // 80,001 (sector 80,000): byte 999 is in the second: sector 80,001 alone, then 80,000.
+    VolumeMap small = v;
+    small.cluster_size = 512;
+    CHECK(read_all(small, ntfs3, {file(43, 1000, {{0, 80000, 2}})}) ==
+          std::vector<Io>{{80001, 512}, {80000, 512}});
+}
+
+TEST_CASE("guest model: a reader that advises sequential access reads ahead twice the window") {
+    const VolumeMap v = volume();
+    // The 1 MiB file of the window test, in clusters 2000-2255, 128 KiB requests. cat
+    // advises POSIX_FADV_SEQUENTIAL: the file's window is 2 × 128 KiB = 64 pages. First
+    // read: initial 32 → 64 (the largest: 32 > 64/4), async 64 − 32 = 32, marker at 32:
+    // 256 KiB. Each later marker moves the window on by 64 pages (64 > 64/2: the
+    // largest): four 256 KiB IOs, as the traced ntfs3 guest sends them.
+    GuestProfile p = profile(GuestProfile::Cache::File, GuestProfile::RecordReads::None, 128 * KiB);
+    p.sequential_advice = true;
+    std::vector<Io> four;
+    for (std::int64_t i = 0; i < 4; ++i) four.push_back({16000 + 512 * i, 256 * KiB});
+    CHECK(read_all(v, p, {file(30, MiB, {{0, 2000, 256}})}) == four);
+}
