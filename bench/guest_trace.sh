@@ -114,6 +114,10 @@ trace() {
     # opened with. The appliance's own shell (debug sh) is outside the guest's root, /sysroot.
     guestfish --remote -- debug sh "echo $kb > /sys/block/sda/queue/read_ahead_kb" >/dev/null
     guestfish --remote -- mount-vfs ro "$driver" /dev/sda /
+    # Again after the mount, for ntfs3, whose files take it when opened: the appliance's udev
+    # may have set the default back while the mount ran (once in about 40 runs a guest read
+    # as if it had never been set).
+    guestfish --remote -- debug sh "echo $kb > /sys/block/sda/queue/read_ahead_kb" >/dev/null
     guestfish --remote -- debug sh "cd /sysroot && find . -type f > /tmp/list && sync && \
         echo 3 > /proc/sys/vm/drop_caches" >/dev/null
     local first
@@ -122,6 +126,12 @@ trace() {
     guestfish --remote -- debug sh "cd /sysroot && $reader" >/dev/null
     local last
     last=$(wc -l <"$log.all")
+    local read_ahead_now
+    read_ahead_now=$(guestfish --remote -- debug sh "cat /sys/block/sda/queue/read_ahead_kb")
+    [ "$read_ahead_now" = "$kb" ] || {
+        echo "the guest's read_ahead_kb became $read_ahead_now while it read, not $kb" >&2
+        exit 1
+    }
     guestfish --remote -- debug sh "cat /tmp/list" | sed -e 's|^\./||' -e 's|/|\\|g' -e 's|^|\\|' >"$list"
     stop
     sed -n "$((first + 1)),${last}p" "$log.all" >"$log"

@@ -357,8 +357,8 @@ struct GuestReader::State {
     /// Sends the disk ranges of bytes [from, to) of `stream`, a run of its missing pages.
     void fetch_file_pages(const Stream& stream, std::uint64_t from, std::uint64_t to) const {
         const auto sender = [this](std::uint64_t b, std::uint64_t n) { send(b, n); };
-        // ntfs3 (mpage_readahead and ntfs_get_block_vbo, Linux 6.1-6.12): the pages are put
-        // in a bio, sent whenever the next page does not continue it on the disk; at the
+        // ntfs3 (mpage_readahead and ntfs_get_block_vbo, as traced on Linux 6.12): pages go
+        // into a bio, sent whenever the next page does not continue it on the disk; at the
         // block holding the data's last byte (the size: the map keeps no valid data length)
         // get_block reads that block itself and waits for it, and only then is the bio of
         // the pages before it sent.

@@ -2,8 +2,8 @@
 // A real guest as the estimate's oracle, the short variant of bench/guest_trace.sh
 // (docs/benchmarks.md, "The estimate against a real guest"): the libguestfs appliance, a
 // Linux kernel under qemu, reads every file of a generated volume, from nbdkit with its log
-// filter, before and after an optimize plan: with tar through ntfs-3g (Debian 12's 6.1), and
-// with cat through the kernel's ntfs3 (Debian 12's 6.12, which packaging/setup.sh unpacks
+// filter, before and after an optimize plan, with cat: through ntfs-3g (Debian 12's 6.1), and
+// through the kernel's ntfs3 (Debian 12's 6.12, which packaging/setup.sh unpacks
 // into .guest-kernel). The estimate of the same reads with the matching guest profile must
 // agree with the trace within the goals of docs/estimate.md §1.1: 10 % on IOs, mean IO and
 // every device model's seconds, 10 points on the sequential share, and 10 % on what the
@@ -95,11 +95,12 @@ void check_against_guest(const GuestRun& guest) {
 
 }  // namespace
 
-TEST_CASE("a real guest reads a volume with tar as the linux-ntfs3g estimate says, before and after a plan",
+// Both on the benchmark's volume (bench/guest_trace.sh's default: 1 GiB, 3,000 files). On a
+// smaller one (256 MiB, 800 files, read with tar through ntfs-3g) what optimize buys the HDD
+// came out 8-10 % apart from run to run, at the goal's edge (docs/benchmarks.md).
+TEST_CASE("a real guest reads a volume with cat as the linux-ntfs3g estimate says, before and after a plan",
           "[guest]") {
-    check_against_guest({"ntfs-3g",
-                         "linux-ntfs3g",
-                         {"VOLUME=--size 256MiB --files 800 --interleave 12 --seed 21", "READER=tar"}});
+    check_against_guest({"ntfs-3g", "linux-ntfs3g", {"READER=cat"}});
 }
 
 TEST_CASE(
@@ -108,6 +109,5 @@ TEST_CASE(
     const fs::path kernel = GUESTFRAG_SOURCE_DIR "/.guest-kernel";
     INFO("no kernel with ntfs3 in " << kernel << ": packaging/setup.sh test unpacks one");
     REQUIRE(fs::is_directory(kernel / "boot"));
-    // The benchmark's volume (bench/guest_trace.sh's default: 1 GiB, 3,000 files).
     check_against_guest({"ntfs3", "linux-ntfs3", {"READER=cat", "GUEST_KERNEL=" + kernel.string()}});
 }
