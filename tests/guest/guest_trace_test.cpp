@@ -29,23 +29,24 @@ double relative(double traced, double estimated) { return std::abs(estimated / t
 struct GuestRun {
     std::string driver;            // ntfs-3g or ntfs3
     std::string profile;           // the estimate's --guest
-    std::vector<std::string> env;  // VOLUME=, READER=, GUEST_KERNEL= for guest_trace.sh
+    std::string read_ahead_kb;     // the guest disk's read_ahead_kb
+    std::vector<std::string> env;  // READER=, GUEST_KERNEL= for guest_trace.sh
 };
 
 /// The estimate beside the trace of `side` kept in `dir`: volumes[0] of estimate --json.
 Json compared(const GuestRun& guest, const fs::path& dir, const std::string& side) {
-    const std::string run = guest.driver + "-128-" + side;
+    const std::string run = guest.driver + "-" + guest.read_ahead_kb + "-" + side;
     const auto r = guestfrag::test::run_cli({"estimate", (dir / (side + ".img")).string(), "--workload",
                                              "trace:" + (dir / (run + ".list")).string(), "--compare",
                                              (dir / (run + ".log")).string(), "--guest", guest.profile,
-                                             "--read-ahead", "128KiB", "--json"});
+                                             "--read-ahead", guest.read_ahead_kb + "KiB", "--json"});
     INFO(r.err);
     REQUIRE(r.status == 0);
     return Json::parse(r.out)["volumes"][0];
 }
 
-/// Traces the guest before and after `optimize --order path` at read_ahead_kb 128 and checks
-/// the estimate against both traces and what the plan buys.
+/// Traces the guest before and after `optimize --order path` and checks the estimate against both traces and
+/// what the plan buys.
 void check_against_guest(const GuestRun& guest) {
     guestfrag::test::require_tools({"guestfish", "nbdkit", "bash"});
     const fs::path dir = guestfrag::test::scratch_dir() / ("guest-trace-" + guest.driver);
@@ -60,7 +61,7 @@ void check_against_guest(const GuestRun& guest) {
                                         GUESTFRAG_SOURCE_DIR "/bench/guest_trace.sh",
                                         GUESTFRAG_BUILD_DIR,
                                         guest.driver,
-                                        "128"};
+                                        guest.read_ahead_kb};
     command.insert(command.end(), rest.begin(), rest.end());
     const auto bench = guestfrag::test::run(command);
     INFO(bench.out << bench.err);
@@ -100,7 +101,7 @@ void check_against_guest(const GuestRun& guest) {
 // came out 8-10 % apart from run to run, at the goal's edge (docs/benchmarks.md).
 TEST_CASE("a real guest reads a volume with cat as the linux-ntfs3g estimate says, before and after a plan",
           "[guest]") {
-    check_against_guest({"ntfs-3g", "linux-ntfs3g", {"READER=cat"}});
+    check_against_guest({"ntfs-3g", "linux-ntfs3g", "128", {"READER=cat"}});
 }
 
 TEST_CASE(
@@ -109,5 +110,8 @@ TEST_CASE(
     const fs::path kernel = GUESTFRAG_SOURCE_DIR "/.guest-kernel";
     INFO("no kernel with ntfs3 in " << kernel << ": packaging/setup.sh test unpacks one");
     REQUIRE(fs::is_directory(kernel / "boot"));
-    check_against_guest({"ntfs3", "linux-ntfs3", {"READER=cat", "GUEST_KERNEL=" + kernel.string()}});
+    // At 1 MiB read-ahead: the guest's HDD seconds before the plan vary less from run to run
+    // than at 128 KiB (23.92-24.08 s against 23.56-24.02 s), and the estimate's are 5-6 %
+    // under them at both (docs/benchmarks.md), which leaves what the plan buys 7-9 % apart.
+    check_against_guest({"ntfs3", "linux-ntfs3", "1024", {"READER=cat", "GUEST_KERNEL=" + kernel.string()}});
 }
