@@ -178,8 +178,8 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
             << format_size(w.guest.read_ahead_bytes)
             << (w.workload.kind == Workload::Kind::Trace ? " (a block IO trace is replayed as traced)" : "")
             << '\n'
-            << (w.guest.sequential_advice && w.guest.read_ahead_bytes > 0
-                    ? std::string(26, ' ') + format_size(2 * w.guest.read_ahead_bytes) +
+            << (w.guest.file_read_ahead_bytes() != w.guest.read_ahead_bytes
+                    ? std::string(26, ' ') + format_size(w.guest.file_read_ahead_bytes()) +
                           " a file: its reader advises sequential access\n"
                     : "");
     if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';

@@ -429,8 +429,7 @@ void GuestReader::read(const Stream& stream) {
         });
         return;
     }
-    const std::unique_ptr<ReadAheadCache> cache =
-        s.file_cache(stream, s.profile.read_ahead_bytes * (s.profile.sequential_advice ? 2 : 1));
+    const std::unique_ptr<ReadAheadCache> cache = s.file_cache(stream, s.profile.file_read_ahead_bytes());
     const std::uint64_t page = s.page;
     s.for_each_request(stream, request, [&cache, page](std::uint64_t from, std::uint64_t to) {
         cache->read(from / page, (to - from + page - 1) / page, to / page);

@@ -48,6 +48,12 @@ struct GuestProfile {
     /// The reader advises sequential access (posix_fadvise POSIX_FADV_SEQUENTIAL, as cat
     /// and cp do): Linux doubles the window of each file it opens.
     bool sequential_advice = false;
+
+    /// The read-ahead window of a file the reader opens: read_ahead_bytes, doubled by
+    /// sequential advice.
+    [[nodiscard]] constexpr std::uint64_t file_read_ahead_bytes() const noexcept {
+        return read_ahead_bytes * (sequential_advice ? 2 : 1);
+    }
 };
 
 /// The named profiles: raw, windows, linux-ntfs3g, linux-ntfs3 (docs/estimate.md §1.1 gives
