@@ -59,7 +59,10 @@ Json estimate_json(const PreparedWorkload& w, const std::vector<VolumeEstimate>&
     doc["schema"] = "guestfrag.estimate.v1";
     doc["workload"] = w.workload.text();
     doc["max_io"] = w.max_io;
-    doc["guest"] = {{"profile", std::string(w.guest.name)}, {"read_ahead", w.guest.read_ahead_bytes}};
+    doc["guest"] = {{"profile", std::string(w.guest.name)},
+                    {"read_ahead", w.guest.read_ahead_bytes},
+                    {"reader", nullptr}};
+    if (!w.guest.reader.name.empty()) doc["guest"]["reader"] = std::string(w.guest.reader.name);
     doc["preset"] = device.preset;
     if (!device.model_file.empty()) doc["device_model"] = device.model_file;
     doc["device_models"] = device_models_json(models);

@@ -176,8 +176,8 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
     if (w.workload.kind == Workload::Kind::Scan || w.workload.kind == Workload::Kind::Trace)
         out << "  " << pad("Guest", 24) << w.guest.name << ", read-ahead "
             << format_size(w.guest.read_ahead_bytes)
-            << (w.workload.kind == Workload::Kind::Trace ? " (a block IO trace is replayed as traced)" : "")
-            << '\n'
+            << (w.guest.reader.name.empty() ? "" : ", files read by " + std::string(w.guest.reader.name))
+            << (w.io_trace ? " (a block IO trace is replayed as traced)" : "") << '\n'
             << (w.guest.file_read_ahead_bytes() != w.guest.read_ahead_bytes
                     ? std::string(26, ' ') + format_size(w.guest.file_read_ahead_bytes()) +
                           " a file: its reader advises sequential access\n"

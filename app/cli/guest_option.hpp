@@ -9,17 +9,19 @@
 
 namespace guestfrag::cli {
 
-/// --guest and --read-ahead: how the guest's reads reach the virtual disk.
+/// --guest, --read-ahead and --reader: how the guest's reads reach the virtual disk.
 struct GuestOptions {
     std::string name{default_guest_profile().name};
     std::string read_ahead;  ///< "" keeps the profile's window
+    std::string reader;      ///< "" keeps the profile's reader
 };
 
-/// Adds --guest (a profile name) and --read-ahead (a size) to `cmd`.
+/// Adds --guest (a profile name), --read-ahead (a size) and --reader (a reader's name) to `cmd`.
 void add_guest_options(CLI::App& cmd, GuestOptions& options);
 
-/// The profile `options` name, its window replaced by --read-ahead when given. The option
-/// checks accepted both; a window that is no multiple of the page is a usage error (exit 1).
+/// The profile `options` name, its window replaced by --read-ahead and its reader by
+/// --reader when given. The option checks accepted the names and the size; a window that is
+/// no multiple of the page, or a reader for a guest that takes none, is a usage error (exit 1).
 [[nodiscard]] GuestProfile guest_option(const GuestOptions& options);
 
 /// Help footer: one line of meaning per guest profile.
@@ -31,6 +33,9 @@ inline constexpr const char* kGuestMeanings =
     "file's end (measured)\n"
     "  linux-ntfs3     Linux with the kernel's ntfs3: each file's cache, $MFT records a page at a "
     "time (measured)\n"
-    "  raw             no guest: each file's extents as IOs of up to --max-io\n";
+    "  raw             no guest: each file's extents as IOs of up to --max-io\n"
+    "Readers (--reader; what reads each file under linux-ntfs3):\n"
+    "  cat             128 KiB reads, sequential access advised: the window doubled (default)\n"
+    "  tar             fills 10 KiB records: a file's first read is what its record has left\n";
 
 }  // namespace guestfrag::cli

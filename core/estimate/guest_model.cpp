@@ -15,16 +15,24 @@ namespace {
 
 constexpr std::uint64_t KiB = 1024;
 
-// docs/estimate.md §1.1 says where each value comes from.
+constexpr std::uint64_t kTarBlock = 512;
+
+// docs/estimate.md §1.1 says where each value comes from. cat asks for 128 KiB (coreutils'
+// io_blksize) and advises sequential access; GNU tar fills 10 KiB records (20 blocks).
+constexpr std::array kReaders{
+    FileReader{"cat", 128 * KiB, true, false},
+    FileReader{"tar", 20 * kTarBlock, false, true},
+};
+
 constexpr std::array kProfiles{
-    GuestProfile{"windows", GuestProfile::Cache::File, GuestProfile::RecordReads::MftCache, 4 * KiB, 64 * KiB,
-                 128 * KiB, 0, false, false},
+    GuestProfile{"windows", GuestProfile::Cache::File, GuestProfile::RecordReads::MftCache, 4 * KiB,
+                 128 * KiB, 0, false, FileReader{"", 64 * KiB, false, false}},
     GuestProfile{"linux-ntfs3g", GuestProfile::Cache::Disk, GuestProfile::RecordReads::DataCache, 4 * KiB,
-                 128 * KiB, 128 * KiB, 0, false, false},
+                 128 * KiB, 0, false, FileReader{"", 128 * KiB, false, false}},
     GuestProfile{"linux-ntfs3", GuestProfile::Cache::File, GuestProfile::RecordReads::Blocks, 4 * KiB,
-                 128 * KiB, 128 * KiB, 0, true, true},
-    GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, 0, false,
-                 false},
+                 128 * KiB, 0, true, kReaders[0]},
+    GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, false,
+                 FileReader{"", 0, false, false}},
 };
 
 /// Linux's on-demand read-ahead (mm/readahead.c, 6.1), over one cache's pages: a window
@@ -193,12 +201,27 @@ private:
 
 }  // namespace
 
+std::span<const FileReader> file_readers() noexcept { return kReaders; }
+
 std::span<const GuestProfile> guest_profiles() noexcept { return kProfiles; }
 
 std::optional<GuestProfile> find_guest_profile(std::string_view name) noexcept {
     for (const GuestProfile& p : kProfiles)
         if (p.name == name) return p;
     return std::nullopt;
+}
+
+GuestProfile with_reader(GuestProfile profile, std::string_view name) {
+    if (profile.reader.name.empty())
+        throw Error(ErrorKind::Unsupported, "the " + std::string(profile.name) +
+                                                " guest's own layer asks its cache for each file's bytes; "
+                                                "only linux-ntfs3 takes a reader");
+    for (const FileReader& r : kReaders)
+        if (r.name == name) {
+            profile.reader = r;
+            return profile;
+        }
+    throw Error(ErrorKind::Unsupported, "no reader named " + std::string(name) + " (cat, tar)");
 }
 
 const GuestProfile& default_guest_profile() noexcept { return kProfiles.front(); }
@@ -221,6 +244,7 @@ struct GuestReader::State {
     std::unique_ptr<ReadAheadCache> disk;  // Cache::Disk, and the record blocks of RecordReads::Blocks
     std::unique_ptr<ReadAheadCache> mft;   // RecordReads::MftCache
     const Stream* mft_stream = nullptr;
+    std::uint64_t archive_phase = 0;  // FileReader::archive: the bytes of the record filled
 
     /// Byte offsets stay below 2^62, as in append_stream_ios: runs and sizes beyond are corrupt
     /// (NTFS volumes end far earlier) and are cut there, so no sum below overflows.
@@ -298,17 +322,21 @@ struct GuestReader::State {
     }
 
     /// Hands `request` the byte ranges [from, to) of `stream` a reader of the whole file asks
-    /// for, `step` bytes at a time from its start to its size, skipping the steps that lie
-    /// wholly in a hole or past the last run.
+    /// for, up to its size: each ends where a step of `step` bytes ends, steps counted from
+    /// `phase` (< step) bytes before the file's start (the part of a tar record already
+    /// filled). The steps that lie wholly in a hole or past the last run are skipped.
     template <typename Request>
-    void for_each_request(const Stream& stream, std::uint64_t step, Request request) const {
+    void for_each_request(const Stream& stream, std::uint64_t step, std::uint64_t phase,
+                          Request request) const {
         const std::uint64_t size = std::min(stream.size, kByteLimit);
         for (std::uint64_t from = 0; from < size;) {
             const std::optional<std::uint64_t> at = next_allocated(stream, from);
             if (!at) return;
-            from = std::max(from, *at / step * step);
-            request(from, std::min(size, from + step));
-            from += step;
+            const std::uint64_t start = (*at + phase) / step * step;  // of the step holding `at`
+            from = std::max(from, start >= phase ? start - phase : 0);
+            const std::uint64_t end = start + step - phase;
+            request(from, std::min(size, end));
+            from = end;
         }
     }
 
@@ -386,6 +414,9 @@ GuestReader::GuestReader(const VolumeMap& volume, const GuestProfile& profile, s
     if (volume.cluster_size == 0 || volume.cluster_size % kSectorBytes != 0)
         throw Error(ErrorKind::Unsupported,
                     "cluster size " + std::to_string(volume.cluster_size) + " is not a multiple of 512");
+    if (profile.reader.archive &&
+        (profile.reader.request_bytes == 0 || profile.reader.request_bytes % kTarBlock != 0))
+        throw Error(ErrorKind::Unsupported, "an archive's records must be a positive multiple of 512 bytes");
     const std::uint64_t max_request = profile.max_request_bytes != 0 ? profile.max_request_bytes : max_io;
     state_ = std::unique_ptr<State>(new State{volume,
                                               profile,
@@ -421,18 +452,25 @@ void GuestReader::read(const Stream& stream) {
         return;
     }
     s.read_record(stream.mft_record);
-    const std::uint64_t request = std::max(s.profile.request_bytes, s.page);
+    const FileReader& reader = s.profile.reader;
+    // An archive's reads fill its records: the file's data starts after its header.
+    const std::uint64_t step = reader.archive ? reader.request_bytes : std::max(reader.request_bytes, s.page);
+    const std::uint64_t phase = reader.archive ? (s.archive_phase + kTarBlock) % step : 0;
+    if (reader.archive) {
+        const std::uint64_t padded = (std::min(stream.size, State::kByteLimit) + kTarBlock - 1) / kTarBlock;
+        s.archive_phase = (phase + padded % (step / kTarBlock) * kTarBlock) % step;
+    }
     if (s.profile.cache == GuestProfile::Cache::Disk) {
         // The file system reads each request's extents from the disk's cache, byte-exact.
-        s.for_each_request(stream, request, [&s, &stream](std::uint64_t from, std::uint64_t to) {
+        s.for_each_request(stream, step, phase, [&s, &stream](std::uint64_t from, std::uint64_t to) {
             s.map(stream, from, to, [&s](std::uint64_t b, std::uint64_t n) { s.read_disk(b, n, true); });
         });
         return;
     }
     const std::unique_ptr<ReadAheadCache> cache = s.file_cache(stream, s.profile.file_read_ahead_bytes());
     const std::uint64_t page = s.page;
-    s.for_each_request(stream, request, [&cache, page](std::uint64_t from, std::uint64_t to) {
-        cache->read(from / page, (to - from + page - 1) / page, to / page);
+    s.for_each_request(stream, step, phase, [&cache, page](std::uint64_t from, std::uint64_t to) {
+        cache->read(from / page, (to + page - 1) / page - from / page, to / page);
     });
 }
 

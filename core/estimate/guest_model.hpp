@@ -18,6 +18,25 @@
 
 namespace guestfrag {
 
+/// What reads each whole file through the guest's cache: a program the user names
+/// (--reader), or, where the guest's own layer asks the cache (Windows' cache manager,
+/// FUSE under ntfs-3g), that layer, unnamed.
+struct FileReader {
+    std::string_view name;                 ///< "" for a guest's own layer
+    std::uint64_t request_bytes = 131072;  ///< the most it asks of the cache at once
+    /// It advises sequential access (posix_fadvise POSIX_FADV_SEQUENTIAL, as cat and cp
+    /// do): Linux doubles the window of each file it opens.
+    bool sequential_advice = false;
+    /// It writes a tar archive of records request_bytes long: each file's data follows a
+    /// 512-byte header and is padded to 512 bytes, and each read fills what is left of the
+    /// record, so a file's first read is usually short. Otherwise reads start at the file's
+    /// start.
+    bool archive = false;
+};
+
+/// The named readers: cat and tar (docs/estimate.md §1.1).
+[[nodiscard]] std::span<const FileReader> file_readers() noexcept;
+
 struct GuestProfile {
     /// Whose cache the file data is read through.
     enum class Cache : std::uint8_t {
@@ -37,7 +56,6 @@ struct GuestProfile {
     Cache cache = Cache::None;
     RecordReads records = RecordReads::None;
     std::uint64_t page_bytes = 4096;          ///< the cache's unit: reads are whole pages
-    std::uint64_t request_bytes = 131072;     ///< the most the reader asks of the cache at once
     std::uint64_t read_ahead_bytes = 131072;  ///< the largest read-ahead window (0: none)
     /// The largest request the guest sends; 0: the estimate's --max-io.
     std::uint64_t max_request_bytes = 0;
@@ -45,14 +63,13 @@ struct GuestProfile {
     /// it falls in (ntfs3's get_block reads it at once to zero what lies past the data,
     /// while the pages before it wait in a bio that is sent after).
     bool tail_block_first = false;
-    /// The reader advises sequential access (posix_fadvise POSIX_FADV_SEQUENTIAL, as cat
-    /// and cp do): Linux doubles the window of each file it opens.
-    bool sequential_advice = false;
+    /// What asks the cache for each file's bytes.
+    FileReader reader;
 
     /// The read-ahead window of a file the reader opens: read_ahead_bytes, doubled by
     /// sequential advice.
     [[nodiscard]] constexpr std::uint64_t file_read_ahead_bytes() const noexcept {
-        return read_ahead_bytes * (sequential_advice ? 2 : 1);
+        return read_ahead_bytes * (reader.sequential_advice ? 2 : 1);
     }
 };
 
@@ -64,6 +81,9 @@ struct GuestProfile {
 /// `profile` with its read-ahead window set to `bytes` (a guest's read_ahead_kb · 1024).
 /// Throws Error(Unsupported) unless `bytes` is a multiple of the page, at most 64 MiB.
 [[nodiscard]] GuestProfile with_read_ahead(GuestProfile profile, std::uint64_t bytes);
+/// `profile` read by the reader named `name`. Throws Error(Unsupported) when there is no
+/// such reader, or when the profile's own layer reads its files (its reader has no name).
+[[nodiscard]] GuestProfile with_reader(GuestProfile profile, std::string_view name);
 /// The profile estimates use unless told: windows (docs/estimate.md §1.1 argues it).
 [[nodiscard]] const GuestProfile& default_guest_profile() noexcept;
 
@@ -82,7 +102,7 @@ public:
     GuestReader& operator=(const GuestReader&) = delete;
 
     /// Reads `stream` front to back as the guest's reader of a whole file does: its $MFT
-    /// record first, then its data in requests of request_bytes up to its size. O(runs +
+    /// record first, then its data as its reader asks for it, up to its size. O(runs +
     /// pages read · log cached ranges).
     void read(const Stream& stream);
 

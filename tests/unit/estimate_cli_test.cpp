@@ -83,7 +83,7 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
     CHECK(doc["schema"] == "guestfrag.estimate.v1");
     CHECK(doc["workload"] == "scan");
     CHECK(doc["max_io"] == 1048576);
-    CHECK(doc["guest"] == Json{{"profile", "raw"}, {"read_ahead", 0}});
+    CHECK(doc["guest"] == Json{{"profile", "raw"}, {"read_ahead", 0}, {"reader", nullptr}});
     REQUIRE(doc["volumes"].size() == 1);
     const Json& v = doc["volumes"][0];
     CHECK(v["partition"] == 1);
@@ -126,6 +126,7 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
         const Json gd = Json::parse(g.out);
         CHECK(gd["guest"]["profile"] == guest);
         CHECK(gd["guest"]["read_ahead"] == 131072);
+        CHECK(gd["guest"]["reader"] == (guest == std::string("linux-ntfs3") ? Json("cat") : Json()));
         const Json& gb = gd["volumes"][0]["before"];
         check_report(gb);
         CHECK(gb["bytes"].get<std::uint64_t>() > bytes);
@@ -143,6 +144,23 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
     CHECK(test::run_cli({"estimate", image.string(), "--guest", "linux"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--guest", "raw", "--read-ahead", "1000"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--read-ahead", "lots"}).status == 1);
+    // tar's short first reads open smaller windows than cat's: more IOs for the same data.
+    const auto tar =
+        test::run_cli({"estimate", image.string(), "--json", "--guest", "linux-ntfs3", "--reader", "tar"});
+    REQUIRE(tar.status == 0);
+    const Json td = Json::parse(tar.out);
+    CHECK(td["guest"]["reader"] == "tar");
+    const auto cat = test::run_cli({"estimate", image.string(), "--json", "--guest", "linux-ntfs3"});
+    const Json cd = Json::parse(cat.out);
+    CHECK(td["volumes"][0]["before"]["bytes"] == cd["volumes"][0]["before"]["bytes"]);
+    CHECK(td["volumes"][0]["before"]["ios"] > cd["volumes"][0]["before"]["ios"]);
+    // Only ntfs3's files are read by the reader itself; no such reader.
+    const auto fuse =
+        test::run_cli({"estimate", image.string(), "--guest", "linux-ntfs3g", "--reader", "tar"});
+    CHECK(fuse.status == 1);
+    CHECK(fuse.err.find("only linux-ntfs3 takes a reader") != std::string::npos);
+    CHECK(test::run_cli({"estimate", image.string(), "--guest", "linux-ntfs3", "--reader", "dd"}).status ==
+          1);
 }
 
 TEST_CASE("estimate text output shows totals and histograms", "[cli][estimate]") {

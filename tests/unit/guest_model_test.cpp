@@ -54,7 +54,7 @@ GuestProfile profile(GuestProfile::Cache cache, GuestProfile::RecordReads record
     p.cache = cache;
     p.records = records;
     p.page_bytes = 4096;
-    p.request_bytes = 128 * KiB;
+    p.reader.request_bytes = 128 * KiB;
     p.read_ahead_bytes = read_ahead;
     return p;
 }
@@ -216,8 +216,45 @@ TEST_CASE("guest model: a reader that advises sequential access reads ahead twic
     // 256 KiB. Each later marker moves the window on by 64 pages (64 > 64/2: the
     // largest): four 256 KiB IOs, as the traced ntfs3 guest sends them.
     GuestProfile p = profile(GuestProfile::Cache::File, GuestProfile::RecordReads::None, 128 * KiB);
-    p.sequential_advice = true;
+    p.reader.sequential_advice = true;
     std::vector<Io> four;
     for (std::int64_t i = 0; i < 4; ++i) four.push_back({16000 + 512 * i, 256 * KiB});
     CHECK(read_all(v, p, {file(30, MiB, {{0, 2000, 256}})}) == four);
+}
+
+TEST_CASE("guest model: tar reads each file in what is left of its 10 KiB records") {
+    const VolumeMap v = volume();
+    GuestProfile p = guestfrag::with_reader(*guestfrag::find_guest_profile("linux-ntfs3"), "tar");
+    CHECK(p.reader.request_bytes == 10 * KiB);
+    CHECK_FALSE(p.reader.sequential_advice);
+    p.records = GuestProfile::RecordReads::None;  // data IOs only
+    p.tail_block_first = false;
+    // A: 38,400 bytes (75 blocks) in clusters 10000-10009 (sector 80,000), after its
+    // header at the archive's start. Reads: [0, 9,728) (the record's rest), then 10 KiB
+    // each. The first asks for pages 0-2: initial window 3 → 4 → 8 (4 ≤ 32/4: doubled),
+    // async 8 − 3 = 5, marker at 3: pages 0-7, 32 KiB. The second ([9,728, 19,968): pages
+    // 2-4) reaches the marker, the expected index: the window moves to 8 and grows to 16
+    // (8 ≤ 32/2: doubled), cut at the file's 10 pages: pages 8-9. The rest is cached.
+    // B: 20,000 bytes in clusters 10100-10104 (sector 80,800). The archive stands at
+    // 512 + 38,400 = 38,912, 8,192 into its record; B's header leaves 1,536 bytes of it:
+    // the first read asks for page 0 alone: initial window 1 → 4 (1 ≤ 32/32: fourfold),
+    // async 3, marker at 1: pages 0-3. The second ([1,536, 11,776): pages 0-2) reaches
+    // the marker: the window moves to 4, the file's last page.
+    const std::vector<Stream> files{file(50, 38400, {{0, 10000, 10}}), file(51, 20000, {{0, 10100, 5}})};
+    CHECK(read_all(v, p, files) ==
+          std::vector<Io>{{80000, 32 * KiB}, {80064, 8 * KiB}, {80800, 16 * KiB}, {80832, 4 * KiB}});
+    // cat's 128 KiB requests read each file in one window.
+    p.reader = guestfrag::file_readers()[0];
+    CHECK(read_all(v, p, files) == std::vector<Io>{{80000, 40 * KiB}, {80800, 20 * KiB}});
+
+    CHECK_THROWS_AS(guestfrag::with_reader(p, "dd"), guestfrag::Error);
+    // An archive's records are whole 512-byte blocks.
+    p.reader = guestfrag::file_readers()[1];
+    p.reader.request_bytes = 1000;
+    CHECK_THROWS_AS(GuestReader(v, p, MiB, [](const Io&) {}), guestfrag::Error);
+    // FUSE asks ntfs-3g's cache, and Windows' cache manager its own: no reader to choose.
+    CHECK_THROWS_AS(guestfrag::with_reader(*guestfrag::find_guest_profile("linux-ntfs3g"), "tar"),
+                    guestfrag::Error);
+    CHECK_THROWS_AS(guestfrag::with_reader(*guestfrag::find_guest_profile("windows"), "cat"),
+                    guestfrag::Error);
 }
