@@ -13,6 +13,8 @@ set -euo pipefail
 mode=${1:-demo}
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
+sudo=""  # what runs apt-get and dpkg -i: nothing as root
+[ "$(id -u)" -eq 0 ] || sudo=sudo
 
 install_deps() {
     mapfile -t wanted < <(grep -v '^\s*#' "$root/packaging/debian-build-deps.txt" | sed '/^\s*$/d')
@@ -26,8 +28,6 @@ install_packages() {
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "installing: ${missing[*]}"
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
     # A machine whose last dpkg run was cut off (a package half configured, triggers
     # pending) refuses every apt-get install until dpkg finishes that work; finishing it is
     # what apt asks for and is safe at any time.
@@ -114,8 +114,6 @@ guest_kernel() {
     echo "unpacking $package for the ntfs3 guest test"
     tmp=$(mktemp -d)
     (cd "$tmp" && apt-get download -qq "$package" 2>/dev/null) || {
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo=sudo
         $sudo apt-get update -qq
         (cd "$tmp" && apt-get download -qq "$package" 2>/dev/null)
     }
@@ -266,8 +264,6 @@ with open(sys.argv[2], "wb") as out:
         # lintian: an error or a warning fails the build.
         install_packages lintian
         lintian --fail-on error,warning "${debs[@]}"
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo=sudo
         # dpkg -i leaves missing dependencies unconfigured; apt-get -f brings them in.
         $sudo dpkg -i "${debs[@]}" || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -f -y -qq
         for package in guestfrag guestfrag-postgresql guestfrag-gui; do
