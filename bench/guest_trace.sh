@@ -8,9 +8,9 @@
 # log of that read alone is the trace. The same is done on the output of
 # `plan --strategy optimize --order path` applied. guestfrag then estimates the same reads
 # (the guest's file list as a trace:LIST workload, read by the guest profile of the same driver
-# and read-ahead: --guest linux-ntfs3g, or linux-ntfs3 with --reader) beside the trace (estimate --compare),
-# both timed by the same device models, and this prints one row per run for
-# docs/benchmarks.md.
+# and read-ahead: --guest linux-ntfs3g, or linux-ntfs3 with --reader) beside the trace
+# (estimate --compare), both timed by the same device models, and this prints one row per
+# run for docs/benchmarks.md.
 #
 # Usage: [PLANS="STRATEGY[:ORDER] ..."] bench/guest_trace.sh [BUILD_DIR] [DRIVER] [READ_AHEAD_KB...]
 #   DRIVER is the guest's NTFS driver, ntfs-3g (default) or ntfs3 (a kernel that has it);
@@ -181,8 +181,9 @@ more_than_a_page() {
 }
 
 # traced IMAGE READ_AHEAD_KB LOG LIST: trace, and at read_ahead_kb 0, where each IO is one
-# page, trace again (twice at most) when an IO is larger: in about one run in ten the ntfs3
-# guest read ahead by 128 KiB although read_ahead_kb read 0 before and after the read.
+# page, trace again (twice at most) when an IO is larger: now and then (three runs of about
+# twenty-five) the ntfs3 guest read ahead by 128 KiB though read_ahead_kb read 0 before and
+# after the read.
 traced() {
     local attempt
     for attempt in 1 2 3; do
@@ -207,7 +208,8 @@ for kb in "${read_ahead[@]}"; do
         fi
         traced "$image" "$kb" "$work/$side.log" "$work/$side.list"
         "$cli" estimate "$image" --workload "trace:$work/$side.list" --compare "$work/$side.log" \
-            --guest "linux-${driver//-/}" --read-ahead "${kb}KiB" "${reader_option[@]}" --json >"$work/$side.json"
+            --guest "linux-${driver//-/}" --read-ahead "${kb}KiB" "${reader_option[@]}" --json \
+            >"$work/$side.json"
         if [ -n "${TRACE_DIR:-}" ]; then
             mkdir -p "$TRACE_DIR"
             cp "$work/$side.log" "$TRACE_DIR/$driver-$kb-$side.log"
