@@ -134,7 +134,8 @@ private:
         const auto run = cached_.find(index - 1);
         if (run == cached_.end()) return false;
         std::uint64_t history = std::min(index - boost::icl::lower(*run), max_);
-        if (history >= index) history *= 2;  // cached from the start: a sequential reader
+        if (history <= request) return false;  // no longer than the read: a random one
+        if (history >= index) history *= 2;    // cached from the start: a sequential reader
         start_ = index;
         size_ = std::min(history + request, max_);
         async_ = 1;

@@ -258,3 +258,19 @@ TEST_CASE("guest model: tar reads each file in what is left of its 10 KiB record
     CHECK_THROWS_AS(guestfrag::with_reader(*guestfrag::find_guest_profile("windows"), "cat"),
                     guestfrag::Error);
 }
+
+TEST_CASE("guest model: a read after cached pages reads ahead as far as they go, unless they are no longer") {
+    const VolumeMap v = volume();
+    // Through the disk's cache, window 128 KiB (32 pages), each file one request.
+    // A: 16 KiB in clusters 5000-5003: nothing before it cached, no read before it: read as
+    // asked, pages 5000-5003. B: 4 KiB at 7000, the same: page 7000.
+    // C: 4 KiB at 5004. Pages 5000-5003 before it are cached, 4 pages of history, more than
+    // the 1 page asked: context read-ahead of 4 + 1 pages, 5004-5008.
+    // D: 4 KiB at 7001. Page 7000 before it is cached, 1 page of history, no more than the
+    // page asked: a random read (try_context_readahead's "size <= req_size"), page 7001 alone.
+    const std::vector<Stream> files{file(60, 16 * KiB, {{0, 5000, 4}}), file(61, 4096, {{0, 7000, 1}}),
+                                    file(62, 4096, {{0, 5004, 1}}), file(63, 4096, {{0, 7001, 1}})};
+    CHECK(
+        read_all(v, profile(GuestProfile::Cache::Disk, GuestProfile::RecordReads::None, 128 * KiB), files) ==
+        std::vector<Io>{{40000, 16 * KiB}, {56000, 4096}, {40032, 20 * KiB}, {56008, 4096}});
+}
