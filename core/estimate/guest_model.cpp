@@ -222,7 +222,9 @@ GuestProfile with_reader(GuestProfile profile, std::string_view name) {
             profile.reader = r;
             return profile;
         }
-    throw Error(ErrorKind::Unsupported, "no reader named " + std::string(name) + " (cat, tar)");
+    std::string known;
+    for (const FileReader& r : kReaders) known += (known.empty() ? "" : ", ") + std::string(r.name);
+    throw Error(ErrorKind::Unsupported, "no reader named " + std::string(name) + " (" + known + ")");
 }
 
 const GuestProfile& default_guest_profile() noexcept { return kProfiles.front(); }
@@ -454,12 +456,15 @@ void GuestReader::read(const Stream& stream) {
     }
     s.read_record(stream.mft_record);
     const FileReader& reader = s.profile.reader;
-    // An archive's reads fill its records: the file's data starts after its header.
-    const std::uint64_t step = reader.archive ? reader.request_bytes : std::max(reader.request_bytes, s.page);
-    const std::uint64_t phase = reader.archive ? (s.archive_phase + kTarBlock) % step : 0;
+    std::uint64_t step = std::max(reader.request_bytes, s.page);
+    std::uint64_t phase = 0;
     if (reader.archive) {
-        const std::uint64_t padded = (std::min(stream.size, State::kByteLimit) + kTarBlock - 1) / kTarBlock;
-        s.archive_phase = (phase + padded % (step / kTarBlock) * kTarBlock) % step;
+        // An archive's reads fill its records: the file's data starts after its header and
+        // the next file's header after that data, padded to a block.
+        step = reader.request_bytes;
+        phase = (s.archive_phase + kTarBlock) % step;
+        const std::uint64_t blocks = (std::min(stream.size, State::kByteLimit) + kTarBlock - 1) / kTarBlock;
+        s.archive_phase = (phase + blocks % (step / kTarBlock) * kTarBlock) % step;
     }
     if (s.profile.cache == GuestProfile::Cache::Disk) {
         // The file system reads each request's extents from the disk's cache, byte-exact.
