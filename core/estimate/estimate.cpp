@@ -56,7 +56,12 @@ WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorklo
             }
             GuestReader guest(volume, workload.guest, workload.max_io, each);
             notes.trace =
-                trace_reads(volume, workload.trace_paths, [&guest](const Stream& s) { guest.read(s); });
+                trace_reads(volume, workload.trace_paths, [&guest](std::uint64_t record, const Stream* data) {
+                    if (data)
+                        guest.read(*data);
+                    else
+                        guest.open(record);
+                });
             break;
         }
         case Workload::Kind::Write: {

@@ -446,6 +446,10 @@ GuestReader::GuestReader(const VolumeMap& volume, const GuestProfile& profile, s
 
 GuestReader::~GuestReader() = default;
 
+void GuestReader::open(std::uint64_t record) {
+    if (state_->profile.cache != GuestProfile::Cache::None) state_->read_record(record);
+}
+
 void GuestReader::read(const Stream& stream) {
     State& s = *state_;
     if (s.profile.cache == GuestProfile::Cache::None) {

@@ -106,6 +106,11 @@ public:
     /// pages read · log cached ranges).
     void read(const Stream& stream);
 
+    /// Opens the file of MFT record `record` without reading data from the disk: its record
+    /// is read as read() reads it. A file whose data is resident in its record, or empty,
+    /// costs a walk that reads it just this. O(log cached ranges).
+    void open(std::uint64_t record);
+
 private:
     struct State;
     std::unique_ptr<State> state_;

@@ -7,7 +7,7 @@
 namespace guestfrag {
 
 TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> paths,
-                         const std::function<void(const Stream&)>& read) {
+                         const std::function<void(std::uint64_t, const Stream*)>& read) {
     const std::unordered_map<std::string, std::uint64_t> records = index_paths(volume);
 
     std::unordered_map<std::uint64_t, const Stream*> data;  // record → its unnamed $DATA
@@ -28,10 +28,11 @@ TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> p
         const auto stream = data.find(file->second);
         if (stream == data.end()) {
             ++outcome.without_data;
+            read(file->second, nullptr);
             continue;
         }
         ++outcome.read;
-        read(*stream->second);
+        read(file->second, stream->second);
     }
     return outcome;
 }

@@ -23,11 +23,14 @@ struct TraceOutcome {
     std::vector<std::string> missing_paths;  ///< each missing path once, as given, in trace order
 };
 
-/// Hands `read`, for each path in order, the unnamed $DATA of the file it names (one stream
-/// as often as its path is named); returns how the paths matched. Paths are matched
-/// case-insensitively (fold_trace_path) against VolumeMap::path_of; unknown paths are
-/// counted, not fatal. O(files · path depth · log files) to index the volume, then O(paths).
+/// Hands `read`, for each path in order, the base record of the file it names and that
+/// file's unnamed $DATA, or nullptr when the file has none outside its record (resident or
+/// empty data, a directory): a reader that opens it still reads that record. A file is
+/// handed over as often as its path is named; returns how the paths matched. Paths are
+/// matched case-insensitively (fold_trace_path) against VolumeMap::path_of; unknown paths
+/// are counted, not fatal. O(files · path depth · log files) to index the volume, then
+/// O(paths).
 [[nodiscard]] TraceOutcome trace_reads(const VolumeMap& volume, std::span<const std::string> paths,
-                                       const std::function<void(const Stream&)>& read);
+                                       const std::function<void(std::uint64_t, const Stream*)>& read);
 
 }  // namespace guestfrag

@@ -292,8 +292,15 @@ TEST_CASE("trace reads each listed file's unnamed $DATA in order, counting missi
     std::vector<Io> ios;
     guestfrag::GuestReader raw(v, *guestfrag::find_guest_profile("raw"), MiB,
                                [&ios](const Io& io) { ios.push_back(io); });
+    std::vector<std::pair<std::uint64_t, bool>> handed;  // record, data outside it
     const guestfrag::TraceOutcome outcome =
-        guestfrag::trace_reads(v, paths, [&raw](const Stream& s) { raw.read(s); });
+        guestfrag::trace_reads(v, paths, [&](std::uint64_t record, const Stream* data) {
+            handed.emplace_back(record, data != nullptr);
+            if (data) raw.read(*data);
+        });
+    // Every file found is opened, \dir too, whose record holds all a reader gets from it.
+    CHECK(handed == std::vector<std::pair<std::uint64_t, bool>>{
+                        {41, true}, {40, true}, {42, false}, {40, true}, {43, true}});
     CHECK(outcome.paths == 8);
     CHECK(outcome.read == 4);  // b.bin, a.bin, a.BIN, empty
     CHECK(outcome.without_data == 1);

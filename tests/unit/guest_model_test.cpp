@@ -274,3 +274,25 @@ TEST_CASE("guest model: a read after cached pages reads ahead as far as they go,
         read_all(v, profile(GuestProfile::Cache::Disk, GuestProfile::RecordReads::None, 128 * KiB), files) ==
         std::vector<Io>{{40000, 16 * KiB}, {56000, 4096}, {40032, 20 * KiB}, {56008, 4096}});
 }
+
+TEST_CASE("guest model: opening a file whose data lies in its record reads just the record") {
+    const VolumeMap v = volume();
+    using C = GuestProfile::Cache;
+    using R = GuestProfile::RecordReads;
+    // Records 4 and 9: pages 101 and 102 of the disk (sectors 808 and 816), each read once
+    // however often its files are opened; the raw profile reads no records.
+    for (const GuestProfile& p :
+         {profile(C::File, R::Blocks, 128 * KiB), profile(C::Disk, R::DataCache, 0)}) {
+        std::vector<Io> ios;
+        GuestReader reader(v, p, MiB, [&ios](const Io& io) { ios.push_back(io); });
+        reader.open(4);
+        reader.open(9);
+        reader.open(4);
+        CHECK(ios == std::vector<Io>{{808, 4096}, {816, 4096}});
+    }
+    std::vector<Io> none;
+    GuestReader raw(v, *guestfrag::find_guest_profile("raw"), MiB,
+                    [&none](const Io& io) { none.push_back(io); });
+    raw.open(4);
+    CHECK(none.empty());
+}
