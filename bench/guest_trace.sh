@@ -7,8 +7,8 @@
 # every file once (find . -type f -print0 | xargs -0 cat: the directory indexes' order); the
 # log of that read alone is the trace. The same is done on the output of
 # `plan --strategy optimize --order path` applied. guestfrag then estimates the same reads
-# (the guest's file list as a trace:LIST workload, read by the guest profile of the same driver
-# and read-ahead: --guest linux-ntfs3g, or linux-ntfs3 with --reader) beside the trace
+# (the guest's file list as a trace:LIST workload, read by the guest profile of the same driver,
+# read-ahead and reader: --guest linux-ntfs3g or linux-ntfs3, --reader) beside the trace
 # (estimate --compare), both timed by the same device models, and this prints one row per
 # run for docs/benchmarks.md.
 #
@@ -81,9 +81,6 @@ case ${READER:=cat} in
     tar) reader="tar cf - . | cat > /dev/null" ;;
     *) echo "READER must be cat or tar" >&2; exit 1 ;;
 esac
-# ntfs3's files are read by the reader itself; FUSE reads ntfs-3g's, whatever the reader.
-reader_option=()
-[ "$driver" = ntfs-3g ] || reader_option=(--reader "$READER")
 before=$data/guest-$(echo "${volume[*]}" | md5sum | cut -c1-8).img
 [ -f "$before" ] || "$cli" mkimage "$before" --table none "${volume[@]}" >/dev/null
 # One output per plan, named for it: "after STRATEGY [--order ORDER]".
@@ -208,7 +205,7 @@ for kb in "${read_ahead[@]}"; do
         fi
         traced "$image" "$kb" "$work/$side.log" "$work/$side.list"
         "$cli" estimate "$image" --workload "trace:$work/$side.list" --compare "$work/$side.log" \
-            --guest "linux-${driver//-/}" --read-ahead "${kb}KiB" "${reader_option[@]}" --json \
+            --guest "linux-${driver//-/}" --read-ahead "${kb}KiB" --reader "$READER" --json \
             >"$work/$side.json"
         if [ -n "${TRACE_DIR:-}" ]; then
             mkdir -p "$TRACE_DIR"

@@ -165,6 +165,16 @@ void print_traced(std::ostream& out, const IoStats& t, const IoStats& e) {
                     "traced | estimated");
 }
 
+/// The Guest line's second line: each file's own read-ahead window, where it is not the
+/// one the Guest line names ("" then).
+std::string guest_window_line(const GuestProfile& guest) {
+    const bool fuse = guest.cache == GuestProfile::Cache::Disk && guest.layer_read_ahead_bytes != 0;
+    if (!fuse && guest.file_read_ahead_bytes() == guest.read_ahead_bytes) return "";
+    return std::string(26, ' ') + format_size(guest.file_read_ahead_bytes()) + " a file" +
+           (fuse ? " in FUSE's cache" : "") +
+           (guest.reader.sequential_advice ? ": its reader advises sequential access" : "") + '\n';
+}
+
 }  // namespace
 
 void print_estimate(std::ostream& out, const std::string& image, const PreparedWorkload& w,
@@ -178,10 +188,7 @@ void print_estimate(std::ostream& out, const std::string& image, const PreparedW
             << format_size(w.guest.read_ahead_bytes)
             << (w.guest.reader.name.empty() ? "" : ", files read by " + std::string(w.guest.reader.name))
             << (w.io_trace ? " (a block IO trace is replayed as traced)" : "") << '\n'
-            << (w.guest.file_read_ahead_bytes() != w.guest.read_ahead_bytes
-                    ? std::string(26, ' ') + format_size(w.guest.file_read_ahead_bytes()) +
-                          " a file: its reader advises sequential access\n"
-                    : "");
+            << guest_window_line(w.guest);
     if (plan_path) out << "  " << pad("Plan", 24) << *plan_path << '\n';
     for (const VolumeEstimate& v : volumes) {
         if (v.no_volume)

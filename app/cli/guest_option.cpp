@@ -21,7 +21,7 @@ void add_guest_options(CLI::App& cmd, GuestOptions& options) {
     std::vector<std::string> readers;
     for (const FileReader& r : file_readers()) readers.emplace_back(r.name);
     cmd.add_option("--reader", options.reader,
-                   "What reads each file in a linux-ntfs3 guest (see Readers below); default: cat")
+                   "What reads each file in a Linux guest (see Readers below); default: cat")
         ->check(CLI::IsMember(readers));
 }
 

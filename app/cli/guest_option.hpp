@@ -29,12 +29,12 @@ inline constexpr const char* kGuestMeanings =
     "Guests (--guest; how file reads reach the virtual disk, docs/estimate.md 1.1):\n"
     "  windows         Windows' cache manager: each file's own cache, 64 KiB reads, read-ahead "
     "128 KiB inside the file, $MFT read through its cache\n"
-    "  linux-ntfs3g    Linux with ntfs-3g: the disk's page cache, read-ahead running on past a "
-    "file's end (measured)\n"
+    "  linux-ntfs3g    Linux with ntfs-3g: each file's FUSE cache, then the disk's page cache, "
+    "read-ahead running on past a file's end (measured)\n"
     "  linux-ntfs3     Linux with the kernel's ntfs3: each file's cache, $MFT records a page at a "
     "time (measured)\n"
     "  raw             no guest: each file's extents as IOs of up to --max-io\n"
-    "Readers (--reader; what reads each file under linux-ntfs3):\n"
+    "Readers (--reader; what reads each file in a Linux guest):\n"
     "  cat             128 KiB reads, sequential access advised: the window doubled (default)\n"
     "  tar             fills 10 KiB records: a file's first read is what its record has left\n";
 

@@ -28,7 +28,7 @@ constexpr std::array kProfiles{
     GuestProfile{"windows", GuestProfile::Cache::File, GuestProfile::RecordReads::MftCache, 4 * KiB,
                  128 * KiB, 0, false, FileReader{"", 64 * KiB, false, false}},
     GuestProfile{"linux-ntfs3g", GuestProfile::Cache::Disk, GuestProfile::RecordReads::DataCache, 4 * KiB,
-                 128 * KiB, 0, false, FileReader{"", 128 * KiB, false, false}},
+                 128 * KiB, 0, false, kReaders[0], 128 * KiB, 128 * KiB},
     GuestProfile{"linux-ntfs3", GuestProfile::Cache::File, GuestProfile::RecordReads::Blocks, 4 * KiB,
                  128 * KiB, 0, true, kReaders[0]},
     GuestProfile{"raw", GuestProfile::Cache::None, GuestProfile::RecordReads::None, 512, 0, 0, false,
@@ -216,7 +216,7 @@ GuestProfile with_reader(GuestProfile profile, std::string_view name) {
     if (profile.reader.name.empty())
         throw Error(ErrorKind::Unsupported, "the " + std::string(profile.name) +
                                                 " guest's own layer asks its cache for each file's bytes; "
-                                                "only linux-ntfs3 takes a reader");
+                                                "only the Linux guests take a reader");
     for (const FileReader& r : kReaders)
         if (r.name == name) {
             profile.reader = r;
@@ -387,6 +387,16 @@ struct GuestReader::State {
 
     /// Sends the disk ranges of bytes [from, to) of `stream`, a run of its missing pages.
     void fetch_file_pages(const Stream& stream, std::uint64_t from, std::uint64_t to) const {
+        if (profile.cache == GuestProfile::Cache::Disk) {
+            // The file's own cache (FUSE's) asks the file system for the run in requests
+            // of at most layer_request_bytes, up to the file's size; the file system
+            // (ntfs-3g) reads each request's extents through the disk's cache.
+            const std::uint64_t end = std::min(to, std::min(stream.size, kByteLimit));
+            for (std::uint64_t at = from; at < end; at += profile.layer_request_bytes)
+                map(stream, at, std::min(end, at + profile.layer_request_bytes),
+                    [this](std::uint64_t b, std::uint64_t n) { read_disk(b, n, true); });
+            return;
+        }
         const auto sender = [this](std::uint64_t b, std::uint64_t n) { send(b, n); };
         // ntfs3 (mpage_readahead and ntfs_get_block_vbo, as traced on Linux 6.12): pages go
         // into a bio, sent whenever the next page does not continue it on the disk; at the
@@ -420,6 +430,9 @@ GuestReader::GuestReader(const VolumeMap& volume, const GuestProfile& profile, s
     if (profile.reader.archive &&
         (profile.reader.request_bytes == 0 || profile.reader.request_bytes % kTarBlock != 0))
         throw Error(ErrorKind::Unsupported, "an archive's records must be a positive multiple of 512 bytes");
+    if (profile.layer_read_ahead_bytes != 0 && profile.layer_request_bytes == 0)
+        throw Error(ErrorKind::Unsupported,
+                    "a file cache in front of the disk's must send requests of some size");
     const std::uint64_t max_request = profile.max_request_bytes != 0 ? profile.max_request_bytes : max_io;
     state_ = std::unique_ptr<State>(new State{volume,
                                               profile,
@@ -470,7 +483,7 @@ void GuestReader::read(const Stream& stream) {
         const std::uint64_t blocks = (std::min(stream.size, State::kByteLimit) + kTarBlock - 1) / kTarBlock;
         s.archive_phase = (phase + blocks % (step / kTarBlock) * kTarBlock) % step;
     }
-    if (s.profile.cache == GuestProfile::Cache::Disk) {
+    if (s.profile.cache == GuestProfile::Cache::Disk && s.profile.layer_read_ahead_bytes == 0) {
         // The file system reads each request's extents from the disk's cache, byte-exact.
         s.for_each_request(stream, step, phase, [&s, &stream](std::uint64_t from, std::uint64_t to) {
             s.map(stream, from, to, [&s](std::uint64_t b, std::uint64_t n) { s.read_disk(b, n, true); });

@@ -41,7 +41,9 @@ struct GuestProfile {
     /// Whose cache the file data is read through.
     enum class Cache : std::uint8_t {
         None,  ///< no cache: each extent piece is an IO (append_stream_ios), the "raw" profile
-        Disk,  ///< the disk's own cache, by disk offset (ntfs-3g reads the device through it)
+        /// the disk's own cache, by disk offset (ntfs-3g reads the device through it), behind
+        /// each file's own cache when the profile has one (FUSE's: layer_read_ahead_bytes)
+        Disk,
         File,  ///< each file's cache, by file offset: read-ahead stops at the file's end
     };
     /// How a file's $MFT record is read before its data.
@@ -65,11 +67,18 @@ struct GuestProfile {
     bool tail_block_first = false;
     /// What asks the cache for each file's bytes.
     FileReader reader;
+    /// Cache::Disk: the read-ahead window of each file's own cache in front of the disk's
+    /// (FUSE's page cache under ntfs-3g, whose window is the FUSE connection's, not the
+    /// disk's read_ahead_kb), and the largest request that cache sends the file system
+    /// (FUSE's max_pages). 0: no such cache, the reader's requests go to the disk's cache.
+    std::uint64_t layer_read_ahead_bytes = 0;
+    std::uint64_t layer_request_bytes = 0;
 
-    /// The read-ahead window of a file the reader opens: read_ahead_bytes, doubled by
-    /// sequential advice.
+    /// The read-ahead window of a file the reader opens (read_ahead_bytes, or under
+    /// Cache::Disk its own cache's), doubled by sequential advice.
     [[nodiscard]] constexpr std::uint64_t file_read_ahead_bytes() const noexcept {
-        return read_ahead_bytes * (reader.sequential_advice ? 2 : 1);
+        return (cache == Cache::Disk ? layer_read_ahead_bytes : read_ahead_bytes) *
+               (reader.sequential_advice ? 2 : 1);
     }
 };
 

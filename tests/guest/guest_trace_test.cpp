@@ -47,9 +47,8 @@ Json compared(const GuestRun& guest, const fs::path& dir, const std::string& sid
                                   "--compare",    (dir / (run + ".log")).string(),
                                   "--guest",      guest.profile,
                                   "--read-ahead", guest.read_ahead_kb + "KiB",
+                                  "--reader",     guest.reader,
                                   "--json"};
-    // FUSE asks ntfs-3g for the files' bytes, whatever reads them; ntfs3's reader asks itself.
-    if (guest.profile == "linux-ntfs3") args.insert(args.end(), {"--reader", guest.reader});
     const auto r = guestfrag::test::run_cli(args);
     INFO(r.err);
     REQUIRE(r.status == 0);
@@ -108,9 +107,8 @@ void check_against_guest(const GuestRun& guest) {
 
 }  // namespace
 
-// Both read with tar, the short variant (under ntfs-3g FUSE asks for the bytes
-// whatever the reader; ntfs3's reader asks itself), ntfs-3g at the kernel's default
-// read-ahead, ntfs3 at 1 MiB. The benchmark's 1 GiB volume is held against both readers in
+// Both read with tar, the short variant, ntfs-3g at the kernel's default read-ahead,
+// ntfs3 at 1 MiB. The benchmark's 1 GiB volume is held against both readers in
 // bench/guest_trace.sh (docs/benchmarks.md).
 TEST_CASE("a real guest reads a volume with tar as the linux-ntfs3g estimate says, before and after a plan",
           "[guest]") {

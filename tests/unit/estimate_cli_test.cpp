@@ -126,7 +126,7 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
         const Json gd = Json::parse(g.out);
         CHECK(gd["guest"]["profile"] == guest);
         CHECK(gd["guest"]["read_ahead"] == 131072);
-        CHECK(gd["guest"]["reader"] == (guest == std::string("linux-ntfs3") ? Json("cat") : Json()));
+        CHECK(gd["guest"]["reader"] == (guest == std::string("windows") ? Json() : Json("cat")));
         const Json& gb = gd["volumes"][0]["before"];
         check_report(gb);
         CHECK(gb["bytes"].get<std::uint64_t>() > bytes);
@@ -144,21 +144,28 @@ TEST_CASE("estimate --json follows guestfrag.estimate.v1 for a scan", "[cli][jso
     CHECK(test::run_cli({"estimate", image.string(), "--guest", "linux"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--guest", "raw", "--read-ahead", "1000"}).status == 1);
     CHECK(test::run_cli({"estimate", image.string(), "--read-ahead", "lots"}).status == 1);
-    // tar's short first reads open smaller windows than cat's: more IOs for the same data.
-    const auto tar =
-        test::run_cli({"estimate", image.string(), "--json", "--guest", "linux-ntfs3", "--reader", "tar"});
-    REQUIRE(tar.status == 0);
-    const Json td = Json::parse(tar.out);
-    CHECK(td["guest"]["reader"] == "tar");
-    const auto cat = test::run_cli({"estimate", image.string(), "--json", "--guest", "linux-ntfs3"});
-    const Json cd = Json::parse(cat.out);
-    CHECK(td["volumes"][0]["before"]["bytes"] == cd["volumes"][0]["before"]["bytes"]);
-    CHECK(td["volumes"][0]["before"]["ios"] > cd["volumes"][0]["before"]["ios"]);
-    // Only ntfs3's files are read by the reader itself; no such reader.
-    const auto fuse =
-        test::run_cli({"estimate", image.string(), "--guest", "linux-ntfs3g", "--reader", "tar"});
-    CHECK(fuse.status == 1);
-    CHECK(fuse.err.find("only linux-ntfs3 takes a reader") != std::string::npos);
+    // tar's short first reads open smaller windows than cat's: more IOs for the same data
+    // in ntfs3's file caches; in FUSE's under ntfs-3g other IOs (the disk's read-ahead,
+    // running on past each file, joins some of them: guest_model_test has worked cases).
+    for (const char* guest : {"linux-ntfs3", "linux-ntfs3g"}) {
+        INFO(guest);
+        const auto tar =
+            test::run_cli({"estimate", image.string(), "--json", "--guest", guest, "--reader", "tar"});
+        REQUIRE(tar.status == 0);
+        const Json td = Json::parse(tar.out);
+        CHECK(td["guest"]["reader"] == "tar");
+        const auto cat = test::run_cli({"estimate", image.string(), "--json", "--guest", guest});
+        const Json cd = Json::parse(cat.out);
+        CHECK(td["volumes"][0]["before"]["bytes"] >= cd["volumes"][0]["before"]["bytes"]);
+        if (guest == std::string("linux-ntfs3"))
+            CHECK(td["volumes"][0]["before"]["ios"] > cd["volumes"][0]["before"]["ios"]);
+        else
+            CHECK(td["volumes"][0]["before"]["ios"] != cd["volumes"][0]["before"]["ios"]);
+    }
+    // Windows' cache manager reads its files itself; no such reader.
+    const auto own = test::run_cli({"estimate", image.string(), "--guest", "windows", "--reader", "tar"});
+    CHECK(own.status == 1);
+    CHECK(own.err.find("only the Linux guests take a reader") != std::string::npos);
     CHECK(test::run_cli({"estimate", image.string(), "--guest", "linux-ntfs3", "--reader", "dd"}).status ==
           1);
 }

@@ -252,11 +252,38 @@ TEST_CASE("guest model: tar reads each file in what is left of its 10 KiB record
     p.reader = guestfrag::file_readers()[1];
     p.reader.request_bytes = 1000;
     CHECK_THROWS_AS(GuestReader(v, p, MiB, [](const Io&) {}), guestfrag::Error);
-    // FUSE asks ntfs-3g's cache, and Windows' cache manager its own: no reader to choose.
-    CHECK_THROWS_AS(guestfrag::with_reader(*guestfrag::find_guest_profile("linux-ntfs3g"), "tar"),
-                    guestfrag::Error);
+    // Windows' cache manager asks its own cache: no reader to choose.
     CHECK_THROWS_AS(guestfrag::with_reader(*guestfrag::find_guest_profile("windows"), "cat"),
                     guestfrag::Error);
+}
+
+TEST_CASE("guest model: under ntfs-3g each file's FUSE cache asks for its window through the disk's cache") {
+    const VolumeMap v = volume();
+    GuestProfile p = guestfrag::with_reader(*guestfrag::find_guest_profile("linux-ntfs3g"), "tar");
+    CHECK(p.layer_read_ahead_bytes == 128 * KiB);
+    CHECK(p.layer_request_bytes == 128 * KiB);
+    p.records = GuestProfile::RecordReads::None;  // data IOs only
+    // A: 40 KiB in clusters 1000-1009 (sector 8,000), after its header at the archive's
+    // start. tar's first read, [0, 9,728), asks FUSE's cache for pages 0-2: initial window
+    // 3 → 4 → 8 (4 ≤ 32/4: doubled), async 5, marker at 3; the cache asks ntfs-3g for
+    // pages 0-7, which reads clusters 1000-1007 from the disk's cache: nothing before them
+    // cached, no read before, a lone read of the 8 pages (32 KiB). tar's second read
+    // reaches the marker: FUSE's window moves to page 8 and grows to 16, cut at the file's
+    // 10 pages: ntfs-3g reads clusters 1008-1009, right after the disk's last read, a
+    // sequential miss: the disk's initial window 2 → 4 (2 ≤ 32/4: doubled), running on
+    // 2 pages past the file's end (16 KiB). The rest is cached.
+    const std::vector<Stream> a{file(50, 40 * KiB, {{0, 1000, 10}})};
+    CHECK(read_all(v, p, a) == std::vector<Io>{{8000, 32 * KiB}, {8064, 16 * KiB}});
+    // cat's 128 KiB read and its sequential advice: FUSE's window 2 × 128 KiB, the initial
+    // 32 pages → 64 (the largest), cut at the file's 10; one request for pages 0-9, a lone
+    // read of clusters 1000-1009.
+    CHECK(read_all(v, guestfrag::with_reader(p, "cat"), a) == std::vector<Io>{{8000, 40 * KiB}});
+    // The disk's read_ahead_kb is not FUSE's: a window of 0 reads the disk a page at a time.
+    const std::vector<Io> pages = read_all(v, guestfrag::with_read_ahead(p, 0), a);
+    CHECK(pages.size() == 10);
+    // A cache in front of the disk's that sends no requests is refused.
+    p.layer_request_bytes = 0;
+    CHECK_THROWS_AS(GuestReader(v, p, MiB, [](const Io&) {}), guestfrag::Error);
 }
 
 TEST_CASE("guest model: a read after cached pages reads ahead as far as they go, unless they are no longer") {
