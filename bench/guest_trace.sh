@@ -168,28 +168,36 @@ trace() {
         }' >"$log"
 }
 
-# more_than_a_page LOG: whether a request of the trace is larger than 4 KiB.
-more_than_a_page() {
+# largest_kib LOG: the largest request of the trace, in KiB.
+largest_kib() {
     if [ "$TRACE_AT" = scsi ]; then
-        awk '$10 > 8 { found = 1 } END { exit !found }' "$1"
+        awk 'BEGIN { m = 0 } $10 > m { m = $10 } END { printf "%d\n", m / 2 }' "$1"
     else
-        grep -E ' Read .*count=0x[0-9a-f]{4,} ' "$1" | grep -qv 'count=0x1000 '
+        grep ' Read ' "$1" | grep -o 'count=0x[0-9a-f]*' | sort -u |
+            while read -r count; do echo $((16#${count#count=0x} / 1024)); done | sort -n | tail -1
     fi
 }
 
-# traced IMAGE READ_AHEAD_KB LOG LIST: trace, and at read_ahead_kb 0, where each IO is one
-# page, trace again (twice at most) when an IO is larger: now and then (three runs of about
-# twenty-five) the ntfs3 guest read ahead by 128 KiB though read_ahead_kb read 0 before and
-# after the read.
+# traced IMAGE READ_AHEAD_KB LOG LIST: trace, and trace again (twice at most) when the
+# guest read as if read_ahead_kb were the kernel's default 128 though it read back as set
+# before and after the read (about one run in ten of the ntfs3 guest, at 0 and at 1024;
+# the cause is not known): at 0 a request larger than a page, above 256 none larger than
+# 256 KiB (the generated volumes hold files of megabytes, read in windows of read_ahead_kb).
 traced() {
-    local attempt
+    local attempt largest
     for attempt in 1 2 3; do
         trace "$@"
-        [ "$2" != 0 ] && return 0
-        more_than_a_page "$3" || return 0
-        echo "the guest read more than a page at read_ahead_kb 0 (run $attempt); tracing again" >&2
+        largest=$(largest_kib "$3")
+        if [ "$2" = 0 ]; then
+            [ "$largest" -gt 4 ] || return 0
+        elif [ "$2" -gt 256 ]; then
+            [ "$largest" -le 256 ] || return 0
+        else
+            return 0
+        fi
+        echo "the guest's largest request was $largest KiB at read_ahead_kb $2 (run $attempt); tracing again" >&2
     done
-    echo "the guest kept reading ahead at read_ahead_kb 0" >&2
+    echo "the guest kept reading as if read_ahead_kb were not $2" >&2
     exit 1
 }
 
