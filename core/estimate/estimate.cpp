@@ -40,13 +40,26 @@ PreparedWorkload prepare_workload(const Workload& workload, const IoShape& shape
     return prepared;
 }
 
+namespace {
+
+/// A file a scan or a trace hands over: `stream` read, or, nullptr, the file opened.
+void read_or_open(GuestReader& guest, std::uint64_t record, const Stream* stream) {
+    if (stream)
+        guest.read(*stream);
+    else
+        guest.open(record);
+}
+
+}  // namespace
+
 WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorkload& workload,
                                    const std::function<void(const Io&)>& each) {
     WorkloadNotes notes;
     switch (workload.workload.kind) {
         case Workload::Kind::Scan: {
             GuestReader guest(volume, workload.guest, workload.max_io, each);
-            for (const Stream* s : scan_streams(volume, workload.workload.scan_order)) guest.read(*s);
+            scan_reads(volume, workload.workload.scan_order,
+                       [&guest](std::uint64_t record, const Stream* s) { read_or_open(guest, record, s); });
             break;
         }
         case Workload::Kind::Trace: {
@@ -55,13 +68,9 @@ WorkloadNotes for_each_workload_io(const VolumeMap& volume, const PreparedWorklo
                 break;
             }
             GuestReader guest(volume, workload.guest, workload.max_io, each);
-            notes.trace =
-                trace_reads(volume, workload.trace_paths, [&guest](std::uint64_t record, const Stream* data) {
-                    if (data)
-                        guest.read(*data);
-                    else
-                        guest.open(record);
-                });
+            notes.trace = trace_reads(
+                volume, workload.trace_paths,
+                [&guest](std::uint64_t record, const Stream* s) { read_or_open(guest, record, s); });
             break;
         }
         case Workload::Kind::Write: {

@@ -60,7 +60,7 @@ struct WorkloadNotes {
 };
 
 /// Hands the IO stream of `workload` on `volume` to `each` in issue order (its guest's
-/// GuestReader over scan_streams or trace_reads, write_ios, for_each_fio_io or
+/// GuestReader over scan_reads or trace_reads, write_ios, for_each_fio_io or
 /// for_each_install_io). fio and install IOs are handed over as they are made, never
 /// listed: a job may make 10,000,000 of them.
 /// Throws as those do. Cost: O(IOs) plus the generator's indexing.

@@ -22,7 +22,7 @@ struct Workload {
     /// Most files a write or install workload may create (it is a model, not a benchmark).
     static constexpr std::uint64_t kMaxWriteFiles = 10'000'000;
 
-    /// The order a scan reads in (scan_streams): MFT record order ("scan", "scan:mft") or a
+    /// The order a scan reads in (scan_reads): MFT record order ("scan", "scan:mft") or a
     /// depth-first walk of the tree ("scan:path").
     enum class ScanOrder : std::uint8_t { Mft, Path };
 

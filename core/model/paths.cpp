@@ -68,9 +68,8 @@ std::unordered_map<std::string, std::uint64_t> index_paths(const VolumeMap& volu
     return records;
 }
 
-std::vector<std::size_t> path_order(const VolumeMap& volume) {
+std::vector<std::uint64_t> path_walk(const VolumeMap& volume) {
     const auto& files = volume.files;
-    const auto& streams = volume.streams;
     // Every directory's entries as one contiguous range: files sorted by (parent, name).
     std::vector<std::size_t> entries(files.size());
     std::iota(entries.begin(), entries.end(), std::size_t{0});
@@ -92,24 +91,25 @@ std::vector<std::size_t> path_order(const VolumeMap& volume) {
                 std::ranges::upper_bound(entries, record, {}, by_parent)};
     };
 
-    std::vector<std::size_t> order;
-    order.reserve(streams.size());
-    std::vector<char> placed(streams.size(), 0);
-    const auto emit = [&](std::uint64_t record) {
-        auto it = std::ranges::lower_bound(streams, record, {}, &Stream::mft_record);
-        for (; it != streams.end() && it->mft_record == record; ++it) {
-            const auto i = static_cast<std::size_t>(it - streams.begin());
-            if (!placed[i]) {
-                placed[i] = 1;
-                order.push_back(i);
-            }
+    std::vector<std::uint64_t> walk;
+    walk.reserve(files.size() + 1);
+    // files is sorted by record: a record's first entry marks it met, so a file with two
+    // names (hard links) is walked where the first is met.
+    std::vector<char> met(files.size(), 0);
+    const auto meet = [&](std::uint64_t record) {
+        const auto it = std::ranges::lower_bound(files, record, {}, &FileEntry::mft_record);
+        if (it != files.end() && it->mft_record == record) {
+            char& m = met[static_cast<std::size_t>(it - files.begin())];
+            if (m) return;
+            m = 1;
         }
+        walk.push_back(record);
     };
     // An explicit stack of entry ranges, not recursion: directory depth is the volume's to
     // choose. A directory is expanded once, so a parent loop in a corrupt map ends.
     std::vector<char> expanded(files.size(), 0);
     std::vector<Range> stack;
-    emit(kRootRecord);
+    meet(kRootRecord);
     stack.push_back(children(kRootRecord));
     while (!stack.empty()) {
         Range& top = stack.back();
@@ -119,10 +119,28 @@ std::vector<std::size_t> path_order(const VolumeMap& volume) {
         }
         const std::size_t f = *top.first++;
         if (files[f].mft_record == kRootRecord) continue;  // the root is its own parent
-        emit(files[f].mft_record);
+        meet(files[f].mft_record);
         if (files[f].directory && !expanded[f]) {
             expanded[f] = 1;
             stack.push_back(children(files[f].mft_record));
+        }
+    }
+    return walk;
+}
+
+std::vector<std::size_t> path_order(const VolumeMap& volume) {
+    const auto& streams = volume.streams;
+    std::vector<std::size_t> order;
+    order.reserve(streams.size());
+    std::vector<char> placed(streams.size(), 0);
+    for (const std::uint64_t record : path_walk(volume)) {
+        auto it = std::ranges::lower_bound(streams, record, {}, &Stream::mft_record);
+        for (; it != streams.end() && it->mft_record == record; ++it) {
+            const auto i = static_cast<std::size_t>(it - streams.begin());
+            if (!placed[i]) {
+                placed[i] = 1;
+                order.push_back(i);
+            }
         }
     }
     for (std::size_t i = 0; i < streams.size(); ++i)

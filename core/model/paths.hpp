@@ -25,7 +25,14 @@ namespace guestfrag {
 /// O(files · log files) time, one string per file.
 [[nodiscard]] std::unordered_map<std::string, std::uint64_t> index_paths(const VolumeMap& volume);
 
-/// Indices into `volume.streams` in depth-first path order, the order a file-level backup or
+/// The base records of the files a depth-first walk of the tree from the root meets, in
+/// that order, each once (where its first name is met): the root, then its entries by name
+/// (ASCII case folded, then record), each directory's subtree where its name falls.
+/// Records the walk does not reach (orphans, a parent loop) are not in it.
+/// O(files · log files).
+[[nodiscard]] std::vector<std::uint64_t> path_walk(const VolumeMap& volume);
+
+/// Indices into `volume.streams` in depth-first path order (path_walk), the order a file-level backup or
 /// a virus scan walks the tree: a directory's own streams (its index) first, then its
 /// entries by name (ASCII case folded, then record), each directory's subtree where its
 /// name falls; a file's streams in map order. Streams of records the walk from the root
