@@ -130,10 +130,13 @@ std::vector<std::uint64_t> path_walk(const VolumeMap& volume) {
 
 std::vector<std::size_t> path_order(const VolumeMap& volume) {
     const auto& streams = volume.streams;
+    // The walk first: its working sets are gone before the order's are made (at ten million
+    // files each is tens of megabytes).
+    const std::vector<std::uint64_t> walk = path_walk(volume);
     std::vector<std::size_t> order;
     order.reserve(streams.size());
     std::vector<char> placed(streams.size(), 0);
-    for (const std::uint64_t record : path_walk(volume)) {
+    for (const std::uint64_t record : walk) {
         auto it = std::ranges::lower_bound(streams, record, {}, &Stream::mft_record);
         for (; it != streams.end() && it->mft_record == record; ++it) {
             const auto i = static_cast<std::size_t>(it - streams.begin());
