@@ -180,7 +180,7 @@ largest_kib() {
 
 # traced IMAGE READ_AHEAD_KB LOG LIST: trace, and trace again (twice at most) when the
 # guest read as if read_ahead_kb were the kernel's default 128 though it read back as set
-# before and after the read (about one run in ten of the ntfs3 guest, at 0 and at 1024;
+# before and after the read (about one run in eight of the ntfs3 guest, at 0 and at 1024;
 # the cause is not known): at 0 a request larger than a page, above 256 none larger than
 # 256 KiB (the generated volumes hold files of megabytes, read in windows of read_ahead_kb).
 traced() {

@@ -5,10 +5,10 @@
 // where its requests enter the virtual disk (qemu's scsi_req_parsed events, the order the
 // guest sent them), before and after an optimize plan: with tar through ntfs-3g (Debian
 // 12's 6.1) and through the kernel's ntfs3 (Debian 12's 6.12, which packaging/setup.sh
-// unpacks into .guest-kernel). The estimate of the same reads with the
-// matching guest profile must agree with the trace within the goals of docs/estimate.md
-// §1.1: 10 % on IOs, mean IO and every device model's seconds, 10 points on the sequential
-// share, and 10 % on what the plan buys.
+// unpacks into .guest-kernel). The estimate of the same reads with the matching guest
+// profile must agree with the trace within the goals of docs/estimate.md §1.1: 10 % on
+// IOs, mean IO and every device model's seconds, 10 points on the sequential share, and
+// 10 % on what the plan buys.
 #include <catch2/catch.hpp>
 
 #include <cmath>
