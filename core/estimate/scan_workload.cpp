@@ -23,9 +23,10 @@ void scan_reads(const VolumeMap& volume, Workload::ScanOrder order,
     if (order == Workload::ScanOrder::Path) {
         // path_order hands the streams of the walk's records in its order, then those of
         // records it did not reach; a walked record with no stream read is opened alone.
-        const std::vector<std::size_t> streams = path_order(volume);
+        const std::vector<std::uint64_t> walk = path_walk(volume);
+        const std::vector<std::size_t> streams = path_order(volume, walk);
         auto next = streams.begin();
-        for (const std::uint64_t record : path_walk(volume)) {
+        for (const std::uint64_t record : walk) {
             bool any = false;
             for (; next != streams.end() && volume.streams[*next].mft_record == record; ++next)
                 if (const Stream& s = volume.streams[*next]; scanned(s, order)) {

@@ -129,10 +129,13 @@ std::vector<std::uint64_t> path_walk(const VolumeMap& volume) {
 }
 
 std::vector<std::size_t> path_order(const VolumeMap& volume) {
-    const auto& streams = volume.streams;
     // The walk first: its working sets are gone before the order's are made (at ten million
     // files each is tens of megabytes).
-    const std::vector<std::uint64_t> walk = path_walk(volume);
+    return path_order(volume, path_walk(volume));
+}
+
+std::vector<std::size_t> path_order(const VolumeMap& volume, std::span<const std::uint64_t> walk) {
+    const auto& streams = volume.streams;
     std::vector<std::size_t> order;
     order.reserve(streams.size());
     std::vector<char> placed(streams.size(), 0);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,5 +40,8 @@ namespace guestfrag {
 /// does not reach (orphans, a parent loop) follow in map order, so every stream appears
 /// exactly once. O(files · log files + streams · log streams).
 [[nodiscard]] std::vector<std::size_t> path_order(const VolumeMap& volume);
+/// path_order over `walk`, path_walk(volume) made already.
+[[nodiscard]] std::vector<std::size_t> path_order(const VolumeMap& volume,
+                                                  std::span<const std::uint64_t> walk);
 
 }  // namespace guestfrag
