@@ -3,8 +3,11 @@
 # Paired timing: a command and its anchor run in turn (A B A B ...), each under
 # /usr/bin/time, so that a ratio taken pair by pair holds while the host's speed drifts
 # (docs/benchmarks.md quotes the medians). Each command is one shell string run by sh -c;
-# its own output is kept in WORK/paired.log.
-# Usage: bench/paired.sh RUNS 'COMMAND' 'ANCHOR' [WORK]
+# its own output is kept in WORK/paired.log. PAIRED_BEFORE, when set, is a shell string run
+# untimed before each of them, then sync: removing the last outputs there keeps the host's
+# work of deleting them out of the times (on a file system mounted with `discard`, deleting
+# a 4.6 GB output that had holes punched took 11 s here, more than the copy).
+# Usage: [PAIRED_BEFORE='rm -f OUT...'] bench/paired.sh RUNS 'COMMAND' 'ANCHOR' [WORK]
 # Prints each pair, then the medians: wall seconds and peak RSS of each, and A/B.
 set -euo pipefail
 runs=${1:?runs}
@@ -24,10 +27,14 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 
 : >"$work/paired.rows"
 echo "pair | A s | A peak KiB | B s | B peak KiB | A/B"
+settle() {
+    [ -z "${PAIRED_BEFORE:-}" ] || sh -c "$PAIRED_BEFORE" >>"$log" 2>&1
+    sync
+}
 for i in $(seq "$runs"); do
-    sync
+    settle
     read -r as am < <(timed "$a")
-    sync
+    settle
     read -r bs bm < <(timed "$b")
     ratio=$(awk -v x="$as" -v y="$bs" 'BEGIN {printf "%.2f", x / y}')
     echo "$i | $as | $am | $bs | $bm | $ratio"
