@@ -40,33 +40,48 @@ void discard_range(int fd, const std::string& path, std::uint64_t offset, std::u
     }
 }
 
+[[noreturn]] void map_failed() {
+    throw Error(ErrorKind::Io,
+                std::string("cannot map the stored ranges of a file: ") + std::strerror(errno));
+}
+
 }  // namespace
 
 ByteSet stored_ranges(int fd, std::uint64_t size) {
+    return stored_ranges(fd, size, ByteSet(ByteSet::interval_type::right_open(0, size)));
+}
+
+ByteSet stored_ranges(int fd, std::uint64_t size, const ByteSet& within) {
     ByteSet out;
-    for (off_t at = 0; static_cast<std::uint64_t>(at) < size;) {
-        const off_t data = ::lseek(fd, at, SEEK_DATA);
-        if (data < 0) {
-            if (errno == ENXIO) break;  // nothing stored from `at` on
-            if (errno == EINVAL) {      // no SEEK_DATA: everything counts as stored
-                out += ByteSet::interval_type::right_open(static_cast<std::uint64_t>(at), size);
+    // `at`: where the file is known to hold nothing more of interest before. An interval
+    // that SEEK_DATA finds to be a hole costs one call and moves `at` past every later
+    // interval that hole covers too.
+    std::uint64_t at = 0;
+    for (const auto& w : within) {
+        const std::uint64_t end = std::min<std::uint64_t>(w.upper(), size);
+        at = std::max<std::uint64_t>(at, w.lower());
+        while (at < end) {
+            const off_t data = ::lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+            if (data < 0) {
+                if (errno == ENXIO) return out & within;  // nothing stored from `at` on
+                if (errno != EINVAL) map_failed();
+                out += ByteSet::interval_type::right_open(at, size);  // no SEEK_DATA: all stored
+                return out & within;
+            }
+            const auto data_start = static_cast<std::uint64_t>(data);
+            if (data_start >= end) {
+                at = data_start;
                 break;
             }
-            throw Error(ErrorKind::Io,
-                        std::string("cannot map the stored ranges of a file: ") + std::strerror(errno));
+            const off_t hole = ::lseek(fd, data, SEEK_HOLE);
+            if (hole < 0) map_failed();
+            const std::uint64_t data_end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
+            if (data_end <= data_start) return out & within;  // never loop on an inconsistent answer
+            out += ByteSet::interval_type::right_open(data_start, data_end);
+            at = data_end;
         }
-        off_t hole = ::lseek(fd, data, SEEK_HOLE);
-        if (hole < 0)
-            throw Error(ErrorKind::Io,
-                        std::string("cannot map the stored ranges of a file: ") + std::strerror(errno));
-        hole = std::min<off_t>(hole, static_cast<off_t>(size));
-        if (hole > data)
-            out += ByteSet::interval_type::right_open(static_cast<std::uint64_t>(data),
-                                                      static_cast<std::uint64_t>(hole));
-        at = hole;
-        if (hole <= data) break;
     }
-    return out;
+    return out & within;
 }
 
 bool can_punch_holes(int fd) {
@@ -76,7 +91,7 @@ bool can_punch_holes(int fd) {
 }
 
 void discard_stored(int fd, const std::string& path, std::uint64_t size, const ByteSet& discard, bool holes) {
-    for (const auto& range : stored_ranges(fd, size) & discard)
+    for (const auto& range : stored_ranges(fd, size, discard))
         discard_range(fd, path, range.lower(), boost::icl::length(range), holes);
 }
 
@@ -90,7 +105,7 @@ ByteSet discard_zero_blocks(int fd, const std::string& path, std::uint64_t size,
                                                      std::min(size, (r.upper() + block - 1) / block * block));
     ByteSet kept;
     std::vector<std::byte> chunk(kChunk);
-    for (const auto& range : stored_ranges(fd, size) & blocks) {
+    for (const auto& range : stored_ranges(fd, size, blocks)) {
         // Whole blocks: a stored range starts and ends where the file system's blocks do.
         const std::uint64_t end = std::min(size, (range.upper() + block - 1) / block * block);
         for (std::uint64_t at = range.lower() / block * block; at < end;) {

@@ -307,6 +307,43 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     CHECK(byte == 'a');
 }
 
+TEST_CASE(
+    "the stored ranges within a set are those the host stores there, holes and intervals past it left out",
+    "[compact]") {
+    test::WorkDir dir("compact-stored-within");
+    const fs::path path = dir / "f.raw";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    constexpr std::uint64_t kBlock = 4096;
+    constexpr std::uint64_t kSize = 40 * kBlock;
+    REQUIRE(::ftruncate(fd.get(), kSize) == 0);
+    REQUIRE(can_punch_holes(fd.get()));  // so that the host reports holes block by block
+    const std::vector<char> data(kBlock, 'd');
+    for (int b : {0, 1, 5, 9, 10, 11, 30})
+        REQUIRE(::pwrite(fd.get(), data.data(), kBlock, b * kBlock) == static_cast<ssize_t>(kBlock));
+    const auto blocks = [](std::initializer_list<std::pair<std::uint64_t, std::uint64_t>> ranges) {
+        ByteSet set;
+        for (const auto& [from, to] : ranges)
+            set += ByteSet::interval_type::right_open(from * kBlock, to * kBlock);
+        return set;
+    };
+    const ByteSet all = blocks({{0, 2}, {5, 6}, {9, 12}, {30, 31}});
+    CHECK(stored_ranges(fd.get(), kSize) == all);
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{0, 40}})) == all);
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{2, 4}})).empty());  // a hole
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{1, 6}})) == blocks({{1, 2}, {5, 6}}));
+    // Three intervals in one hole, then a stored range that begins before the next interval
+    // and runs past it into another.
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{2, 3}, {3, 4}, {6, 7}, {10, 11}, {11, 13}, {29, 31}})) ==
+          blocks({{10, 12}, {30, 31}}));
+    // Part of a block; past the file's size (clipped); after the last stored byte.
+    ByteSet partial(ByteSet::interval_type::right_open(5 * kBlock + 100, 5 * kBlock + 200));
+    CHECK(stored_ranges(fd.get(), kSize, partial) == partial);
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{30, 50}})) == blocks({{30, 31}}));
+    CHECK(stored_ranges(fd.get(), kSize, blocks({{31, 40}})).empty());
+    CHECK(stored_ranges(fd.get(), kSize, ByteSet()).empty());
+}
+
 TEST_CASE("the copy writes only the blocks with data, and the raw file records every later write", "[compact]") {
     // A 1 MiB + 6 KiB disk: 4 KiB blocks 0 and 2 data, block 1 zeros, block 3 data only in
     // its last byte, block 4 outside `only`, then data across the 1 MiB boundary and a
