@@ -21,6 +21,7 @@
 #include "core/apply/sparsify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/error.hpp"
+#include "core/image/byte_source.hpp"
 #include "core/image/nbd_source.hpp"
 #include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
@@ -411,7 +412,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     disk_file.sync();
     if (holes) {
         // The host must have freed what was punched: the file stores exactly the data kept.
-        const ByteSet kept = stored_ranges(disk_file.fd(), size);
+        const ByteSet kept = host_stored_ranges(disk_file.fd(), size);
         if (kept != data)
             verification_failed("the raw disk stores " + std::to_string(boost::icl::length(kept)) +
                                 " bytes, not the " + std::to_string(boost::icl::length(data)) +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/image/byte_source.hpp"
 #include "core/io/zero_bytes.hpp"
 
 namespace guestfrag {
@@ -40,49 +41,7 @@ void discard_range(int fd, const std::string& path, std::uint64_t offset, std::u
     }
 }
 
-[[noreturn]] void map_failed() {
-    throw Error(ErrorKind::Io,
-                std::string("cannot map the stored ranges of a file: ") + std::strerror(errno));
-}
-
 }  // namespace
-
-ByteSet stored_ranges(int fd, std::uint64_t size) {
-    return stored_ranges(fd, size, ByteSet(ByteSet::interval_type::right_open(0, size)));
-}
-
-ByteSet stored_ranges(int fd, std::uint64_t size, const ByteSet& within) {
-    ByteSet out;
-    // `at`: where the file is known to hold nothing more of interest before. An interval
-    // that SEEK_DATA finds to be a hole costs one call and moves `at` past every later
-    // interval that hole covers too.
-    std::uint64_t at = 0;
-    for (const auto& w : within) {
-        const std::uint64_t end = std::min<std::uint64_t>(w.upper(), size);
-        at = std::max<std::uint64_t>(at, w.lower());
-        while (at < end) {
-            const off_t data = ::lseek(fd, static_cast<off_t>(at), SEEK_DATA);
-            if (data < 0) {
-                if (errno == ENXIO) return out & within;  // nothing stored from `at` on
-                if (errno != EINVAL) map_failed();
-                out += ByteSet::interval_type::right_open(at, size);  // no SEEK_DATA: all stored
-                return out & within;
-            }
-            const auto data_start = static_cast<std::uint64_t>(data);
-            if (data_start >= end) {
-                at = data_start;
-                break;
-            }
-            const off_t hole = ::lseek(fd, data, SEEK_HOLE);
-            if (hole < 0) map_failed();
-            const std::uint64_t data_end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
-            if (data_end <= data_start) return out & within;  // never loop on an inconsistent answer
-            out += ByteSet::interval_type::right_open(data_start, data_end);
-            at = data_end;
-        }
-    }
-    return out & within;
-}
 
 bool can_punch_holes(int fd) {
     if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1) == 0) return true;
@@ -91,7 +50,7 @@ bool can_punch_holes(int fd) {
 }
 
 void discard_stored(int fd, const std::string& path, std::uint64_t size, const ByteSet& discard, bool holes) {
-    for (const auto& range : stored_ranges(fd, size, discard))
+    for (const auto& range : host_stored_ranges(fd, size, discard))
         discard_range(fd, path, range.lower(), boost::icl::length(range), holes);
 }
 
@@ -105,7 +64,7 @@ ByteSet discard_zero_blocks(int fd, const std::string& path, std::uint64_t size,
                                                      std::min(size, (r.upper() + block - 1) / block * block));
     ByteSet kept;
     std::vector<std::byte> chunk(kChunk);
-    for (const auto& range : stored_ranges(fd, size, blocks)) {
+    for (const auto& range : host_stored_ranges(fd, size, blocks)) {
         // Whole blocks: a stored range starts and ends where the file system's blocks do.
         const std::uint64_t end = std::min(size, (range.upper() + block - 1) / block * block);
         for (std::uint64_t at = range.lower() / block * block; at < end;) {

@@ -11,16 +11,6 @@
 
 namespace guestfrag {
 
-/// The byte ranges the host file `fd` stores (lseek SEEK_DATA / SEEK_HOLE), up to `size`.
-/// A file system without SEEK_DATA reports the whole file as data. Throws Error(Io).
-/// Cost: one lseek pair per stored range.
-[[nodiscard]] ByteSet stored_ranges(int fd, std::uint64_t size);
-
-/// The part of `within` that the host file `fd` stores, as stored_ranges. Cost: an lseek
-/// pair per stored range meeting `within`, one lseek per interval of `within` that begins
-/// in a hole; a file of hundreds of thousands of ranges is not walked whole for a few.
-[[nodiscard]] ByteSet stored_ranges(int fd, std::uint64_t size, const ByteSet& within);
-
 /// Whether the file system of `fd` can punch holes (fallocate PUNCH_HOLE): probed on the
 /// file's first byte, which must be a hole or data that may be zeroed. Throws Error(Io) for
 /// any other failure.

@@ -198,32 +198,56 @@ PhysicalFile FileSource::physical_layout() const {
     return out;
 }
 
+ByteSet host_stored_ranges(int fd, std::uint64_t size, const ByteSet& within) {
+    const auto failed = [](int err) {
+        return Error(ErrorKind::Io, "cannot map host allocation: " + errno_text(err));
+    };
+    ByteSet out;
+    // `at`: where the file is known to hold nothing more of interest before. An interval
+    // that SEEK_DATA finds to be a hole costs one call and moves `at` past every later
+    // interval that hole covers too.
+    std::uint64_t at = 0;
+    for (const auto& w : within) {
+        const std::uint64_t end = std::min<std::uint64_t>(w.upper(), size);
+        at = std::max<std::uint64_t>(at, w.lower());
+        while (at < end) {
+            const off_t data = ::lseek(fd, static_cast<off_t>(at), SEEK_DATA);
+            if (data < 0) {
+                const int err = errno;
+                if (err == ENXIO) return out & within;  // nothing stored from `at` on
+                // Kernels or file systems without hole reporting: every byte counts as stored.
+                if (err != EINVAL && err != ENOTSUP && err != EOPNOTSUPP) throw failed(err);
+                out += ByteSet::interval_type::right_open(at, size);
+                return out & within;
+            }
+            const auto data_start = static_cast<std::uint64_t>(data);
+            if (data_start >= end) {
+                at = data_start;
+                break;
+            }
+            const off_t hole = ::lseek(fd, data, SEEK_HOLE);
+            std::uint64_t data_end = size;
+            if (hole >= 0)
+                data_end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
+            else if (errno != ENXIO)  // ENXIO: the file shrank under us; take the rest as data
+                throw failed(errno);
+            if (data_end <= data_start) return out & within;  // never loop on an inconsistent answer
+            out += ByteSet::interval_type::right_open(data_start, data_end);
+            at = data_end;
+        }
+    }
+    return out & within;
+}
+
+ByteSet host_stored_ranges(int fd, std::uint64_t size) {
+    return host_stored_ranges(fd, size, everything(size));
+}
+
 ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule) {
     if (granule == 0) granule = 512;
     ByteSet allocated;
-    std::uint64_t pos = 0;
-    while (pos < size) {
-        const off_t data = ::lseek(fd, static_cast<off_t>(pos), SEEK_DATA);
-        if (data < 0) {
-            const int err = errno;
-            if (err == ENXIO) break;  // no data at or after pos: the rest is a hole
-            // Kernels or file systems without hole reporting: every byte counts as stored.
-            if (err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP) return everything(size);
-            throw Error(ErrorKind::Io, "cannot map host allocation: " + errno_text(err));
-        }
-        const auto data_start = static_cast<std::uint64_t>(data);
-        if (data_start >= size) break;
-        const off_t hole = ::lseek(fd, data, SEEK_HOLE);
-        std::uint64_t data_end = size;
-        if (hole >= 0) {
-            data_end = std::min<std::uint64_t>(static_cast<std::uint64_t>(hole), size);
-        } else if (errno != ENXIO) {  // ENXIO: the file shrank under us; take the rest as data
-            throw Error(ErrorKind::Io, "cannot map host allocation: " + errno_text(errno));
-        }
-        if (data_end <= data_start) break;  // never loop forever on an inconsistent answer
-        add_widened(allocated, data_start, data_end, granule, size);
-        pos = data_end;
-    }
+    for (const auto& r : host_stored_ranges(fd, size))
+        add_widened(allocated, r.lower(), r.upper(), granule, size);
     return allocated;
 }
 

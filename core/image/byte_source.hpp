@@ -133,11 +133,20 @@ private:
     bool block_device_ = false;
 };
 
-/// Byte ranges of the open regular file `fd` that hold data on the host, found with
-/// SEEK_DATA/SEEK_HOLE over [0, size) and widened to whole `granule`s (clipped to size).
-/// When the host file system cannot report holes, the whole range counts as allocated.
-/// Moves the descriptor's file offset (callers that share `fd` must use pread()).
-/// Throws Error(Io) when lseek fails for a reason other than "no holes support".
+/// The part of `within` (clipped to [0, size)) that the open regular file `fd` stores on
+/// the host, found with SEEK_DATA/SEEK_HOLE. When the host file system cannot report holes,
+/// all of it counts as stored. Moves the descriptor's file offset (callers that share `fd`
+/// must use pread()). Throws Error(Io) when lseek fails for a reason other than "no holes
+/// support". Cost: an lseek pair per stored range meeting `within`, one lseek per interval
+/// of `within` that begins in a hole: a file of hundreds of thousands of ranges is not
+/// walked whole for a few.
+[[nodiscard]] ByteSet host_stored_ranges(int fd, std::uint64_t size, const ByteSet& within);
+
+/// host_stored_ranges over the whole file, [0, size).
+[[nodiscard]] ByteSet host_stored_ranges(int fd, std::uint64_t size);
+
+/// host_stored_ranges over the whole file, each range widened to whole `granule`s (clipped
+/// to size): the allocation a layer reports.
 [[nodiscard]] ByteSet host_allocation(int fd, std::uint64_t size, std::uint64_t granule);
 
 /// Bytes in memory as a source: a whole container built by a test, or a fuzzer's input

@@ -155,7 +155,7 @@ TEST_CASE("compact writes a raw disk that stores no NTFS-free cluster and the sa
         CHECK(boost::icl::length(free) > (8u << 20));
         CHECK(boost::icl::length(data & free) == 0);
         UniqueFd fd(::open(out.c_str(), O_RDONLY));
-        CHECK(stored_ranges(fd.get(), fs::file_size(out)) == data);
+        CHECK(host_stored_ranges(fd.get(), fs::file_size(out)) == data);
     }
 
     // Sparsifying leaves the granules with a used cluster; packing empties some of those;
@@ -299,7 +299,7 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     want += ByteSet::interval_type::right_open(6 * 4096, 8 * 4096);
     want += ByteSet::interval_type::right_open(20 * 4096, 21 * 4096);
     CHECK(kept == want);
-    CHECK(stored_ranges(fd.get(), 1 << 20) == want);
+    CHECK(host_stored_ranges(fd.get(), 1 << 20) == want);
     char byte = 0;
     REQUIRE(::pread(fd.get(), &byte, 1, 3 * 4096 + 3000) == 1);
     CHECK(byte == 0);
@@ -328,20 +328,20 @@ TEST_CASE(
         return set;
     };
     const ByteSet all = blocks({{0, 2}, {5, 6}, {9, 12}, {30, 31}});
-    CHECK(stored_ranges(fd.get(), kSize) == all);
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{0, 40}})) == all);
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{2, 4}})).empty());  // a hole
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{1, 6}})) == blocks({{1, 2}, {5, 6}}));
+    CHECK(host_stored_ranges(fd.get(), kSize) == all);
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{0, 40}})) == all);
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{2, 4}})).empty());  // a hole
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{1, 6}})) == blocks({{1, 2}, {5, 6}}));
     // Two intervals in holes, one running from a stored range into the hole after it, one
     // beginning in a hole before a stored range.
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{2, 4}, {6, 7}, {10, 13}, {29, 31}})) ==
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{2, 4}, {6, 7}, {10, 13}, {29, 31}})) ==
           blocks({{10, 12}, {30, 31}}));
     // Part of a block; past the file's size (clipped); after the last stored byte.
     ByteSet partial(ByteSet::interval_type::right_open(5 * kBlock + 100, 5 * kBlock + 200));
-    CHECK(stored_ranges(fd.get(), kSize, partial) == partial);
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{30, 50}})) == blocks({{30, 31}}));
-    CHECK(stored_ranges(fd.get(), kSize, blocks({{31, 40}})).empty());
-    CHECK(stored_ranges(fd.get(), kSize, ByteSet()).empty());
+    CHECK(host_stored_ranges(fd.get(), kSize, partial) == partial);
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{30, 50}})) == blocks({{30, 31}}));
+    CHECK(host_stored_ranges(fd.get(), kSize, blocks({{31, 40}})).empty());
+    CHECK(host_stored_ranges(fd.get(), kSize, ByteSet()).empty());
 }
 
 TEST_CASE("the copy writes only the blocks with data, and the raw file records every later write", "[compact]") {
@@ -373,7 +373,7 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     CHECK(copy.blocks == want);
     // The data blocks are written whole: block 3 from its first byte (its zeros included).
     CHECK(copy.bytes_written == 4096 + 8192 + 8192 + 2048);
-    CHECK(stored_ranges(fd.get(), kSize) == want);
+    CHECK(host_stored_ranges(fd.get(), kSize) == want);
     std::vector<std::byte> back(kSize);
     REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
     std::fill(b.begin() + 16384, b.begin() + 20480, std::byte{0});  // left out: a hole
@@ -442,7 +442,7 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
     want += ByteSet::interval_type::right_open((1 << 20) - 4096, (1 << 20) + 8192);
     CHECK(copy.blocks == want);
     CHECK(copy.bytes_written == 12288 + 12288);
-    CHECK(stored_ranges(fd.get(), kSize) == want);
+    CHECK(host_stored_ranges(fd.get(), kSize) == want);
     std::vector<std::byte> expected(kSize);
     std::copy_n(b.begin(), 16384, expected.begin());
     std::copy_n(b.begin() + (2 << 20) + 100, 12288, expected.begin() + (1 << 20) - 4096);
