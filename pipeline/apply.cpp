@@ -53,12 +53,26 @@ Qcow2Backing backing_for(const std::string& input, const DiskImage& image, const
 
 ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
                           const ApplyOptions& options, const Progress& progress) {
+    PendingPlan read(std::move(plan));
+    return apply_to_copy(path, open, read, options, progress);
+}
+
+ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, PendingPlan& pending,
+                          const ApplyOptions& options, const Progress& progress) {
     const auto started = std::chrono::steady_clock::now();
     check_output_path(options.output, options.replace);  // before the analysis: it takes a while
     std::vector<std::string> removed = remove_dead_leftovers(options.output, "an apply");
     if (options.on_step) options.on_step(ApplyStep::Analyse);
     // Not const: its map is let go before the output is analysed.
-    OpenedImage input = open_and_hold(path, open, plan.identity.partition, progress);
+    OpenedImage input = [&] {
+        try {
+            return open_and_hold(path, open, pending.partition(), progress);
+        } catch (...) {
+            (void)pending.take();  // a plan that cannot be read is the first thing to fix
+            throw;
+        }
+    }();
+    Plan plan = pending.take();
     const VolumeMap& before = input.analysis->volumes.front().map;
     const VolumeWindow window = volume_window(*input.analysis, before);
     check_apply_output(options.output, *input.image, options.replace);

@@ -15,6 +15,7 @@
 
 #include "core/apply/mover.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/plan_io.hpp"
 #include "core/progress.hpp"
 
 namespace guestfrag {
@@ -128,6 +129,12 @@ struct ApplyResult {
 /// (a qcow2 overlay writes each cluster a move touches once, filled from the input), every
 /// moved cluster twice, and every stream of both disks once to verify.
 [[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Plan plan,
+                                        const ApplyOptions& options, const Progress& progress = {});
+
+/// apply_to_copy of a plan still being read: the input is analysed as soon as the plan's
+/// partition is known, beside the reading of its moves. What the reading throws comes
+/// first, also when the input could not be analysed either.
+[[nodiscard]] ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, PendingPlan& plan,
                                         const ApplyOptions& options, const Progress& progress = {});
 
 /// The steps apply_to_copy runs with `options`, in order: Analyse, then Copy and Move for a

@@ -2,6 +2,7 @@
 // `guestfrag apply IMAGE --plan PLAN -o OUT`: carries a plan out offline into a new sparse raw
 // disk or a qcow2 overlay of the input and proves the result (docs/apply.md). The input is
 // only read.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -46,8 +47,12 @@ void add_apply_command(CLI::App& app) {
     cmd->footer(
         "Example:\n  guestfrag apply disk.qcow2 --plan plan.json -o moved.qcow2 --output-format qcow2\n");
     cmd->callback([opts] {
-        Plan plan;
-        on_behalf_of(opts->plan, [&] { plan = read_plan(opts->plan); });
+        // Read beside the input's analysis (PendingPlan), its errors still on its own behalf.
+        PendingPlan plan([path = opts->plan](const std::function<void(int)>& partition_read) {
+            Plan read;
+            on_behalf_of(path, [&] { read = read_plan(path, kPlanPipeTimeout, partition_read); });
+            return read;
+        });
         ApplyOptions options;
         options.output = opts->output;
         options.verify = !opts->no_verify;
@@ -55,7 +60,7 @@ void add_apply_command(CLI::App& app) {
         options.format = output_format(opts->output_format);
         RateLimiter limiter(rate_option(opts->rate));
         options.limiter = &limiter;
-        const ApplyResult result = run_apply(opts->image, opts->image_options, std::move(plan), options);
+        const ApplyResult result = run_apply(opts->image, opts->image_options, plan, options);
         if (opts->json)
             std::cout << apply_json(result).dump(2) << '\n';
         else

@@ -115,13 +115,13 @@ void run_writing(const std::string& image, const char* what, const std::vector<s
     for (const std::string& warning : warnings) std::cerr << "guestfrag: warning: " << warning << '\n';
 }
 
-ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
+ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, PendingPlan& plan,
                       const ApplyOptions& options) {
     ApplyResult result;
     run_writing(image, "applying", result.warnings, [&](const Progress& progress, ProgressMeter& meter) {
         ApplyOptions shown = options;
         shown.on_step = announce_steps(meter, options.on_step, apply_steps(options).size());
-        result = apply_to_copy(image, open_options(image_options), std::move(plan), shown, progress);
+        result = apply_to_copy(image, open_options(image_options), plan, shown, progress);
     });
     return result;
 }

@@ -56,7 +56,7 @@ void add_output_format_option(CLI::App& cmd, std::string& format);
 /// stopping cleanly on SIGINT or SIGTERM (Failure "interrupted: no output was written",
 /// exit 130), then prints the input's layer warnings to stderr as analyze does. Errors are
 /// Failures on behalf of `image` (exit 2).
-[[nodiscard]] ApplyResult run_apply(const std::string& image, const ImageOptions& image_options, Plan plan,
-                                    const ApplyOptions& options);
+[[nodiscard]] ApplyResult run_apply(const std::string& image, const ImageOptions& image_options,
+                                    PendingPlan& plan, const ApplyOptions& options);
 
 }  // namespace guestfrag::cli

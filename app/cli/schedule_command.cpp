@@ -140,7 +140,8 @@ ApplyResult carry_out(const Options& opts, Plan plan, const Schedule& schedule, 
     apply.before_move = [&](std::size_t move, const std::stop_token& stop) {
         wait_for_move(schedule, options, move, stop);
     };
-    return run_apply(*opts.apply, opts.image_options, std::move(plan), apply);
+    PendingPlan read(std::move(plan));
+    return run_apply(*opts.apply, opts.image_options, read, apply);
 }
 
 /// Compacts `--compact IMAGE` into `-o OUT` inside the windows, every byte copied or moved

@@ -6,8 +6,9 @@
 #include <array>
 #include <charconv>
 #include <cstring>
-#include <iterator>
+#include <exception>
 #include <istream>
+#include <iterator>
 #include <span>
 #include <sstream>
 
@@ -26,6 +27,7 @@ using Json = nlohmann::json;
 /// Written documents keep their keys in the documented order.
 using OrderedJson = nlohmann::ordered_json;
 constexpr std::string_view kSchema = "guestfrag.plan.v1";
+constexpr std::int64_t kMaxPartition = 1'000'000;
 
 [[noreturn]] void corrupt(const std::string& what) { throw Error(ErrorKind::Corrupt, what); }
 
@@ -248,6 +250,7 @@ public:
     Json root;
     std::vector<Move> moves;
     std::vector<Plan::Skipped> skipped;
+    std::function<void(int)> partition_read;  ///< read_plan's
 
     bool null() override { return value(Json(nullptr)); }
     bool boolean(bool b) override { return value(Json(b)); }
@@ -335,6 +338,9 @@ private:
             return true;
         }
         in_element();
+        if (partition_read && stack_.size() == 1 && member_ == "partition" && v.is_number_unsigned() &&
+            v.get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxPartition))
+            partition_read(v.get<int>());
         put(std::move(v));
         return true;
     }
@@ -392,10 +398,12 @@ private:
 
 }  // namespace
 
-Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) {
+Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout,
+               const std::function<void(int)>& partition_read) {
     JsonInput source(path, "plan", pipe_timeout);
     std::istream in(&source);
     PlanReader reader;
+    reader.partition_read = partition_read;
     try {
         // The parser pulls bytes as it goes and stops at the first that is not JSON, so a
         // device that never ends (/dev/zero) costs one buffer.
@@ -415,7 +423,7 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
     plan.identity.image_path = image.text("path");
     plan.identity.virtual_size = image.unsigned_number("virtual_size");
     const std::int64_t partition = root.number("partition");
-    if (partition > 1'000'000) corrupt("plan: \"partition\" must be a partition number");
+    if (partition > kMaxPartition) corrupt("plan: \"partition\" must be a partition number");
     plan.identity.partition = static_cast<int>(partition);
     const Fields id(root.at("identity"), "identity");
     plan.identity.volume_serial = id.hex("volume_serial");
@@ -451,6 +459,40 @@ Plan read_plan(const std::string& path, std::chrono::milliseconds pipe_timeout) 
             plan.notes.push_back(note.get<std::string>());
         }
     }
+    return plan;
+}
+
+PendingPlan::PendingPlan(Plan plan) : partition_(partition_read_.get_future()) {
+    partition_read_.set_value(plan.identity.partition);
+    std::promise<Plan> ready;
+    ready.set_value(std::move(plan));
+    plan_ = ready.get_future();
+}
+
+PendingPlan::PendingPlan(Reader read) : partition_(partition_read_.get_future()) {
+    plan_ = std::async(std::launch::async, [this, read = std::move(read)] {
+        bool told = false;
+        try {
+            Plan plan = read([&](int partition) {
+                if (!told) partition_read_.set_value(partition);
+                told = true;
+            });
+            if (!told) partition_read_.set_value(plan.identity.partition);
+            return plan;
+        } catch (...) {
+            if (!told) partition_read_.set_exception(std::current_exception());
+            throw;
+        }
+    });
+}
+
+int PendingPlan::partition() { return partition_.get(); }
+
+Plan PendingPlan::take() {
+    Plan plan = plan_.get();
+    if (plan.identity.partition != partition_.get())
+        corrupt("plan: \"partition\" is given more than once, as " + std::to_string(partition_.get()) +
+                " and " + std::to_string(plan.identity.partition));
     return plan;
 }
 

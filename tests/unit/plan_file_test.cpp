@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include <nlohmann/json.hpp>
@@ -222,6 +223,66 @@ TEST_CASE("a plan's moves are read member by member: members of any shape beside
     CHECK(refusal("{}") == "plan: \"moves\" must be an array");
     CHECK(refusal("[]", "[null]") == "skipped 0: must be an object");
     CHECK(refusal("[]", R"([{"mft_record": 1, "stream": "$DATA"}])") == "skipped 0: missing field \"reason\"");
+}
+
+TEST_CASE(
+    "a plan's partition is known before its moves are read, and a plan read beside apply's analysis "
+    "still answers for itself first",
+    "[plan][hostile]") {
+    const test::WorkDir dir("plan-pending");
+    const auto write = [&](const std::string& name, const std::string& partitions, const std::string& moves) {
+        const fs::path path = dir / name;
+        std::ofstream(path)
+            << R"({"schema": "guestfrag.plan.v1", "image": {"path": "x.img", "virtual_size": 1},)"
+            << partitions << R"( "identity": {"volume_serial": "a1", "cluster_size": 4096,)"
+            << R"( "total_clusters": 64, "allocation_digest": "b2"}, "strategy": "defrag",)"
+            << R"( "moves": )" << moves << "}";
+        return path.string();
+    };
+    const std::string move =
+        R"({"mft_record": 64, "stream": "$DATA", "vcn": 0, "from_lcn": 10, "to_lcn": 20,)"
+        R"( "clusters": 3})";
+    const std::string good = write("good.json", R"( "partition": 2,)", "[" + move + "]");
+    // Told once, with the value, before the move that follows is refused.
+    std::vector<int> told;
+    try {
+        (void)read_plan(write("bad-move.json", R"( "partition": 2,)", "[" + move + ", 5]"), kPlanPipeTimeout,
+                        [&](int partition) { told.push_back(partition); });
+        FAIL("a move that is no object was read");
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()) == "move 1: must be an object");
+    }
+    CHECK(told == std::vector<int>{2});
+    told.clear();
+    (void)read_plan(write("bad-partition.json", R"( "partition": -1, "partition": 3,)", "[]"),
+                    kPlanPipeTimeout, [&](int partition) { told.push_back(partition); });
+    CHECK(told == std::vector<int>{3});  // a value no partition has is not told
+
+    const auto reader = [](std::string path) {
+        return [path = std::move(path)](const std::function<void(int)>& partition_read) {
+            return read_plan(path, kPlanPipeTimeout, partition_read);
+        };
+    };
+    PendingPlan pending(reader(good));
+    CHECK(pending.partition() == 2);
+    CHECK(pending.take().moves == std::vector<Move>{{64, "$DATA", 0, 10, 20, 3}});
+
+    PendingPlan broken(reader(write("broken.json", R"( "partition": "one",)", "[]")));
+    CHECK_THROWS_WITH(broken.partition(), "plan: \"partition\" must be an integer from 0 to 2^62");
+    CHECK_THROWS_WITH(broken.take(), "plan: \"partition\" must be an integer from 0 to 2^62");
+
+    // The document's last value is the plan's: the analysis made for the first is refused.
+    PendingPlan twice(reader(write("twice.json", R"( "partition": 1, "partition": 2,)", "[]")));
+    CHECK(twice.partition() == 1);
+    CHECK_THROWS_WITH(twice.take(), "plan: \"partition\" is given more than once, as 1 and 2");
+
+    // apply reads the plan beside the analysis: a plan refused after its partition is the
+    // answer, also for an image that cannot be opened.
+    const fs::path late = write("late.json", R"( "partition": 1,)", "[" + move + ", 5]");
+    refused(test::run_cli({"apply", (dir / "missing.img").string(), "--plan", late.string(), "-o",
+                           (dir / "out.img").string()}),
+            late, "move 1: must be an object");
+    CHECK(!fs::exists(dir / "out.img"));
 }
 
 TEST_CASE("a plan's moves are written as the JSON library writes them, whatever their labels hold",
