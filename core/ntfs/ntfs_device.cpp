@@ -33,13 +33,15 @@ namespace {
 /// that size. Transfers smaller than a page are served here and written back a page's
 /// changed bytes at a time, on sync, close and eviction; larger ones (cluster copies) go to
 /// the disk and keep the cached pages in step, so every read sees every earlier write.
-/// Pages are aligned on the disk, not the volume, and only the changed span of a page is
-/// written back: the written-back bytes never reach a host block of 4 KiB or more (file
-/// system block, qcow2 cluster, VMDK grain) that the writes themselves did not, so the
-/// output's allocation is what it was without the cache. A mover walking $MFT in record
-/// order misses page after page: a miss right after the page before is read with the pages
-/// after it (kBatch), and changed spans that join across pages go back in one write, so
-/// that the million-file volume's records cost thousands of system calls, not a million.
+/// Pages are aligned on the disk, not the volume, and a write-back starts and ends where the
+/// changes do: the bytes it writes lie in changed pages, so they never reach a host block
+/// of 4 KiB or more (file system block, qcow2 cluster, VMDK grain) that the writes
+/// themselves did not, and the output's allocation is what it was without the cache. A
+/// mover walking $MFT in record order misses page after page: a miss right after the page
+/// before is read with the pages after it (kBatch), and a run of changed pages goes back in
+/// one write, the unchanged records between their changes with them (the cache holds them
+/// as the disk does), so that the million-file volume's records cost thousands of system
+/// calls, not a million.
 class PageCache {
 public:
     static constexpr std::uint64_t kPage = 4096;
@@ -160,15 +162,15 @@ private:
         pages_.erase(victim);
     }
 
-    /// Writes back the changed span of the page at `at` together with the changed spans of
-    /// the cached pages before and after it that join it into one run of bytes; returns the
-    /// last page written (`at` when it held no change).
+    /// Writes back the page at `at` together with the changed pages next to it on the disk,
+    /// from the first change to the last in one write; returns the last page written (`at`
+    /// when it held no change). A record left alone between two changed ones goes back too:
+    /// a mover changes most records of the files it moves, but not all.
     std::map<std::uint64_t, Page>::iterator write_back(std::map<std::uint64_t, Page>::iterator at) {
         const auto dirty = [](const Page& p) { return p.dirty_hi > p.dirty_lo; };
-        // Whether `next` (the page after `prev` on the disk) continues prev's changed span.
+        // Whether `next` is the changed page right after the changed page `prev`.
         const auto joins = [&](const auto& prev, const auto& next) {
-            return next->first == prev->first + 1 && dirty(prev->second) && dirty(next->second) &&
-                   prev->second.dirty_hi == kPage && next->second.dirty_lo == 0;
+            return next->first == prev->first + 1 && dirty(prev->second) && dirty(next->second);
         };
         if (!dirty(at->second)) return at;
         auto first = at;
@@ -180,9 +182,11 @@ private:
         written_.resize(hi - lo);
         const auto end = std::next(last);
         for (auto it = first; it != end; ++it) {
-            const Page& page = it->second;
-            std::memcpy(written_.data() + (it->first * kPage + page.dirty_lo - lo),
-                        page.bytes.data() + page.dirty_lo, page.dirty_hi - page.dirty_lo);
+            // The whole page, but where the run starts and ends: those may be off the window.
+            const std::uint64_t start = it->first * kPage;
+            const std::uint64_t from = std::max(start, lo);
+            const std::uint64_t to = std::min(start + kPage, hi);
+            std::memcpy(written_.data() + (from - lo), it->second.bytes.data() + (from - start), to - from);
         }
         file_.write(lo, std::span<const std::byte>(written_.data(), hi - lo));
         // Clean only once written: a failed write-back is tried again at the next sync or close.
