@@ -31,8 +31,8 @@ namespace {
 /// libntfs-3g edits $Bitmap a byte at a time and MFT records a record at a time, each
 /// through its own pread or pwrite: moving a million files cost 1.2 million system calls of
 /// that size. Transfers smaller than a page are served here and their pages written back
-/// on sync, close and eviction; larger ones (cluster copies) go to
-/// the disk and keep the cached pages in step, so every read sees every earlier write.
+/// on sync, close and eviction; larger ones (cluster copies) go to the disk and keep the
+/// cached pages in step, so every read sees every earlier write.
 /// Pages are aligned on the disk, not the volume, and a write-back starts and ends where the
 /// changes do: the bytes it writes lie in changed pages, so they never reach a host block
 /// of 4 KiB or more (file system block, qcow2 cluster, VMDK grain) that the writes
