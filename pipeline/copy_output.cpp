@@ -276,23 +276,47 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
     release_freed_memory();  // the scan's own tables (its file entries), before the proofs' fill
     if (analysed) analysed(after);
     ApplyVerification result;
-    const AttributeListChanges lists = attribute_list_changes(expected, after);
-    result.attribute_list_clusters_freed = lists.freed;
-    result.attribute_list_clusters_taken = lists.taken;
-    if (const auto d = allocation_difference(expected, after, lists)) verification_failed(*d);
-    if (const auto d = bitmap_difference(after)) verification_failed(*d);
-    if (const auto d = mft_mirror_difference(*output, window)) verification_failed(*d);
-    const ChangedRecords records = changed_records(input, expected.input_mft, *output, after, expected.moved);
-    if (records.difference) verification_failed(*records.difference);
-    result.records_changed = records.records;
-    result.records_freed = records.freed;
-    result.records_added = records.added;
+    // The proofs of the allocation and the records read the copy's metadata alone, and the
+    // hashing reads its streams where `after` (the copy's own map) puts them: neither waits
+    // for the other, so they run side by side, the proofs on a thread of their own. A
+    // proof that fails stops the hashing, and is the answer either way: it says what went
+    // wrong before a stream's bytes could.
+    std::stop_source halt;
+    const std::stop_callback cancelled(progress.stop, [&halt] { halt.request_stop(); });
+    std::future<void> proofs = std::async(std::launch::async, [&] {
+        try {
+            const AttributeListChanges lists = attribute_list_changes(expected, after);
+            result.attribute_list_clusters_freed = lists.freed;
+            result.attribute_list_clusters_taken = lists.taken;
+            if (const auto d = allocation_difference(expected, after, lists)) verification_failed(*d);
+            if (const auto d = bitmap_difference(after)) verification_failed(*d);
+            if (const auto d = mft_mirror_difference(*output, window)) verification_failed(*d);
+            const ChangedRecords records =
+                changed_records(input, expected.input_mft, *output, after, expected.moved);
+            if (records.difference) verification_failed(*records.difference);
+            result.records_changed = records.records;
+            result.records_freed = records.freed;
+            result.records_added = records.added;
+        } catch (...) {
+            halt.request_stop();
+            throw;
+        }
+    });
     // The streams that record the moves are proved above, and not read again here.
     begin(on_step, ApplyStep::HashOutput);
-    // On every core: nothing else runs now (the input was hashed beside the copy).
-    const auto got = stream_digests(
-        *output, after, progress, [&](const Stream& s) { return records_moves(s, expected.moved); },
-        std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::optional<std::uint64_t>> got;
+    try {
+        // On every core: beside the proofs, nothing else runs now (the input was hashed
+        // beside the copy).
+        got = stream_digests(
+            *output, after, {progress.report, halt.get_token()},
+            [&](const Stream& s) { return records_moves(s, expected.moved); },
+            std::max(1u, std::thread::hardware_concurrency()));
+    } catch (...) {
+        proofs.get();  // a proof's failure stopped the hashing: it is the answer
+        throw;
+    }
+    proofs.get();
     if (const auto d = digest_difference(expected, after, got))
         verification_failed("the contents of " + *d + " differ from the input's");
     result.streams_hashed =

@@ -553,56 +553,67 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
     const OpenedImage opened = open_and_analyze(bare_image().string());
     const std::uint32_t cs = opened.analysis->volumes.front().map.cluster_size;
 
+    // Flips the first byte of the first file data a move was done on, where the new disk
+    // holds it now (a directory index flipped would stop the mount before the check).
+    std::optional<Move> moved;
+    options.after_move = [&](std::size_t i) {
+        if (!moved && plan.moves[i].stream == "$DATA") moved = plan.moves[i];
+    };
+    const auto flip_moved_data = [&](const std::string& temp) {
+        REQUIRE(moved);
+        const OpenedImage copy = open_and_analyze(temp);
+        const VolumeMap& map = copy.analysis->volumes.front().map;
+        const auto it = std::find_if(map.streams.begin(), map.streams.end(), [&](const Stream& s) {
+            return s.mft_record == moved->mft_record && s.label() == moved->stream;
+        });
+        REQUIRE(it != map.streams.end());
+        flip_byte(temp, static_cast<std::uint64_t>(it->extents.front().lcn) * cs);
+    };
+    // Flips the log sequence number (offset 8) of the first record past the system files
+    // that no move names: no fixup covers it and no reader checks it, so only the
+    // record-by-record comparison sees it.
+    std::set<std::uint64_t> files_moved;
+    for (const Move& m : plan.moves) files_moved.insert(m.mft_record);
+    std::uint64_t record = 0;
+    for (const FileEntry& f : opened.analysis->volumes.front().map.files)
+        if (record == 0 && f.mft_record >= 24 && files_moved.count(f.mft_record) == 0) record = f.mft_record;
+    REQUIRE(record != 0);
+    const auto flip_untouched_record = [&](const std::string& temp) {
+        const OpenedImage copy = open_and_analyze(temp);
+        const VolumeMap& map = copy.analysis->volumes.front().map;
+        const Stream& mft = map.streams.front();
+        REQUIRE((mft.mft_record == 0 && mft.label() == "$DATA"));
+        const std::uint64_t at = record * map.mft_record_size;
+        std::uint64_t offset = 0;
+        for (const Extent& e : mft.extents) {
+            const std::uint64_t lo = static_cast<std::uint64_t>(e.vcn) * cs;
+            if (at >= lo && at < lo + static_cast<std::uint64_t>(e.clusters) * cs)
+                offset = static_cast<std::uint64_t>(e.lcn) * cs + (at - lo);
+        }
+        REQUIRE(offset != 0);
+        flip_byte(temp, offset + 8);
+    };
+    const std::string record_changed = "verification failed: MFT record " + std::to_string(record) +
+                                       " changed, but it is no record of a file whose streams moved";
+
     SECTION("a moved cluster changed after the move") {
-        // Flip the first byte of the first file data a move was done on, where the new disk
-        // holds it now (a directory index flipped would stop the mount before the check).
-        std::optional<Move> moved;
-        options.after_move = [&](std::size_t i) {
-            if (!moved && plan.moves[i].stream == "$DATA") moved = plan.moves[i];
-        };
-        options.before_verify = [&](const std::string& temp) {
-            REQUIRE(moved);
-            const OpenedImage copy = open_and_analyze(temp);
-            const VolumeMap& map = copy.analysis->volumes.front().map;
-            const auto it = std::find_if(map.streams.begin(), map.streams.end(), [&](const Stream& s) {
-                return s.mft_record == moved->mft_record && s.label() == moved->stream;
-            });
-            REQUIRE(it != map.streams.end());
-            flip_byte(temp, static_cast<std::uint64_t>(it->extents.front().lcn) * cs);
-        };
+        options.before_verify = flip_moved_data;
         const std::string failure = verification_failure(plan, options);
         REQUIRE(moved);
         CHECK(failure == "verification failed: the contents of record " + std::to_string(moved->mft_record) +
                              " " + moved->stream.str() + " differ from the input's");
     }
     SECTION("an MFT record of a file no move touched changed") {
-        // The log sequence number (offset 8) of the first record past the system files that
-        // no move names: no fixup covers it and no reader checks it, so only the
-        // record-by-record comparison sees it.
-        std::set<std::uint64_t> moved;
-        for (const Move& m : plan.moves) moved.insert(m.mft_record);
-        std::uint64_t record = 0;
-        for (const FileEntry& f : opened.analysis->volumes.front().map.files)
-            if (record == 0 && f.mft_record >= 24 && moved.count(f.mft_record) == 0) record = f.mft_record;
-        REQUIRE(record != 0);
+        options.before_verify = flip_untouched_record;
+        CHECK(verification_failure(plan, options) == record_changed);
+    }
+    SECTION("a record and a stream's contents changed: the record's proof answers, whichever ends first") {
+        // The proofs of the records run beside the hashing (verify_copy).
         options.before_verify = [&](const std::string& temp) {
-            const OpenedImage copy = open_and_analyze(temp);
-            const VolumeMap& map = copy.analysis->volumes.front().map;
-            const Stream& mft = map.streams.front();
-            REQUIRE((mft.mft_record == 0 && mft.label() == "$DATA"));
-            const std::uint64_t at = record * map.mft_record_size;
-            std::uint64_t offset = 0;
-            for (const Extent& e : mft.extents) {
-                const std::uint64_t lo = static_cast<std::uint64_t>(e.vcn) * cs;
-                if (at >= lo && at < lo + static_cast<std::uint64_t>(e.clusters) * cs)
-                    offset = static_cast<std::uint64_t>(e.lcn) * cs + (at - lo);
-            }
-            REQUIRE(offset != 0);
-            flip_byte(temp, offset + 8);
+            flip_moved_data(temp);
+            flip_untouched_record(temp);
         };
-        CHECK(verification_failure(plan, options) ==
-              "verification failed: MFT record " + std::to_string(record) +
-                  " changed, but it is no record of a file whose streams moved");
+        CHECK(verification_failure(plan, options) == record_changed);
     }
     SECTION("interrupted after the first move") {
         std::stop_source stop;
