@@ -302,7 +302,7 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
             throw;
         }
     });
-    // The streams that record the moves are proved above, and not read again here.
+    // The streams that record the moves are proved by the proofs, and not read again here.
     begin(on_step, ApplyStep::HashOutput);
     std::vector<std::optional<std::uint64_t>> got;
     try {
