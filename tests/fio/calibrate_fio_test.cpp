@@ -156,6 +156,5 @@ TEST_CASE("calibrate: a model fitted to fio's jobs predicts another fio job with
         history << last.calibration_report;
     }
     INFO(history.str());
-    CHECK(last.estimated >= 0.8 * last.measured);
-    CHECK(last.estimated <= 1.2 * last.measured);
+    CHECK(within_20_percent(last));
 }
