@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/image/read_window.hpp"
 #include "core/io/xxh3.hpp"
 #include "core/plan/apply.hpp"
 
@@ -151,29 +152,15 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     const auto hash_share = [&](std::size_t first, std::size_t last, bool reports) {
         std::unique_ptr<XXH3_state_t, FreeState> state(XXH3_createState());
         if (!state) throw std::bad_alloc();
-        std::vector<std::byte> window(kBlock);
-        std::uint64_t window_lo = 0;  // the window holds disk bytes [window_lo, window_hi)
-        std::uint64_t window_hi = 0;
+        ReadWindow window(image, kBlock, kGap);
         // Hashes disk bytes [at, at + n), n ≤ kBlock, for the k-th stream of `order`.
         const auto hash_disk = [&](std::uint64_t at, std::uint64_t n, std::size_t k) {
-            if (at < window_lo || at + n > window_hi) {
-                window_lo = at;
-                window_hi = at + n;
-                for (std::size_t j = k + 1;
-                     j < last && order[j].lo >= window_lo && order[j].lo <= window_hi + kGap &&
-                     order[j].hi() - window_lo <= kBlock && order[j].hi() <= image.size();
-                     ++j)
-                    window_hi = std::max(window_hi, order[j].hi());
-                try {
-                    image.read(window_lo, std::span<std::byte>(window.data(), window_hi - window_lo));
-                } catch (const Error&) {
-                    // Past the piece may lie what the image cannot read (a corrupt block in
-                    // free space): the piece alone decides.
-                    window_hi = at + n;
-                    image.read(at, std::span<std::byte>(window.data(), n));
-                }
-            }
-            XXH3_64bits_update(state.get(), window.data() + (at - window_lo), n);
+            const std::span<const std::byte> bytes = window.read(at, n, [&](std::size_t j) {
+                const std::size_t next = k + 1 + j;
+                return next < last ? std::optional<DiskRange>({order[next].lo, order[next].hi()})
+                                   : std::nullopt;
+            });
+            XXH3_64bits_update(state.get(), bytes.data(), bytes.size());
         };
         for (std::size_t k = first; k < last; ++k) {
             if (reports)

@@ -45,6 +45,7 @@
 #include "support/error_kind.hpp"
 #include "support/fixtures.hpp"
 #include "support/hand_volume.hpp"
+#include "support/memory_image.hpp"
 #include "support/qemu_tools.hpp"
 #include "support/tsk_oracle.hpp"
 
@@ -416,6 +417,35 @@ TEST_CASE("the copy takes a relocated piece after an unaligned pending one, with
     std::vector<std::byte> expected(kSize);
     std::copy_n(bytes->begin() + 900 * kKiB, 200 * kKiB, expected.begin() + 900 * kKiB);
     std::copy_n(bytes->begin() + 2 * kKiB + 7, 1 << 20, expected.begin() + 1100 * kKiB);
+    std::vector<std::byte> back(kSize);
+    REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
+    CHECK(back == expected);
+}
+
+TEST_CASE("the copy reads relocated pieces whose sources lie close together in one read", "[compact]") {
+    // Forty 4 KiB pieces written one after the other, their sources 4 KiB apart (a window of
+    // 128 KiB serves sixteen of them), then ten whose sources lie a MiB apart, backwards.
+    constexpr std::uint64_t kSize = 16 << 20;
+    std::vector<std::byte> bytes(kSize);
+    for (std::uint64_t i = 0; i < kSize; ++i) bytes[i] = static_cast<std::byte>(i % 249 + 1);
+    std::vector<Relocation> relocated;
+    for (std::uint64_t i = 0; i < 40; ++i)
+        relocated.push_back({(1 << 20) + i * 4096, (2 << 20) + i * 8192, 4096});
+    for (std::uint64_t i = 0; i < 10; ++i)
+        relocated.push_back({(1 << 20) + (40 + i) * 4096, (15 - i) * (1 << 20) + 512, 4096});
+    const test::MemoryImage image(bytes);
+    test::WorkDir dir("compact-relocate-window");
+    UniqueFd fd(::open((dir / "out.raw").c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    const ByteSet none;
+    const SparseCopy copy =
+        copy_disk_sparse(image, fd.get(), {}, nullptr, {.only = &none, .relocated = relocated});
+    CHECK(copy.bytes_written == 50 * 4096);
+    CHECK(image.reads() == 3 + 10);
+    std::vector<std::byte> expected(kSize);
+    for (const Relocation& r : relocated)
+        std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(r.from), r.length,
+                    expected.begin() + static_cast<std::ptrdiff_t>(r.to));
     std::vector<std::byte> back(kSize);
     REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
     CHECK(back == expected);
