@@ -125,10 +125,12 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Pend
         // left out of the copy and read from the input when a move needs them, and the
         // moves' destinations are written in the same pass, so that the moves find their
         // bytes in place and neither read nor write them again. What the moves leave free
-        // reads as zeros in the output.
+        // reads as zeros in the output. $MFT is left out too and copied after the moves,
+        // where they left it: they rewrite the records of the files they move, which on
+        // the 1M-file volume's optimize plan was nearly all of its 1.15 GB.
         const ByteSet disk_bytes(ByteSet::interval_type::right_open(0, input.image->size()));
         const ByteSet free = free_bytes_on_disk(before);
-        ByteSet moved_out = moved_bytes(before, plan, &Move::from_lcn) - free;
+        ByteSet moved_out = (moved_bytes(before, plan, &Move::from_lcn) - free) + mft_bytes(before);
         const ByteSet keep = disk_bytes - moved_out - moved_bytes(before, plan, &Move::to_lcn);
         std::vector<Relocation> ahead = moves_to_copy_ahead(before, plan, keep, free);
         try {
@@ -155,8 +157,10 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Pend
         if (options.on_step) options.on_step(ApplyStep::Move);
         result.moves = carry_out_moves(output, window, before, plan, progress, options.after_move,
                                        options.limiter, options.before_move);
-        // What a skipped move left where it was, or libntfs-3g kept, is still in use.
-        result.disk_bytes_written += output.copy(bytes_in_use(output, window, output.deferred()));
+        // What a skipped move left where it was, the records the moves did not write, or
+        // what libntfs-3g kept, is still in use.
+        result.disk_bytes_written +=
+            output.copy(bytes_in_use(output, window, output.deferred()), options.limiter, progress.stop);
     }
     // No fsync yet: a raw output's pages go to the host disk while the proofs read them
     // (start_writeback); the one fsync comes before OUT is kept.

@@ -341,7 +341,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
             volume.moves = carry_out_moves(output, windows[i], analysis.volumes[i].map, planned[i].plan,
                                            progress, {}, options.limiter);
             // What a skipped move left where it was, or libntfs-3g kept, is still in use.
-            result.bytes_copied += output.copy(bytes_in_use(output, windows[i], output.deferred()));
+            result.bytes_copied += output.copy(bytes_in_use(output, windows[i], output.deferred()),
+                                               options.limiter, progress.stop);
         }
         result.volumes.push_back(std::move(volume));
     }

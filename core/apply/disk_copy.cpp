@@ -47,6 +47,19 @@ ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*
     return out;
 }
 
+ByteSet mft_bytes(const VolumeMap& map) {
+    ByteSet out;
+    for (const Stream& s : map.streams)
+        if (s.mft_record == 0 && s.type == static_cast<std::uint32_t>(AttrType::Data) && s.name.empty())
+            for (const Extent& e : s.extents)
+                if (e.lcn != Extent::kSparse) {
+                    const std::uint64_t at = disk_offset(map, e.lcn);
+                    out += ByteSet::interval_type::right_open(
+                        at, at + static_cast<std::uint64_t>(e.clusters) * map.cluster_size);
+                }
+    return out;
+}
+
 std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan, const ByteSet& keep,
                                             const ByteSet& free) {
     std::vector<Relocation> out;
@@ -219,12 +232,18 @@ bool DeferredCopyDisk::copied_ahead(std::uint64_t to, std::uint64_t from, std::u
     return true;
 }
 
-std::uint64_t DeferredCopyDisk::copy(const ByteSet& bytes) {
+std::uint64_t DeferredCopyDisk::copy(const ByteSet& bytes, RateLimiter* limiter,
+                                     const std::stop_token& stop) {
     std::uint64_t copied = 0;
     std::vector<std::byte> block;
     for (const auto& range : deferred_ & bytes)
         for (std::uint64_t at = range.lower(); at < range.upper();) {
             const std::uint64_t n = std::min(kBlock, range.upper() - at);
+            if (limiter != nullptr) {
+                limiter->acquire(n, stop);
+                if (stop.stop_requested())
+                    throw Error(ErrorKind::Cancelled, "cancelled");  // it ended the wait
+            }
             block.resize(n);
             image_.read(at, block);
             write(at, block);

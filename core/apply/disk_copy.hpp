@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,9 @@ struct Relocation {
 /// The virtual-disk bytes of the moves of `plan` on `map`'s volume at one end: their
 /// destinations (`end` = &Move::to_lcn) or their sources (&Move::from_lcn).
 [[nodiscard]] ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end);
+
+/// The virtual-disk bytes of `map`'s $MFT (record 0's unnamed $DATA).
+[[nodiscard]] ByteSet mft_bytes(const VolumeMap& map);
 
 /// The moves of `plan` on `map`'s volume whose destinations a copy may write ahead: each
 /// lies outside `keep` (what the copy writes in place), so it is free before the moves or
@@ -103,9 +107,11 @@ public:
     /// The bytes not copied and not written since.
     [[nodiscard]] const ByteSet& deferred() const noexcept { return deferred_; }
 
-    /// Copies the deferred bytes within `bytes` from the image. Returns how many. Throws
-    /// what read and write throw.
-    std::uint64_t copy(const ByteSet& bytes);
+    /// Copies the deferred bytes within `bytes` from the image, each read asked of `limiter`
+    /// (when given) first. Returns how many. Throws what read and write throw, and
+    /// Error(Cancelled) when `stop` is requested during a wait.
+    std::uint64_t copy(const ByteSet& bytes, RateLimiter* limiter = nullptr,
+                       const std::stop_token& stop = {});
 
 private:
     WritableRawFile& file_;

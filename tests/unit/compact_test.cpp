@@ -38,6 +38,7 @@
 #include "core/image/raw_image.hpp"
 #include "core/image/unique_fd.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/io/rate_limiter.hpp"
 #include "core/plan/apply.hpp"
 #include "pipeline/compact.hpp"
 #include "pipeline/pipeline.hpp"
@@ -498,8 +499,11 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
     CHECK(std::equal(seen.begin(), seen.begin() + 1000, b.begin() + 24000));
     CHECK(std::equal(seen.begin() + 1000, seen.begin() + 2000, sevens.begin()));
     CHECK(std::equal(seen.begin() + 2000, seen.begin() + 3000, b.begin() + 26000));
-    // copy() fetches only the deferred bytes asked for, and they are deferred no more.
-    CHECK(disk.copy(ByteSet(ByteSet::interval_type::right_open(5000, 26000))) == 1000 + 5000);
+    // copy() fetches only the deferred bytes asked for, each asked of the limiter first, and
+    // they are deferred no more.
+    RateLimiter limiter(0);
+    CHECK(disk.copy(ByteSet(ByteSet::interval_type::right_open(5000, 26000)), &limiter) == 1000 + 5000);
+    CHECK(limiter.requested() == 1000 + 5000);
     deferred -= ByteSet::interval_type::right_open(5000, 26000);
     CHECK(disk.deferred() == deferred);
     REQUIRE(::pread(fd.get(), back.data(), 32768, 0) == 32768);
