@@ -21,11 +21,11 @@ struct DiskRange {
 /// Reads a disk through one buffer, so that many small reads of neighbouring bytes cost one
 /// system call. On a volume of a million small files, a read a file made most of the time
 /// of the proofs' hashing and 874,368 reads in apply's copy of the moved files; in the
-/// order a caller asks for them, the next files often lie close by. On a miss the window reads from the bytes
-/// asked for on, over the ranges the caller says it will ask for next while each starts
-/// within `gap` of what the window holds and the whole fits in `capacity` bytes: it reads at
-/// most (capacity / smallest range) times the bytes it serves, and little more where the
-/// ranges follow each other.
+/// order a caller asks for them, the next files often lie close by. On a miss the window
+/// reads from the bytes asked for on, over the ranges the caller says it will ask for next
+/// while each starts within `gap` of what the window holds and the whole fits in `capacity`
+/// bytes: it reads at most (capacity / smallest range) times the bytes it serves, and
+/// little more where the ranges follow each other.
 class ReadWindow {
 public:
     ReadWindow(const DiskImage& image, std::uint64_t capacity, std::uint64_t gap)
