@@ -94,8 +94,16 @@ done
 
 server=
 guest=
+# kill_guest: the appliance's guestfish server and its children (qemu, libguestfs' recovery
+# process) killed, for a server that no longer answers: a client's "exit" would wait for it.
+kill_guest() {
+    [ -n "$guest" ] || return 0
+    pkill -KILL -P "$guest" 2>/dev/null
+    kill -KILL "$guest" 2>/dev/null
+    guest=
+}
 stop() {
-    [ -n "$guest" ] && guestfish --remote="$guest" -- exit 2>/dev/null
+    [ -n "$guest" ] && { timeout 30 guestfish --remote="$guest" -- exit 2>/dev/null || kill_guest; }
     [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
     guest= server=
     return 0
@@ -103,11 +111,15 @@ stop() {
 trap 'stop; rm -rf "$work"' EXIT
 
 # launch SOCKET: an appliance (pid in $guest) with the NBD disk at SOCKET, started.
+# A KVM appliance that has not started within launch_limit seconds hung in its kernel's
+# boot (seen on a fresh host: a vCPU spinning after the disk's first SCSI commands, for as
+# long as it was let run), and the run goes under TCG instead.
+launch_limit=60
 launch() {
     eval "$(guestfish --listen)"
     guest=$GUESTFISH_PID
     guestfish --remote -- add-drive "" protocol:nbd server:unix:"$1" format:raw readonly:true
-    guestfish --remote -- run
+    if [ "$accel" = KVM ]; then timeout "$launch_limit" guestfish --remote -- run; else guestfish --remote -- run; fi
 }
 
 # trace IMAGE READ_AHEAD_KB LOG LIST: the requests of the guest's read of every file of IMAGE
@@ -121,9 +133,10 @@ trace() {
     if ! launch "$socket"; then
         [ "$accel" = KVM ] || { echo "the appliance did not start under TCG either" >&2; exit 1; }
         # The probe's 2 s can end before a loaded host's qemu sets its vCPU up, and pass a
-        # KVM that then aborts qemu: this run and the rest go under TCG.
-        guestfish --remote="$guest" -- exit 2>/dev/null || true
-        echo "qemu failed under KVM: the appliance runs under TCG" >&2
+        # KVM that then aborts qemu, or the guest hangs (launch): this run and the rest go
+        # under TCG.
+        kill_guest
+        echo "the appliance failed or hung under KVM: it runs under TCG" >&2
         accel=TCG
         export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
         launch "$socket"
