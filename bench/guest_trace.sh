@@ -98,8 +98,8 @@ guest=
 # process) killed, for a server that no longer answers: a client's "exit" would wait for it.
 kill_guest() {
     [ -n "$guest" ] || return 0
-    pkill -KILL -P "$guest" 2>/dev/null
-    kill -KILL "$guest" 2>/dev/null
+    pkill -KILL -P "$guest" 2>/dev/null || true  # none left when qemu aborted
+    kill -KILL "$guest" 2>/dev/null || true
     guest=
 }
 stop() {
@@ -119,7 +119,9 @@ launch() {
     eval "$(guestfish --listen)"
     guest=$GUESTFISH_PID
     guestfish --remote -- add-drive "" protocol:nbd server:unix:"$1" format:raw readonly:true
-    if [ "$accel" = KVM ]; then timeout "$launch_limit" guestfish --remote -- run; else guestfish --remote -- run; fi
+    local bound=()
+    [ "$accel" = KVM ] && bound=(timeout "$launch_limit")
+    "${bound[@]}" guestfish --remote -- run
 }
 
 # trace IMAGE READ_AHEAD_KB LOG LIST: the requests of the guest's read of every file of IMAGE
