@@ -122,6 +122,8 @@ std::unique_ptr<FileSource> FileSource::open(std::string path) {
     throw Error(ErrorKind::Internal, "unhandled open failure");
 }
 
+void FileSource::avoid_read_ahead() const { (void)::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_RANDOM); }
+
 std::size_t FileSource::read_at(std::uint64_t offset, std::span<std::byte> out) const {
     // Linux transfers at most about 2 GiB per pread(); ask for no more than 1 GiB.
     constexpr std::size_t max_chunk = std::size_t{1} << 30;

@@ -62,6 +62,11 @@ public:
     /// Where the source's bytes lie on the host's device (FIEMAP), with `file` and `path`
     /// left for the caller; the default knows nothing and says so in `note`. Throws Error(Io).
     [[nodiscard]] virtual PhysicalFile physical_layout() const;
+    /// Asks the host to read no more than each read asks for. For a sparse raw file, whose
+    /// holes RawImage::read fills itself: the kernel's read-ahead past the data would fill
+    /// page cache pages of the holes with zeros (docs/benchmarks.md, "Read-ahead off for
+    /// sparse raw files"). A hint; nothing for a source that is not a host file.
+    virtual void avoid_read_ahead() const {}
 };
 
 /// What this process read from image sources, by transport: `--stats` prints it, and the
@@ -121,6 +126,8 @@ public:
     /// FIEMAP over the regular file; a note where the host file system (tmpfs, ...) or a
     /// block device cannot tell.
     [[nodiscard]] PhysicalFile physical_layout() const override;
+    /// POSIX_FADV_RANDOM on the descriptor.
+    void avoid_read_ahead() const override;
 
 private:
     FileSource(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -198,6 +199,83 @@ TEST_CASE("RawImage maps host allocation like qemu-img map", "[image][raw][layer
     } else {
         WARN("the scratch file system does not report holes; only the qemu-img comparison applies");
     }
+    fs::remove(path);
+}
+
+namespace {
+
+/// Pages of the file at `path`, [from, to), that are in the host's page cache (mincore).
+std::size_t cached_pages(const fs::path& path, std::uint64_t from, std::uint64_t to) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t length = to - from;
+    void* map = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(from));
+    ::close(fd);
+    REQUIRE(map != MAP_FAILED);
+    std::vector<unsigned char> resident((length + page - 1) / page);
+    const int status = ::mincore(map, length, resident.data());
+    ::munmap(map, length);
+    REQUIRE(status == 0);
+    return static_cast<std::size_t>(
+        std::ranges::count_if(resident, [](unsigned char c) { return (c & 1) != 0; }));
+}
+
+/// Drops the file's pages from the page cache (they are clean: it was synced).
+void evict(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("RawImage reads a sparse file's data without the host reading ahead into its holes",
+          "[image][raw]") {
+    // 2 MiB of data, then 30 MiB of hole. A reader of the data in 128 KiB pieces through a
+    // plain descriptor is the control: the kernel's read-ahead runs past the data and
+    // zero-fills pages of the hole. Through RawImage none of them may be in the page cache.
+    constexpr std::uint64_t kData = 2 << 20;
+    constexpr std::uint64_t kSize = 32 << 20;
+    constexpr std::size_t kPiece = 128 << 10;
+    const fs::path path = scratch_path("read-ahead.img");
+    {
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        REQUIRE(fd >= 0);
+        REQUIRE(::ftruncate(fd, kSize) == 0);
+        const std::vector<char> data(kData, 'x');
+        REQUIRE(::pwrite(fd, data.data(), data.size(), 0) == static_cast<ssize_t>(data.size()));
+        REQUIRE(::fsync(fd) == 0);
+        ::close(fd);
+    }
+    std::vector<std::byte> piece(kPiece);
+    evict(path);
+    {
+        const int fd = ::open(path.c_str(), O_RDONLY);
+        REQUIRE(fd >= 0);
+        for (std::uint64_t at = 0; at < kData; at += kPiece)
+            REQUIRE(::pread(fd, piece.data(), kPiece, static_cast<off_t>(at)) ==
+                    static_cast<ssize_t>(kPiece));
+        ::close(fd);
+    }
+    {
+        INFO(
+            "the control found no page of the hole in the page cache: the scratch directory's file "
+            "system ("
+            << test::scratch_dir()
+            << ") or its device reads nothing ahead, so this "
+               "cannot be told");
+        REQUIRE(cached_pages(path, kData, kSize) > 0);
+    }
+
+    evict(path);
+    REQUIRE(cached_pages(path, 0, kSize) == 0);
+    const RawImage image(path.string());
+    REQUIRE(boost::icl::length(image.layers().front().allocated) == kData);
+    for (std::uint64_t at = 0; at < kData; at += kPiece) image.read(at, piece);
+    CHECK(cached_pages(path, 0, kData) == kData / static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
+    CHECK(cached_pages(path, kData, kSize) == 0);
     fs::remove(path);
 }
 
