@@ -260,12 +260,9 @@ TEST_CASE("RawImage reads a sparse file's data without the host reading ahead in
         ::close(fd);
     }
     {
-        INFO(
-            "the control found no page of the hole in the page cache: the scratch directory's file "
-            "system ("
-            << test::scratch_dir()
-            << ") or its device reads nothing ahead, so this "
-               "cannot be told");
+        const std::string where = test::scratch_dir().string();
+        INFO("the control found no page of the hole in the page cache: the file system of "
+             << where << " or its device reads nothing ahead, so this cannot be told");
         REQUIRE(cached_pages(path, kData, kSize) > 0);
     }
 
