@@ -51,12 +51,12 @@ RawImage::RawImage(std::shared_ptr<const ByteSource> source) : source_(std::move
     layer.growth_unit = layer.granule_size;
     const bool sparse = boost::icl::length(layer.allocated) < size;
     layer.provisioning = raw_provisioning(!sparse, layer.granule_size);
-    // Holes read as zeros without the host (read()); the kernel's read-ahead would still
-    // reach into them past the data asked for, and zero-fill page cache pages for them:
-    // 3.9 GB of them for a compact of the 1M-file volume (5.3 GB stored in 16 GiB), and a
-    // third of the CPU of the thread that hashes the input. What reads most of a disk
-    // reads large pieces of it without the host's help: the scan of $MFT 2 MiB at a
-    // time, the copy 128 KiB, the proofs' hashing up to 1 MiB.
+    // Holes read as zeros without the host (read()), but the kernel's read-ahead would still
+    // run past the data into them and zero-fill page cache pages: 3.9 GB for a compact of
+    // the 1M-file volume, a third of the CPU of the thread that hashes the input. The same
+    // hint WritableRawFile gives for the output. What reads most of a disk reads large
+    // pieces without the host's help: $MFT's scan 2 MiB, the copy 128 KiB, the proofs'
+    // hashing up to 1 MiB.
     if (sparse) source_->avoid_read_ahead();
     // A raw disk is its own file: every stored range lies at its own offset.
     for (const auto& stored : layer.allocated)
