@@ -55,8 +55,12 @@ kvm_works() {
         >/dev/null 2>&1 || status=$?
     [ "$status" -eq 124 ]
 }
+# An appliance that failed or hung under KVM (launch) does so again on the same host: until
+# it reboots, later runs (the other driver's test, the sanitized suite's) go straight to TCG
+# rather than wait launch_limit seconds each.
+kvm_failed=${TMPDIR:-/tmp}/guestfrag-kvm-failed.$(cat /proc/sys/kernel/random/boot_id)
 accel=KVM
-kvm_works || { accel=TCG; export LIBGUESTFS_BACKEND_SETTINGS=force_tcg; }
+{ [ ! -e "$kvm_failed" ] && kvm_works; } || { accel=TCG; export LIBGUESTFS_BACKEND_SETTINGS=force_tcg; }
 command -v nbdkit >/dev/null || { echo "nbdkit is missing" >&2; exit 1; }
 
 # TRACE_AT=scsi: the trace is taken where the guest's requests enter the virtual disk
@@ -138,7 +142,8 @@ trace() {
         # KVM that then aborts qemu, or the guest hangs (launch): this run and the rest go
         # under TCG.
         kill_guest
-        echo "the appliance failed or hung under KVM: it runs under TCG" >&2
+        echo "the appliance failed or hung under KVM: it runs under TCG (until $kvm_failed goes)" >&2
+        : >"$kvm_failed"
         accel=TCG
         export LIBGUESTFS_BACKEND_SETTINGS=force_tcg
         launch "$socket"
