@@ -132,31 +132,49 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Pend
         const ByteSet free = free_bytes_on_disk(before);
         ByteSet moved_out = (moved_bytes(before, plan, &Move::from_lcn) - free) + mft_bytes(before);
         const ByteSet keep = disk_bytes - moved_out - moved_bytes(before, plan, &Move::to_lcn);
-        std::vector<Relocation> ahead = moves_to_copy_ahead(before, plan, keep, free);
-        try {
-            const Progress copying{progress.report, refused.get_token()};
-            result.disk_bytes_written = copy_disk_sparse(*input.image, disk.fd(), copying, options.limiter,
-                                                         {.only = &keep, .relocated = ahead})
-                                            .bytes_written;
-        } catch (const Error& e) {
-            // Stopped by the rehearsal's refusal, which is the answer.
-            if (e.kind() == ErrorKind::Cancelled && !progress.stop.stop_requested()) rehearsal.get();
-            // A disk whose bytes are not all readable (a truncated fixed VHD) cannot be
-            // copied whole, but an overlay needs only the clusters the moves touch.
-            if (e.kind() != ErrorKind::Corrupt) throw;
-            throw Error(ErrorKind::Corrupt,
-                        std::string("a raw output is a copy of the whole disk, which cannot be read: ") +
-                            e.what() + "; --output-format qcow2 needs only what the moves touch");
-        }
-        rehearsal.get();
-        release_freed_memory();  // the after-map and the rehearsal's tables, before the moves' fill
-        result.output_file_bytes = input.image->size();
-        disk.start_writeback();  // beside the moves
+        const std::vector<Relocation> ahead = moves_to_copy_ahead(before, plan, keep, free);
+        // The moves run beside the copy once the rehearsal accepts the plan. What the copy
+        // has not written yet they read from the input, and what they write the copy leaves.
+        CopyFrontier frontier(disk.fd(), input.image->size());
         WritableRawFile file(disk.fd(), disk.path());
-        DeferredCopyDisk output(file, *input.image, std::move(moved_out), std::move(ahead));
-        if (options.on_step) options.on_step(ApplyStep::Move);
-        result.moves = carry_out_moves(output, window, before, plan, progress, options.after_move,
-                                       options.limiter, options.before_move);
+        DeferredCopyDisk output(file, *input.image, std::move(moved_out), ahead, {&frontier, &keep});
+        copy_beside_moves(
+            {.copy =
+                 [&](const Progress& copying) {
+                     try {
+                         result.disk_bytes_written =
+                             copy_disk_sparse(*input.image, disk.fd(), copying, options.limiter,
+                                              {.only = &keep, .relocated = ahead, .frontier = &frontier})
+                                 .bytes_written;
+                     } catch (const Error& e) {
+                         // A disk whose bytes are not all readable (a truncated fixed VHD)
+                         // cannot be copied whole, but an overlay needs only the clusters
+                         // the moves touch.
+                         if (e.kind() != ErrorKind::Corrupt) throw;
+                         throw Error(
+                             ErrorKind::Corrupt,
+                             std::string("a raw output is a copy of the whole disk, which cannot be read: ") +
+                                 e.what() + "; --output-format qcow2 needs only what the moves touch");
+                     }
+                 },
+             .before =
+                 [&] {
+                     rehearsal.get();
+                     release_freed_memory();  // the after-map and the rehearsal's tables, before the moves'
+                                              // fill
+                 },
+             .begin =
+                 [&] {
+                     if (options.on_step) options.on_step(ApplyStep::Move);
+                 },
+             .moves =
+                 [&](const Progress& moving) {
+                     result.moves = carry_out_moves(output, window, before, plan, moving, options.after_move,
+                                                    options.limiter, options.before_move);
+                 }},
+            refused, progress);
+        result.output_file_bytes = input.image->size();
+        disk.start_writeback();  // beside the last copy and the proofs
         // What a skipped move left where it was, the records the moves did not write, or
         // what libntfs-3g kept, is still in use.
         result.disk_bytes_written +=

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <thread>
@@ -203,6 +204,63 @@ bool TemporaryDisk::rename_no_replace() const {
     if (::link(path_.c_str(), output_.c_str()) != 0) return false;
     ::unlink(path_.c_str());
     return true;
+}
+
+void copy_beside_moves(const CopyAndMoves& work, std::stop_source& halt, const Progress& progress) {
+    // The copy's step shows until it ends, then the moves': begun by whichever of the copy
+    // and `before` ends last, with the last count the moves reported meanwhile.
+    std::mutex reporting;
+    bool copied = false;
+    bool ready = false;
+    bool moving = false;
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> held;
+    const auto report = [&](std::uint64_t done, std::uint64_t total) {
+        if (progress.report) progress.report(done, total);
+    };
+    const auto ended = [&](bool& which) {
+        const std::lock_guard lock(reporting);
+        which = true;
+        if (!copied || !ready) return;
+        work.begin();
+        moving = true;
+        if (held) report(held->first, held->second);
+    };
+    const Progress copy_progress{[&](std::uint64_t done, std::uint64_t total) {
+                                     const std::lock_guard lock(reporting);
+                                     if (!copied) report(done, total);
+                                 },
+                                 halt.get_token()};
+    const Progress moves_progress{[&](std::uint64_t done, std::uint64_t total) {
+                                      const std::lock_guard lock(reporting);
+                                      if (moving)
+                                          report(done, total);
+                                      else
+                                          held.emplace(done, total);
+                                  },
+                                  halt.get_token()};
+    std::future<void> copying = std::async(std::launch::async, [&] {
+        try {
+            work.copy(copy_progress);
+            ended(copied);
+        } catch (...) {
+            halt.request_stop();
+            throw;
+        }
+    });
+    try {
+        work.before();
+        ended(ready);
+        work.moves(moves_progress);
+    } catch (...) {
+        halt.request_stop();
+        try {
+            copying.get();
+        } catch (const Error& e) {
+            if (e.kind() != ErrorKind::Cancelled || progress.stop.stop_requested()) throw;
+        }
+        throw;
+    }
+    copying.get();
 }
 
 InputHashing::InputHashing(const DiskImage& image, const VolumeMap& before, const Plan& plan)

@@ -81,6 +81,27 @@ private:
 /// and the fault is then not the tool's.
 void prove_held(const InputHold& hold, const std::function<void()>& proofs);
 
+/// The work of a copy with the moves beside it (copy_beside_moves).
+struct CopyAndMoves {
+    /// The copy, on a thread of its own (copy_disk_sparse through a CopyFrontier).
+    std::function<void(const Progress&)> copy;
+    /// First on this thread, beside the copy (apply's rehearsal).
+    std::function<void()> before = [] {};
+    /// The moves' step begins: once the copy and `before` have ended, on the thread of the
+    /// one that ended last.
+    std::function<void()> begin = [] {};
+    /// The moves, on this thread once `before` has ended.
+    std::function<void(const Progress&)> moves;
+};
+
+/// Runs `work`: on two cores the copy and the moves each kept one busy while the other had
+/// little to do. Each stops the other when it fails (as `halt`, which stops both, does),
+/// and the error thrown is the copy's when it failed for a reason of its own, else that of
+/// `before` or the moves. `progress` hears one thread at a time: the copy until it ends
+/// (its step, the one shown, goes on as long as the copy does), then the moves. Returns
+/// when both have ended.
+void copy_beside_moves(const CopyAndMoves& work, std::stop_source& halt, const Progress& progress);
+
 /// What the proofs of one volume need of the input, made on a thread of its own from when
 /// the object is made: stream_digests of the input (beside the copy and the moves, which
 /// wait on writes; docs/apply.md step 5), then, while the moves run, expect_moves as every

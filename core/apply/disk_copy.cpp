@@ -30,6 +30,16 @@ constexpr std::uint64_t kBlock = 128 << 10;
     throw Error(ErrorKind::Io, what + ": " + std::strerror(errno));
 }
 
+/// Writes `length` bytes from `data` at `at` of `fd`.
+void write_all(int fd, const std::byte* data, std::uint64_t length, std::uint64_t at) {
+    for (std::uint64_t done = 0; done < length;) {
+        const ssize_t n = ::pwrite(fd, data + done, length - done, static_cast<off_t>(at + done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) host_failure("cannot write the new disk");
+        done += static_cast<std::uint64_t>(n);
+    }
+}
+
 /// The disk offset of cluster `lcn` of `map`'s volume.
 std::uint64_t disk_offset(const VolumeMap& map, std::int64_t lcn) {
     return map.partition_offset + static_cast<std::uint64_t>(lcn) * map.cluster_size;
@@ -103,12 +113,11 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
     // Writes `length` bytes from `data` at disk offset `at`.
     const auto put = [&](const std::byte* data, std::uint64_t length, std::uint64_t at) {
         if (length == 0) return;
-        for (std::uint64_t done = 0; done < length;) {
-            const ssize_t n = ::pwrite(fd, data + done, length - done, static_cast<off_t>(at + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) host_failure("cannot write the new disk");
-            done += static_cast<std::uint64_t>(n);
-        }
+        // Counted whole either way, so that the count does not depend on which came first.
+        if (options.frontier != nullptr)
+            options.frontier->write(fd, std::span(data, length), at);
+        else
+            write_all(fd, data, length, at);
         out.bytes_written += length;
         out.blocks += ByteSet::interval_type::right_open(
             at / hole * hole, std::min(size, (at + length + hole - 1) / hole * hole));
@@ -187,13 +196,80 @@ SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& prog
     }
     while (moved < relocated.size()) copy_piece();
     flush();
+    if (options.frontier != nullptr) options.frontier->finish(size);
     progress.update(size, size);
     return out;
 }
 
+CopyFrontier::CopyFrontier(int fd, std::uint64_t size) {
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) host_failure("cannot size the new disk");
+}
+
+void CopyFrontier::write(int fd, std::span<const std::byte> data, std::uint64_t at) {
+    const auto range = ByteSet::interval_type::right_open(at, at + data.size());
+    {
+        // The test and the write under one lock: a take between them would be overwritten.
+        const std::lock_guard lock(mutex_);
+        ByteSet parts(range);
+        const auto [first, last] = taken_.equal_range(range);
+        for (auto it = first; it != last; ++it) parts -= *it;
+        for (const auto& part : parts)
+            write_all(fd, data.data() + (part.lower() - at), boost::icl::length(part), part.lower());
+    }
+    reached_.store(at + data.size(), std::memory_order_release);
+}
+
+void CopyFrontier::take(std::uint64_t at, std::uint64_t n) {
+    const std::lock_guard lock(mutex_);
+    taken_ += ByteSet::interval_type::right_open(at, at + n);
+}
+
 DeferredCopyDisk::DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
-                                   std::vector<Relocation> relocated)
-    : file_(file), image_(image), deferred_(std::move(deferred)), relocated_(std::move(relocated)) {}
+                                   std::span<const Relocation> relocated, CopyBeside beside)
+    : file_(file), image_(image), deferred_(std::move(deferred)), relocated_(relocated), beside_(beside) {}
+
+bool DeferredCopyDisk::copy_will_write(std::uint64_t from, std::uint64_t end) const {
+    if (from >= end) return false;
+    const auto range = ByteSet::interval_type::right_open(from, end);
+    if (beside_.copied != nullptr && boost::icl::intersects(*beside_.copied, range)) return true;
+    const auto piece = std::ranges::upper_bound(relocated_, from, {}, &Relocation::to);
+    if (piece != relocated_.begin() && std::prev(piece)->to + std::prev(piece)->length > from) return true;
+    return piece != relocated_.end() && piece->to < end;
+}
+
+void DeferredCopyDisk::read_copied(std::uint64_t offset, std::span<std::byte> out) const {
+    if (beside_.frontier == nullptr) return file_.read(offset, out);
+    // Taken before the file is read: below it, the copy had written what the file holds.
+    const std::uint64_t reached = beside_.frontier->reached();
+    file_.read(offset, out);
+    const std::uint64_t end = offset + out.size();
+    const std::uint64_t from = std::max(offset, reached);
+    if (!copy_will_write(from, end)) return;
+    // Where the copy has not come by, what it will write there: the image's bytes, but
+    // what the moves wrote since (and took from it). What the file held there is replaced.
+    const auto window = ByteSet::interval_type::right_open(from, end);
+    const auto put = [&](const ByteSet::interval_type& part, std::uint64_t source) {
+        ByteSet bytes(part);
+        const auto [first, last] = beside_.frontier->taken().equal_range(part);
+        for (auto it = first; it != last; ++it) bytes -= *it;
+        for (const auto& b : bytes)
+            image_.read(source + (b.lower() - part.lower()),
+                        out.subspan(b.lower() - offset, boost::icl::length(b)));
+    };
+    if (beside_.copied != nullptr) {
+        const auto [first, last] = beside_.copied->equal_range(window);
+        for (auto it = first; it != last; ++it) {
+            const auto part = *it & window;
+            put(part, part.lower());
+        }
+    }
+    auto piece = std::ranges::upper_bound(relocated_, from, {}, &Relocation::to);
+    if (piece != relocated_.begin()) --piece;
+    for (; piece != relocated_.end() && piece->to < end; ++piece) {
+        const auto part = ByteSet::interval_type::right_open(piece->to, piece->to + piece->length) & window;
+        if (!boost::icl::is_empty(part)) put(part, piece->from + (part.lower() - piece->to));
+    }
+}
 
 void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) const {
     if (out.empty()) return;
@@ -203,14 +279,17 @@ void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) cons
     for (auto it = first; it != last; ++it) {
         const std::uint64_t lo = std::max(at, it->lower());
         const std::uint64_t hi = std::min(end, it->upper());
-        if (lo > at) file_.read(at, out.subspan(at - offset, lo - at));
+        if (lo > at) read_copied(at, out.subspan(at - offset, lo - at));
         image_.read(lo, out.subspan(lo - offset, hi - lo));
         at = hi;
     }
-    if (end > at) file_.read(at, out.subspan(at - offset, end - at));
+    if (end > at) read_copied(at, out.subspan(at - offset, end - at));
 }
 
 void DeferredCopyDisk::write(std::uint64_t offset, std::span<const std::byte> bytes) {
+    if (beside_.frontier != nullptr &&
+        copy_will_write(std::max(offset, beside_.frontier->reached()), offset + bytes.size()))
+        beside_.frontier->take(offset, bytes.size());
     file_.write(offset, bytes);
     const auto written = ByteSet::interval_type::right_open(offset, offset + bytes.size());
     deferred_ -= written;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <stop_token>
 #include <string>
@@ -52,6 +54,36 @@ struct Relocation {
 [[nodiscard]] std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan,
                                                           const ByteSet& keep, const ByteSet& free);
 
+/// What a copy (copy_disk_sparse) shares with the moves that run beside it, through a
+/// DeferredCopyDisk: how far the copy has come, and what the moves wrote where it has not,
+/// which it then leaves as they wrote it. The copy goes in disk order and writes only the
+/// image's bytes (or a relocated piece's source's), so until it has come by, those bytes
+/// read from the image. Safe for one copying thread and one other.
+class CopyFrontier {
+public:
+    /// Sizes `fd`, the copy's fresh file, to the disk's `size` (as the copy does again):
+    /// the moves may read it before the copy has begun. Throws Error(Io).
+    CopyFrontier(int fd, std::uint64_t size);
+
+    /// The copy's side: writes `data` at `at` in `fd`, but what the moves wrote there; then
+    /// every byte below at + data.size() is as the copy leaves it. Throws Error(Io).
+    void write(int fd, std::span<const std::byte> data, std::uint64_t at);
+    /// The copy's side: it has ended, and left every byte below `end`.
+    void finish(std::uint64_t end) noexcept { reached_.store(end, std::memory_order_release); }
+
+    /// Every byte below this is as the copy leaves it.
+    [[nodiscard]] std::uint64_t reached() const noexcept { return reached_.load(std::memory_order_acquire); }
+    /// The moves' side, before they write [at, at + n): the copy leaves those bytes.
+    void take(std::uint64_t at, std::uint64_t n);
+    /// What the moves took (read only by the thread that takes).
+    [[nodiscard]] const ByteSet& taken() const noexcept { return taken_; }
+
+private:
+    std::mutex mutex_;  ///< a copy's write against a take
+    ByteSet taken_;
+    std::atomic<std::uint64_t> reached_{0};
+};
+
 struct SparseCopyOptions {
     /// When set, nothing outside it (and the relocations) is read or written (compaction
     /// leaves NTFS-free clusters out).
@@ -64,6 +96,8 @@ struct SparseCopyOptions {
     /// the disk and outside what is copied in place. Compaction writes the packing moves'
     /// destinations here, so that each move finds its bytes in place (docs/compact.md).
     std::span<const Relocation> relocated;
+    /// When set, the moves run beside the copy (DeferredCopyDisk), which writes through it.
+    CopyFrontier* frontier = nullptr;
 };
 
 /// Writes the whole virtual disk of `image` into `fd`, a fresh empty file open for writing,
@@ -78,18 +112,26 @@ struct SparseCopyOptions {
 SparseCopy copy_disk_sparse(const DiskImage& image, int fd, const Progress& progress = {},
                             RateLimiter* limiter = nullptr, const SparseCopyOptions& options = {});
 
+/// A copy that runs beside the moves: its frontier, and what it copies in place.
+struct CopyBeside {
+    CopyFrontier* frontier = nullptr;
+    const ByteSet* copied = nullptr;
+};
+
 /// A raw file being copied from an image in which some bytes are not copied yet: until a
 /// write replaces them, they read from the image. Compaction leaves out of its copy the
 /// clusters its packing moves take data out of: the moves read them through this disk and
 /// write them once, at their destinations, and copy() fetches only those a skipped move
 /// leaves in use. The copy wrote its `relocated` pieces (ascending, disjoint) ahead, from
 /// sources the image uses: a move between the two finds them there (copied_ahead) while
-/// neither has changed since. Borrows `file` and `image`, which must outlive it. Not safe
-/// for concurrent writes.
+/// neither has changed since. With a `frontier`, that copy is still running, and what it
+/// will write (`copied`, what it copies in place, and the relocated pieces) reads from the
+/// image until it has. Borrows `file`, `image`, `relocated` and what `beside` names, which
+/// must outlive it. Not safe for concurrent writes.
 class DeferredCopyDisk final : public WritableDisk {
 public:
     DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
-                     std::vector<Relocation> relocated = {});
+                     std::span<const Relocation> relocated = {}, CopyBeside beside = {});
 
     [[nodiscard]] const std::string& path() const noexcept override { return file_.path(); }
 
@@ -114,10 +156,18 @@ public:
                        const std::stop_token& stop = {});
 
 private:
+    /// Whether the copy beside writes some of [from, end) (what it copies in place, or a
+    /// relocated piece), when it has not come by.
+    [[nodiscard]] bool copy_will_write(std::uint64_t from, std::uint64_t end) const;
+    /// Reads bytes that are not deferred: the file's, or where the copy beside has not come
+    /// by yet, the image's bytes it will write.
+    void read_copied(std::uint64_t offset, std::span<std::byte> out) const;
+
     WritableRawFile& file_;
     const DiskImage& image_;
     ByteSet deferred_;
-    std::vector<Relocation> relocated_;
+    std::span<const Relocation> relocated_;
+    CopyBeside beside_;
     ByteSet changed_;  ///< written or taken since the copy
 };
 

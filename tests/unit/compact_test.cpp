@@ -536,6 +536,75 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
     CHECK(std::equal(seen.begin(), seen.begin() + 4096, b.begin() + from));
 }
 
+TEST_CASE("the moves beside a copy read what it will write from the image, and it leaves what they wrote",
+          "[compact][apply]") {
+    constexpr std::uint64_t kSize = 1 << 20;
+    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
+    auto& b = *bytes;
+    for (std::uint64_t i = 0; i < kSize; ++i) b[i] = static_cast<std::byte>(i % 253 + 1);
+    const RawImage image(std::make_shared<MemorySource>("mem", bytes));
+    test::WorkDir dir("compact-beside");
+    const fs::path path = dir / "out.raw";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    // The copy writes [0, 64 KiB) in place and a piece at 96 KiB from 512 KiB; the moves'
+    // source at 200 KiB is deferred; [160, 192) KiB is free, written by neither.
+    const ByteSet keep(ByteSet::interval_type::right_open(0, 65536));
+    const std::vector<Relocation> piece{{98304, 524288, 16384}};
+    CopyFrontier frontier(fd.get(), kSize);
+    CHECK(static_cast<std::uint64_t>(fs::file_size(path)) == kSize);  // readable before the copy begins
+    WritableRawFile file(fd.get(), path.string());
+    DeferredCopyDisk disk(file, image, ByteSet(ByteSet::interval_type::right_open(204800, 208896)), piece,
+                          {&frontier, &keep});
+    std::vector<std::byte> seen(4096);
+    const auto read_at = [&](std::uint64_t at) {
+        disk.read(at, seen);
+        return seen;
+    };
+    const auto input = [&](std::uint64_t at) {
+        return std::vector<std::byte>(b.begin() + at, b.begin() + at + 4096);
+    };
+    const std::vector<std::byte> zeros(4096);
+    // Before the copy: what it will write, the image's bytes (the piece's from its source).
+    CHECK(read_at(8192) == input(8192));
+    CHECK(read_at(98304 + 4096) == input(524288 + 4096));
+    CHECK(read_at(163840) == zeros);          // free: the file's hole
+    CHECK(read_at(204800) == input(204800));  // deferred
+    // The copy has come by [0, 4 KiB) (with other bytes, to tell the file from the image).
+    const std::vector<std::byte> sixes(4096, std::byte{6});
+    frontier.write(fd.get(), sixes, 0);
+    CHECK(frontier.reached() == 4096);
+    disk.read(2048, seen);  // across the frontier
+    CHECK(std::equal(seen.begin(), seen.begin() + 2048, sixes.begin()));
+    CHECK(std::equal(seen.begin() + 2048, seen.end(), b.begin() + 4096));
+    // The moves write where the copy has not come: it leaves those bytes, and they read back.
+    const std::vector<std::byte> nines(1000, std::byte{9});
+    disk.write(20000, nines);
+    disk.write(98304 + 100, nines);
+    disk.write(170000, nines);  // free space: nothing taken
+    CHECK(frontier.taken() == ByteSet(ByteSet::interval_type::right_open(20000, 21000)) +
+                                  ByteSet::interval_type::right_open(98404, 99404));
+    disk.read(16384, seen);
+    CHECK(std::equal(seen.begin() + 3616, seen.begin() + 4096, nines.begin()));
+    CHECK(std::equal(seen.begin(), seen.begin() + 3616, b.begin() + 16384));
+    // The copy runs to the end through the frontier and leaves the moves' bytes.
+    const SparseCopy copy = copy_disk_sparse(image, fd.get(), {}, nullptr,
+                                             {.only = &keep, .relocated = piece, .frontier = &frontier});
+    CHECK(copy.bytes_written == 65536 + 16384);  // as if the moves wrote after it
+    CHECK(frontier.reached() == kSize);
+    std::vector<std::byte> back(kSize);
+    REQUIRE(::pread(fd.get(), back.data(), kSize, 0) == static_cast<ssize_t>(kSize));
+    std::vector<std::byte> expected(kSize);
+    std::copy_n(b.begin(), 65536, expected.begin());
+    std::copy_n(b.begin() + 524288, 16384, expected.begin() + 98304);
+    std::copy(nines.begin(), nines.end(), expected.begin() + 20000);
+    std::copy(nines.begin(), nines.end(), expected.begin() + 98404);
+    std::copy(nines.begin(), nines.end(), expected.begin() + 170000);
+    CHECK(back == expected);
+    CHECK(read_at(98304) ==
+          std::vector<std::byte>(expected.begin() + 98304, expected.begin() + 98304 + 4096));
+}
+
 TEST_CASE(
     "compact's moves find the destinations written ahead, read what they vacate from the input, and a "
     "skipped move's source is fetched",
