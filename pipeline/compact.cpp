@@ -327,44 +327,28 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         destinations.insert(destinations.end(), d.begin(), d.end());
     }
     std::ranges::sort(destinations, {}, &Relocation::to);  // the volumes are disjoint
-    // The moves run beside the copy: what it has not written yet they read from the input,
-    // and what they write it leaves.
-    CopyFrontier frontier(disk_file.fd(), size);
-    WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
-    DeferredCopyDisk output(file, image, std::move(moved_out), destinations, {&frontier, &keep});
-    for (const PlannedVolume& p : planned) {
-        CompactVolume volume;
-        volume.partition = analysis.volumes[p.volume].map.partition;
-        result.volumes.push_back(std::move(volume));
-    }
-    SparseCopy copy;
-    std::stop_source halt;
-    const std::stop_callback cancelled(progress.stop, [&halt] { halt.request_stop(); });
-    copy_beside_moves({.copy =
-                           [&](const Progress& copying) {
-                               copy = copy_disk_sparse(image, disk_file.fd(), copying, options.limiter,
-                                                       {&keep, block, destinations, &frontier});
-                           },
-                       .begin =
-                           [&] {
-                               if (options.pack) begin(options, CompactStep::Move);
-                           },
-                       .moves =
-                           [&](const Progress& moving) {
-                               for (std::size_t i = 0; i < planned.size(); ++i)
-                                   if (!planned[i].plan.moves.empty())
-                                       result.volumes[i].moves =
-                                           carry_out_moves(output, windows[i], analysis.volumes[i].map,
-                                                           planned[i].plan, moving, {}, options.limiter);
-                           }},
-                      halt, progress);
+    SparseCopy copy =
+        copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
     result.bytes_copied = copy.bytes_written;
-    disk_file.start_writeback();  // beside the last copy and the proofs
-    // What a skipped move left where it was, or libntfs-3g kept, is still in use.
-    for (std::size_t i = 0; i < planned.size(); ++i)
-        if (!planned[i].plan.moves.empty())
+    disk_file.start_writeback();  // beside the moves and the proofs
+    WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);
+    // After the copy, not beside it as apply's moves (copy_beside_moves): the packing's
+    // moves are a fifth of its time, and beside the copy and the input's hashing they
+    // found no core free (docs/benchmarks.md, "The moves beside the copy").
+    DeferredCopyDisk output(file, image, std::move(moved_out), destinations);
+    if (options.pack) begin(options, CompactStep::Move);
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        CompactVolume volume;
+        volume.partition = analysis.volumes[i].map.partition;
+        if (!planned[i].plan.moves.empty()) {
+            volume.moves = carry_out_moves(output, windows[i], analysis.volumes[i].map, planned[i].plan,
+                                           progress, {}, options.limiter);
+            // What a skipped move left where it was, or libntfs-3g kept, is still in use.
             result.bytes_copied += output.copy(bytes_in_use(output, windows[i], output.deferred()),
                                                options.limiter, progress.stop);
+        }
+        result.volumes.push_back(std::move(volume));
+    }
     // No fsync yet: the copy's bytes are on their way to the host disk, and what the moves
     // leave free is punched out below, so what is punched before it reaches the disk is
     // never written at all. The one fsync comes before OUT is kept.
