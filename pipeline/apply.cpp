@@ -160,8 +160,8 @@ ApplyResult apply_to_copy(const std::string& path, const OpenOptions& open, Pend
              .before =
                  [&] {
                      rehearsal.get();
-                     release_freed_memory();  // the after-map and the rehearsal's tables, before the moves'
-                                              // fill
+                     // The after-map and the rehearsal's tables, before the moves' fill.
+                     release_freed_memory();
                  },
              .begin =
                  [&] {
