@@ -210,13 +210,17 @@ void CopyFrontier::write(int fd, std::span<const std::byte> data, std::uint64_t 
     {
         // The test and the write under one lock: a take between them would be overwritten.
         const std::lock_guard lock(mutex_);
-        ByteSet parts(range);
-        const auto [first, last] = taken_.equal_range(range);
-        for (auto it = first; it != last; ++it) parts -= *it;
-        for (const auto& part : parts)
+        for (const auto& part : untaken(range))
             write_all(fd, data.data() + (part.lower() - at), boost::icl::length(part), part.lower());
     }
     reached_.store(at + data.size(), std::memory_order_release);
+}
+
+ByteSet CopyFrontier::untaken(const ByteSet::interval_type& range) const {
+    ByteSet out(range);
+    const auto [first, last] = taken_.equal_range(range);
+    for (auto it = first; it != last; ++it) out -= *it;
+    return out;
 }
 
 void CopyFrontier::take(std::uint64_t at, std::uint64_t n) {
@@ -244,15 +248,12 @@ void DeferredCopyDisk::read_copied(std::uint64_t offset, std::span<std::byte> ou
     file_.read(offset, out);
     const std::uint64_t end = offset + out.size();
     const std::uint64_t from = std::max(offset, reached);
-    if (!copy_will_write(from, end)) return;
+    if (from >= end) return;
     // Where the copy has not come by, what it will write there: the image's bytes, but
     // what the moves wrote since (and took from it). What the file held there is replaced.
     const auto window = ByteSet::interval_type::right_open(from, end);
     const auto put = [&](const ByteSet::interval_type& part, std::uint64_t source) {
-        ByteSet bytes(part);
-        const auto [first, last] = beside_.frontier->taken().equal_range(part);
-        for (auto it = first; it != last; ++it) bytes -= *it;
-        for (const auto& b : bytes)
+        for (const auto& b : beside_.frontier->untaken(part))
             image_.read(source + (b.lower() - part.lower()),
                         out.subspan(b.lower() - offset, boost::icl::length(b)));
     };

@@ -77,6 +77,8 @@ public:
     void take(std::uint64_t at, std::uint64_t n);
     /// What the moves took (read only by the thread that takes).
     [[nodiscard]] const ByteSet& taken() const noexcept { return taken_; }
+    /// The bytes of `range` the moves have not taken (as taken()).
+    [[nodiscard]] ByteSet untaken(const ByteSet::interval_type& range) const;
 
 private:
     std::mutex mutex_;  ///< a copy's write against a take

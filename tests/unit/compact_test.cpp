@@ -119,6 +119,20 @@ void check_same_files(const fs::path& a, const fs::path& b, std::uint64_t sector
     }
 }
 
+/// `size` bytes, byte i being i % modulus + 1: none zero, and each unlike its neighbours'.
+std::shared_ptr<std::vector<std::byte>> patterned(std::uint64_t size, unsigned modulus) {
+    auto bytes = std::make_shared<std::vector<std::byte>>(size);
+    for (std::uint64_t i = 0; i < size; ++i) (*bytes)[i] = static_cast<std::byte>(i % modulus + 1);
+    return bytes;
+}
+
+/// A new empty file at `path`, open for reading and writing.
+UniqueFd new_file(const fs::path& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
+    REQUIRE(fd.get() >= 0);
+    return fd;
+}
+
 Json compact(const std::vector<std::string>& extra, const fs::path& image, const fs::path& out) {
     std::vector<std::string> args{"compact", image.string(), "-o", out.string(), "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -280,8 +294,7 @@ TEST_CASE("compact refuses an output that exists or is the input, and granules a
 TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[compact]") {
     test::WorkDir dir("compact-sparsify");
     const fs::path path = dir / "f.raw";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(path);
     REQUIRE(::ftruncate(fd.get(), 1 << 20) == 0);
     // Blocks 0-3 data, 4-5 zeros written, 6-7 data; then a hole; block 20 data.
     std::vector<char> block(4096, 'a');
@@ -314,8 +327,7 @@ TEST_CASE(
     "[compact]") {
     test::WorkDir dir("compact-stored-within");
     const fs::path path = dir / "f.raw";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(path);
     constexpr std::uint64_t kBlock = 4096;
     constexpr std::uint64_t kSize = 40 * kBlock;
     REQUIRE(::ftruncate(fd.get(), kSize) == 0);
@@ -362,8 +374,7 @@ TEST_CASE("the copy writes only the blocks with data, and the raw file records e
     const RawImage image(std::make_shared<MemorySource>("mem", bytes));
     test::WorkDir dir("compact-copy");
     const fs::path path = dir / "out.raw";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(path);
     REQUIRE(can_punch_holes(fd.get()));
     ByteSet only(ByteSet::interval_type::right_open(0, kSize));
     only -= ByteSet::interval_type::right_open(16384, 20480);
@@ -404,12 +415,10 @@ TEST_CASE("the copy takes a relocated piece after an unaligned pending one, with
     // the block's middle, so the room left in the buffer ends before the next block boundary.
     constexpr std::uint64_t kSize = 3 << 20;
     constexpr std::uint64_t kKiB = 1024;
-    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
-    for (std::uint64_t i = 0; i < kSize; ++i) (*bytes)[i] = static_cast<std::byte>(i % 253 + 1);
+    const auto bytes = patterned(kSize, 253);
     const RawImage image(std::make_shared<MemorySource>("mem", bytes));
     test::WorkDir dir("compact-relocate-unaligned");
-    UniqueFd fd(::open((dir / "out.raw").c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(dir / "out.raw");
     const ByteSet only(ByteSet::interval_type::right_open(900 * kKiB, 1100 * kKiB));
     const std::vector<Relocation> relocated{{1100 * kKiB, 2 * kKiB + 7, 1 << 20}};
     const SparseCopy copy =
@@ -436,8 +445,7 @@ TEST_CASE("the copy reads relocated pieces whose sources lie close together in o
         relocated.push_back({(1 << 20) + (40 + i) * 4096, (15 - i) * (1 << 20) + 512, 4096});
     const test::MemoryImage image(bytes);
     test::WorkDir dir("compact-relocate-window");
-    UniqueFd fd(::open((dir / "out.raw").c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(dir / "out.raw");
     const ByteSet none;
     const SparseCopy copy =
         copy_disk_sparse(image, fd.get(), {}, nullptr, {.only = &none, .relocated = relocated});
@@ -455,15 +463,13 @@ TEST_CASE("the copy reads relocated pieces whose sources lie close together in o
 TEST_CASE("the copy writes relocated bytes in disk order among the rest, their zero blocks left holes",
           "[compact]") {
     constexpr std::uint64_t kSize = 3 << 20;
-    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
+    const auto bytes = patterned(kSize, 251);
     auto& b = *bytes;
-    for (std::uint64_t i = 0; i < kSize; ++i) b[i] = static_cast<std::byte>(i % 251 + 1);
     std::fill(b.begin() + 12288, b.begin() + 16384, std::byte{0});  // a zero block among data
     const RawImage image(std::make_shared<MemorySource>("mem", bytes));
     test::WorkDir dir("compact-relocate");
     const fs::path path = dir / "out.raw";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(path);
     const ByteSet only(ByteSet::interval_type::right_open(0, 8192));
     // Two pieces: 8 KiB of data, half of them zero, into the block after `only`; 12 KiB
     // across the 1 MiB boundary from the disk's last MiB.
@@ -539,14 +545,12 @@ TEST_CASE("the copy writes relocated bytes in disk order among the rest, their z
 TEST_CASE("the moves beside a copy read what it will write from the image, and it leaves what they wrote",
           "[compact][apply]") {
     constexpr std::uint64_t kSize = 1 << 20;
-    auto bytes = std::make_shared<std::vector<std::byte>>(kSize);
-    auto& b = *bytes;
-    for (std::uint64_t i = 0; i < kSize; ++i) b[i] = static_cast<std::byte>(i % 253 + 1);
+    const auto bytes = patterned(kSize, 253);
+    const auto& b = *bytes;
     const RawImage image(std::make_shared<MemorySource>("mem", bytes));
     test::WorkDir dir("compact-beside");
     const fs::path path = dir / "out.raw";
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(path);
     // The copy writes [0, 64 KiB) in place and a piece at 96 KiB from 512 KiB; the moves'
     // source at 200 KiB is deferred; [160, 192) KiB is free, written by neither.
     const ByteSet keep(ByteSet::interval_type::right_open(0, 65536));
@@ -629,8 +633,7 @@ TEST_CASE(
     // As compact copies: neither the free clusters nor those the moves take data out of.
     test::WorkDir dir("compact-deferred");
     const fs::path out = dir / "out.raw";
-    UniqueFd fd(::open(out.c_str(), O_RDWR | O_CREAT, 0600));
-    REQUIRE(fd.get() >= 0);
+    UniqueFd fd = new_file(out);
     // The destinations written ahead, as compact does.
     const std::vector<Relocation> ahead = moves_to_copy_ahead(map, planned.plan, keep, free_before);
     (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, ahead});
