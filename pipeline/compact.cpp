@@ -7,8 +7,12 @@
 #include <array>
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <future>
 #include <memory>
+#include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,6 +170,36 @@ std::uint64_t convert(const std::string& raw, std::uint64_t disk_size, const std
     return granules(data, granule);
 }
 
+/// copy_disk_sparse of the bytes `only` on a thread of its own, from when the object is
+/// made; stopped when `stop` is requested, and stopped and waited for when the object goes
+/// before get() was called. Borrows `image` and `only`.
+class CopyBesideThePlan {
+public:
+    CopyBesideThePlan(const DiskImage& image, int fd, const ByteSet& only, std::uint64_t block,
+                      RateLimiter* limiter, const std::stop_token& stop)
+        : cancel_(stop, [this] { halt_.request_stop(); }) {
+        copy_ = std::async(std::launch::async, [this, &image, fd, &only, block, limiter] {
+            Progress silent;  // the planning's step is the one shown meanwhile
+            silent.stop = halt_.get_token();
+            return copy_disk_sparse(image, fd, silent, limiter, {&only, block, {}, nullptr});
+        });
+    }
+    ~CopyBesideThePlan() {
+        halt_.request_stop();
+        if (copy_.valid()) copy_.wait();
+    }
+    CopyBesideThePlan(const CopyBesideThePlan&) = delete;
+    CopyBesideThePlan& operator=(const CopyBesideThePlan&) = delete;
+
+    /// Waits for the copy; throws what it threw.
+    SparseCopy get() { return copy_.get(); }
+
+private:
+    std::stop_source halt_;
+    std::stop_callback<std::function<void()>> cancel_;
+    std::future<SparseCopy> copy_;
+};
+
 }  // namespace
 
 std::string_view compact_format_name(CompactFormat format) noexcept {
@@ -249,12 +283,40 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     const std::vector<std::string> layer_text = layer_warnings(image);
     result.warnings.insert(result.warnings.begin(), layer_text.begin(), layer_text.end());
 
-    // Everything that may refuse runs before the first byte is written.
+    // Everything that may refuse runs before the first byte is written, but the packing's
+    // planning: what the copy wrote beside it goes with the temporary file.
     std::vector<VolumeWindow> windows;
     for (const VolumeAnalysis& v : analysis.volumes) {
         const VolumeWindow window = volume_window(analysis, v.map);
         check_volume_state(image, window, v.map, options.allow_vss);
         windows.push_back(window);
+    }
+    // The raw disk: the output itself, or the intermediate a container is converted from.
+    const bool raw = options.format == CompactFormat::Raw;
+    TemporaryDisk disk_file(options.output, options.replace);
+    const bool holes = can_punch_holes(disk_file.fd());
+    if (!holes && raw)
+        throw Error(ErrorKind::Unsupported,
+                    "the file system of " + directory_of(options.output).string() +
+                        " cannot punch holes, so a raw output would store the whole disk: "
+                        "use --output-format qcow2");
+    const std::uint64_t block = file_block(disk_file.fd());
+    const std::uint64_t size = image.size();
+    result.disk_bytes = size;
+    const ByteSet disk(ByteSet::interval_type::right_open(0, size));
+
+    // The copy (step 3) goes in two parts. What no packing moves, the NTFS metadata the
+    // file system pins ($MFT the most of it) and everything outside the NTFS volumes, is
+    // copied beside the planning: the copy waits on the host disk's writes and leaves a
+    // core free that the planning takes (docs/compact.md step 3).
+    ByteSet pinned;
+    std::optional<CopyBesideThePlan> pinned_copy;
+    if (options.pack) {
+        pinned = disk;
+        for (const VolumeWindow& w : windows)
+            pinned -= ByteSet::interval_type::right_open(w.offset, w.offset + w.length);
+        for (const VolumeAnalysis& v : analysis.volumes) pinned += pinned_bytes(v.map);
+        pinned_copy.emplace(image, disk_file.fd(), pinned, block, options.limiter, progress.stop);
     }
     std::vector<PlannedVolume> planned;
     if (options.pack) begin(options, CompactStep::Plan);
@@ -274,9 +336,6 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         }
     }
 
-    const std::uint64_t size = image.size();
-    result.disk_bytes = size;
-    const ByteSet disk(ByteSet::interval_type::right_open(0, size));
     const ByteSet stored = image.stored() & disk;
     ByteSet free_before;
     ByteSet free_after;
@@ -295,15 +354,6 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     free_after.clear();  // its nodes, before the copy's sets fill
     result.host_bytes_input = input_held_bytes(image);
 
-    // The raw disk: the output itself, or the intermediate a container is converted from.
-    const bool raw = options.format == CompactFormat::Raw;
-    TemporaryDisk disk_file(options.output, options.replace);
-    const bool holes = can_punch_holes(disk_file.fd());
-    if (!holes && raw)
-        throw Error(ErrorKind::Unsupported,
-                    "the file system of " + directory_of(options.output).string() +
-                        " cannot punch holes, so a raw output would store the whole disk: "
-                        "use --output-format qcow2");
     std::vector<std::unique_ptr<InputHashing>> hashing;
     if (options.verify)
         for (std::size_t i = 0; i < planned.size(); ++i)
@@ -317,7 +367,6 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // in this pass, at their destinations (copied_ahead), those the packing fills again
     // with other data among them, so none is read again, written twice or punched out
     // afterwards.
-    const std::uint64_t block = file_block(disk_file.fd());
     moved_out -= free_before;  // a stream moved twice: its second move's source was free
     const ByteSet keep = disk - free_before - moved_out;
     std::vector<Relocation> destinations;
@@ -327,8 +376,14 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         destinations.insert(destinations.end(), d.begin(), d.end());
     }
     std::ranges::sort(destinations, {}, &Relocation::to);  // the volumes are disjoint
-    SparseCopy copy =
-        copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&keep, block, destinations});
+    SparseCopy copy;
+    if (pinned_copy) copy = pinned_copy->get();
+    pinned_copy.reset();
+    const ByteSet rest = keep - pinned;
+    SparseCopy rest_copy =
+        copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&rest, block, destinations});
+    copy.bytes_written += rest_copy.bytes_written;
+    copy.blocks += rest_copy.blocks;
     result.bytes_copied = copy.bytes_written;
     disk_file.start_writeback();  // beside the moves and the proofs
     WritableRawFile file(disk_file.fd(), disk_file.path(), /*record_writes=*/true);

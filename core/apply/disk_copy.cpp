@@ -57,10 +57,14 @@ ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*
     return out;
 }
 
-ByteSet mft_bytes(const VolumeMap& map) {
+namespace {
+
+/// The virtual-disk bytes of the streams of `map` that `pick` picks.
+template <typename Pick>
+ByteSet stream_bytes(const VolumeMap& map, Pick pick) {
     ByteSet out;
     for (const Stream& s : map.streams)
-        if (s.mft_record == 0 && s.type == static_cast<std::uint32_t>(AttrType::Data) && s.name.empty())
+        if (pick(s))
             for (const Extent& e : s.extents)
                 if (e.lcn != Extent::kSparse) {
                     const std::uint64_t at = disk_offset(map, e.lcn);
@@ -68,6 +72,18 @@ ByteSet mft_bytes(const VolumeMap& map) {
                         at, at + static_cast<std::uint64_t>(e.clusters) * map.cluster_size);
                 }
     return out;
+}
+
+}  // namespace
+
+ByteSet mft_bytes(const VolumeMap& map) {
+    return stream_bytes(map, [](const Stream& s) {
+        return s.mft_record == 0 && s.type == static_cast<std::uint32_t>(AttrType::Data) && s.name.empty();
+    });
+}
+
+ByteSet pinned_bytes(const VolumeMap& map) {
+    return stream_bytes(map, [](const Stream& s) { return s.placement != Placement::Movable; });
 }
 
 std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& plan, const ByteSet& keep,

@@ -44,6 +44,11 @@ struct Relocation {
 /// The virtual-disk bytes of `map`'s $MFT (record 0's unnamed $DATA).
 [[nodiscard]] ByteSet mft_bytes(const VolumeMap& map);
 
+/// The virtual-disk bytes of `map`'s streams that no plan moves (Placement other than
+/// Movable): no move takes data out of them, and none writes data into them, since they
+/// never fall free.
+[[nodiscard]] ByteSet pinned_bytes(const VolumeMap& map);
+
 /// The moves of `plan` on `map`'s volume whose destinations a copy may write ahead: each
 /// lies outside `keep` (what the copy writes in place), so it is free before the moves or
 /// a source of theirs, and its source is the input's data, outside `free` (the volume's free

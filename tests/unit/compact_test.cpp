@@ -630,13 +630,28 @@ TEST_CASE(
     const std::uint64_t size = opened.image->size();
     const ByteSet keep = ByteSet(ByteSet::interval_type::right_open(0, size)) - free_before - moved_out;
 
-    // As compact copies: neither the free clusters nor those the moves take data out of.
+    // What no plan moves ($MFT among it) is none of the moves' sources or destinations.
+    const ByteSet pinned_clusters = pinned_bytes(map);
+    CHECK(boost::icl::contains(pinned_clusters, mft_bytes(map)));
+    CHECK_FALSE(boost::icl::intersects(pinned_clusters, moved_bytes(map, planned.plan, &Move::from_lcn)));
+    CHECK_FALSE(boost::icl::intersects(pinned_clusters, moved_bytes(map, planned.plan, &Move::to_lcn)));
+    const auto [sector, sectors] = test::mmls_partitions(input).at(0);
+    const VolumeWindow window{sector * 512, sectors * 512};
+
+    // As compact copies: neither the free clusters nor those the moves take data out of;
+    // first what no plan moves and what lies outside the volume, then the rest with the
+    // destinations written ahead.
     test::WorkDir dir("compact-deferred");
     const fs::path out = dir / "out.raw";
     UniqueFd fd = new_file(out);
-    // The destinations written ahead, as compact does.
+    const ByteSet pinned =
+        (ByteSet(ByteSet::interval_type::right_open(0, size)) -
+         ByteSet::interval_type::right_open(window.offset, window.offset + window.length)) +
+        pinned_clusters;
+    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&pinned, 4096, {}, nullptr});
     const std::vector<Relocation> ahead = moves_to_copy_ahead(map, planned.plan, keep, free_before);
-    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&keep, 4096, ahead});
+    const ByteSet rest = keep - pinned;
+    (void)copy_disk_sparse(*opened.image, fd.get(), {}, nullptr, {&rest, 4096, ahead, nullptr});
     REQUIRE(ahead.size() > 10);
     WritableRawFile file(fd.get(), out.string(), /*record_writes=*/true);
     DeferredCopyDisk output(file, *opened.image, moved_out, ahead);
@@ -649,15 +664,13 @@ TEST_CASE(
         return ByteSet::interval_type::right_open(
             at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
     };
-    Plan rest = planned.plan;
+    Plan rest_of_plan = planned.plan;
     const auto left_out = std::ranges::find_if(
-        rest.moves, [&](const Move& m) { return boost::icl::contains(vacated, source_of(m)); });
-    REQUIRE(left_out != rest.moves.end());
+        rest_of_plan.moves, [&](const Move& m) { return boost::icl::contains(vacated, source_of(m)); });
+    REQUIRE(left_out != rest_of_plan.moves.end());
     const auto source_bytes = source_of(*left_out);
-    rest.moves.erase(left_out);
-    const auto [sector, sectors] = test::mmls_partitions(input).at(0);
-    const VolumeWindow window{sector * 512, sectors * 512};
-    const MoveOutcome outcome = carry_out_moves(output, window, map, rest);
+    rest_of_plan.moves.erase(left_out);
+    const MoveOutcome outcome = carry_out_moves(output, window, map, rest_of_plan);
     CHECK(outcome.done.size() > 10);
     // Almost every move found its bytes in place and wrote nothing there; the few others
     // found a destination or source changed by an earlier write and copied as before.
@@ -673,6 +686,21 @@ TEST_CASE(
     CHECK_FALSE(boost::icl::intersects(output.deferred(), in_use));
     fd.reset();
     check_same_files(input, out, sector, /*moved=*/true);
+}
+
+TEST_CASE("what no plan moves: the bytes of the streams NTFS pins or a plan leaves alone", "[compact]") {
+    VolumeMap map = test::empty_volume(256);
+    map.partition_offset = 1 << 20;
+    map.streams.push_back(
+        test::stream(0, {{0, 10, 4}, {4, Extent::kSparse, 2}, {6, 100, 2}}, Placement::Unmovable));
+    map.streams.push_back(test::stream(40, {{0, 20, 3}}));
+    map.streams.push_back(test::stream(41, {{0, 50, 1}}, Placement::Excluded));
+    const auto bytes = [](std::uint64_t lcn, std::uint64_t clusters) {
+        return ByteSet::interval_type::right_open((1 << 20) + lcn * 4096,
+                                                  (1 << 20) + (lcn + clusters) * 4096);
+    };
+    CHECK(pinned_bytes(map) == ByteSet(bytes(10, 4)) + bytes(50, 1) + bytes(100, 2));
+    CHECK(mft_bytes(map) == ByteSet(bytes(10, 4)) + bytes(100, 2));
 }
 
 TEST_CASE(

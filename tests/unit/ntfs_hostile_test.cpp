@@ -59,6 +59,12 @@ void require_plan_refused(const fs::path& image, const std::string& reason) {
     CHECK(r.status == 2);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
     CHECK(r.err == "guestfrag: error: " + image.string() + ": " + reason + "; run chkdsk before planning\n");
+    // compact refuses it alike, and what its copy wrote beside the planning goes.
+    test::WorkDir dir("hostile-compact");
+    const auto c = test::run_cli({"compact", image.string(), "-o", (dir / "out.raw").string()});
+    CHECK(c.status == 2);
+    CHECK(c.err == r.err);
+    CHECK(fs::is_empty(dir.path()));
 }
 
 // The volume's one warning is `code` saying `text` about clusters `first`..`last` of
