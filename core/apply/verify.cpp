@@ -354,38 +354,61 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
         return (std::to_integer<unsigned>(bits[r / 8]) >> (r % 8) & 1u) != 0;
     };
 
-    std::vector<bool> changed(moved.size());  // by index in `moved`: a record of the file changed
+    // Records [first, last) compared, each `part` a thread's: on the 1M-file volume the
+    // proofs' last half second was this scan of 2.3 GB, on one core while the other had
+    // nothing left to do. Each part marks which moved files it saw a record of change.
+    struct Part {
+        ChangedRecords found;
+        std::vector<bool> changed;  // by index in `moved`: a record of the file changed
+    };
     const std::uint64_t per_block = kBlock / size;
-    std::vector<std::byte> a(per_block * size);
-    std::vector<std::byte> b(a.size());
-    for (std::uint64_t first = 0; first < records && !difference; first += per_block) {
-        const std::uint64_t n = std::min(per_block, records - first);
-        read_stream(input, before, mft_in, first * size, std::span(a.data(), n * size));
-        read_stream(output, after, mft_out, first * size, std::span(b.data(), n * size));
-        for (std::uint64_t i = 0; i < n; ++i) {
-            const std::uint64_t r = first + i;
-            const auto ra = std::span<const std::byte>(a).subspan(i * size, size);
-            const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
-            const bool was = in_use(bits_in, r);
-            const bool is = in_use(bits_out, r);
-            // memcmp, not std::equal: libstdc++ compares std::byte ranges a byte at a time.
-            if (was == is && std::memcmp(ra.data(), rb.data(), size) == 0) continue;
-            const std::uint64_t base_in = base_of(ra, r);
-            const std::uint64_t base_out = base_of(rb, r);
-            auto file = find_sorted(moved, base_in);
-            if (file == moved.end()) file = find_sorted(moved, base_out);
-            if (file == moved.end()) {
-                const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
-                difference = "MFT record " + std::to_string(r) + what +
-                             ", but it is no record of a file whose streams moved";
-                break;
+    const auto scan = [&](std::uint64_t from, std::uint64_t last) {
+        Part part;
+        part.changed.resize(moved.size());
+        std::optional<std::string>& found = part.found.difference;
+        std::vector<std::byte> a(per_block * size);
+        std::vector<std::byte> b(a.size());
+        for (std::uint64_t first = from; first < last && !found; first += per_block) {
+            const std::uint64_t n = std::min(per_block, last - first);
+            read_stream(input, before, mft_in, first * size, std::span(a.data(), n * size));
+            read_stream(output, after, mft_out, first * size, std::span(b.data(), n * size));
+            for (std::uint64_t i = 0; i < n; ++i) {
+                const std::uint64_t r = first + i;
+                const auto ra = std::span<const std::byte>(a).subspan(i * size, size);
+                const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
+                const bool was = in_use(bits_in, r);
+                const bool is = in_use(bits_out, r);
+                // memcmp, not std::equal: libstdc++ compares std::byte ranges a byte at a time.
+                if (was == is && std::memcmp(ra.data(), rb.data(), size) == 0) continue;
+                const std::uint64_t base_in = base_of(ra, r);
+                const std::uint64_t base_out = base_of(rb, r);
+                auto file = find_sorted(moved, base_in);
+                if (file == moved.end()) file = find_sorted(moved, base_out);
+                if (file == moved.end()) {
+                    const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
+                    found = "MFT record " + std::to_string(r) + what +
+                            ", but it is no record of a file whose streams moved";
+                    break;
+                }
+                part.changed[static_cast<std::size_t>(file - moved.begin())] = true;
+                ++part.found.records;
+                if (was && !is) ++part.found.freed;
+                if (!was && is) ++part.found.added;
             }
-            changed[static_cast<std::size_t>(file - moved.begin())] = true;
-            ++out.records;
-            if (was && !is) ++out.freed;
-            if (!was && is) ++out.added;
         }
-    }
+        return part;
+    };
+    const std::uint64_t middle = records / 2;
+    std::future<Part> second = std::async(std::launch::async, scan, middle, records);
+    const Part head = scan(0, middle);
+    const Part tail = second.get();
+    out = head.found;  // the first difference in record order, when there is one
+    if (!difference) difference = tail.found.difference;
+    out.records += tail.found.records;
+    out.freed += tail.found.freed;
+    out.added += tail.found.added;
+    std::vector<bool> changed(moved.size());
+    for (std::size_t i = 0; i < changed.size(); ++i) changed[i] = head.changed[i] || tail.changed[i];
     if (const auto first = std::ranges::find(changed, false); !difference && first != changed.end())
         difference = "no MFT record of file " + std::to_string(moved[static_cast<std::size_t>(first - changed.begin())]) +
                      " changed, but its streams moved";

@@ -575,15 +575,21 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
     std::set<std::uint64_t> files_moved;
     for (const Move& m : plan.moves) files_moved.insert(m.mft_record);
     std::uint64_t record = 0;
+    std::uint64_t last_record = 0;  // the last such record: the records are compared in two halves
     for (const FileEntry& f : opened.analysis->volumes.front().map.files)
-        if (record == 0 && f.mft_record >= 24 && files_moved.count(f.mft_record) == 0) record = f.mft_record;
+        if (f.mft_record >= 24 && files_moved.count(f.mft_record) == 0) {
+            if (record == 0) record = f.mft_record;
+            last_record = f.mft_record;
+        }
     REQUIRE(record != 0);
-    const auto flip_untouched_record = [&](const std::string& temp) {
+    REQUIRE(record < opened.analysis->volumes.front().map.mft_records_total / 2);
+    REQUIRE(last_record >= opened.analysis->volumes.front().map.mft_records_total / 2);
+    const auto flip_record = [&](const std::string& temp, std::uint64_t number) {
         const OpenedImage copy = open_and_analyze(temp);
         const VolumeMap& map = copy.analysis->volumes.front().map;
         const Stream& mft = map.streams.front();
         REQUIRE((mft.mft_record == 0 && mft.label() == "$DATA"));
-        const std::uint64_t at = record * map.mft_record_size;
+        const std::uint64_t at = number * map.mft_record_size;
         std::uint64_t offset = 0;
         for (const Extent& e : mft.extents) {
             const std::uint64_t lo = static_cast<std::uint64_t>(e.vcn) * cs;
@@ -593,8 +599,12 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
         REQUIRE(offset != 0);
         flip_byte(temp, offset + 8);
     };
-    const std::string record_changed = "verification failed: MFT record " + std::to_string(record) +
-                                       " changed, but it is no record of a file whose streams moved";
+    const auto flip_untouched_record = [&](const std::string& temp) { flip_record(temp, record); };
+    const auto changed = [](std::uint64_t r) {
+        return "verification failed: MFT record " + std::to_string(r) +
+               " changed, but it is no record of a file whose streams moved";
+    };
+    const std::string record_changed = changed(record);
 
     SECTION("a moved cluster changed after the move") {
         options.before_verify = flip_moved_data;
@@ -605,6 +615,15 @@ TEST_CASE("apply: a failed verification or an interrupt leaves no output", "[app
     }
     SECTION("an MFT record of a file no move touched changed") {
         options.before_verify = flip_untouched_record;
+        CHECK(verification_failure(plan, options) == record_changed);
+    }
+    SECTION("a record in the second half of the table changed, and one in the first: the first answers") {
+        options.before_verify = [&](const std::string& temp) { flip_record(temp, last_record); };
+        CHECK(verification_failure(plan, options) == changed(last_record));
+        options.before_verify = [&](const std::string& temp) {
+            flip_record(temp, last_record);
+            flip_untouched_record(temp);
+        };
         CHECK(verification_failure(plan, options) == record_changed);
     }
     SECTION("a record and a stream's contents changed: the record's proof answers, whichever ends first") {
