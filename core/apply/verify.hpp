@@ -25,8 +25,8 @@ class DiskImage;
 
 /// XXH3-64 of every stream's clusters (holes as zeros), one per `volume.streams` entry in
 /// its order; nullopt for the streams `skip` names. Read from `image` through `volume`'s
-/// runlists, by `workers` threads (the calling one among them), each hashing a share of
-/// about equal bytes. Throws what DiskImage::read throws and Error(Cancelled) from
+/// runlists, by `workers` threads (the calling one among them), which take pieces of about
+/// equal bytes in turn. Throws what DiskImage::read throws and Error(Cancelled) from
 /// `progress` (streams). Cost: reads every allocated cluster of the streams hashed once;
 /// 16 bytes a stream and 1 MiB a worker.
 [[nodiscard]] std::vector<std::optional<std::uint64_t>> stream_digests(

@@ -89,7 +89,8 @@ TEST_CASE("stream digests: each stream's bytes in runlist order, a read per pack
     v.streams.push_back(stream(24, {{0, 5, 1}}));
     v.streams.push_back(stream(25, {{0, 7, 1}}));
 
-    // Alone, or in shares of the disk (more workers than streams: one stream each).
+    // Alone, or in pieces the workers take in turn (more workers than streams: a stream a
+    // piece, and a worker a piece).
     const unsigned workers = GENERATE(1u, 2u, 3u, 500u);
     INFO(workers << " workers");
     const PoisonedImage image(disk, std::nullopt);
@@ -118,11 +119,13 @@ TEST_CASE("stream digests: a cluster the image cannot read fails only the stream
     v.streams.push_back(stream(31, {{0, 4, 2}}));  // within a window's reach of record 30
     // Cluster 2 lies between them, in no stream: the batched read that spans it fails, and
     // each piece is read alone.
+    const unsigned workers = GENERATE(1u, 2u);
+    INFO(workers << " workers");
     const PoisonedImage beside(disk, 2);
-    const auto digests = stream_digests(beside, v);
+    const auto digests = stream_digests(beside, v, {}, {}, workers);
     CHECK(digests[0] == expected(disk, v.streams[0]));
     CHECK(digests[1] == expected(disk, v.streams[1]));
-    // Cluster 5 is record 31's own.
+    // Cluster 5 is record 31's own: whichever worker hashes it, its failure is the answer.
     const PoisonedImage inside(disk, 5);
-    CHECK_THROWS_AS(stream_digests(inside, v), Error);
+    CHECK_THROWS_WITH(stream_digests(inside, v, {}, {}, workers), "poisoned cluster");
 }
