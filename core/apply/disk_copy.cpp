@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <compare>
 #include <cstring>
 #include <iterator>
 #include <optional>
@@ -47,14 +48,60 @@ std::uint64_t disk_offset(const VolumeMap& map, std::int64_t lcn) {
 
 }  // namespace
 
-ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end) {
+namespace {
+
+/// Disk bytes [lo, hi).
+struct Span {
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    auto operator<=>(const Span&) const = default;
+};
+
+/// The union of `spans`, sorted and joined before it goes into the set, each at the set's
+/// end: a million moves' sources added one by one, each a search of the set's tree and a
+/// join, took 0.45 s of apply's 1M-file optimize plan before its copy could begin.
+ByteSet union_of(std::vector<Span> spans) {
+    if (!std::ranges::is_sorted(spans)) std::ranges::sort(spans);  // a check costs one pass
     ByteSet out;
-    for (const Move& m : plan.moves) {
-        const std::uint64_t at = disk_offset(map, m.*end);
-        out += ByteSet::interval_type::right_open(
-            at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size);
+    auto end = out.end();
+    for (std::size_t i = 0; i < spans.size();) {
+        Span joined = spans[i];
+        for (++i; i < spans.size() && spans[i].lo <= joined.hi; ++i)
+            joined.hi = std::max(joined.hi, spans[i].hi);
+        if (joined.lo < joined.hi)
+            end = out.add(end, ByteSet::interval_type::right_open(joined.lo, joined.hi));
     }
     return out;
+}
+
+/// A set's intervals in a vector, for many lookups: a binary search of it reads a few
+/// cache lines where one of the set's tree follows a pointer a level.
+class FlatSet {
+public:
+    explicit FlatSet(const ByteSet& set) {
+        spans_.reserve(boost::icl::interval_count(set));
+        for (const auto& i : set) spans_.push_back({i.lower(), i.upper()});
+    }
+    /// Whether the set meets [lo, hi).
+    [[nodiscard]] bool intersects(std::uint64_t lo, std::uint64_t hi) const {
+        const auto it = std::ranges::upper_bound(spans_, lo, {}, &Span::hi);
+        return lo < hi && it != spans_.end() && it->lo < hi;
+    }
+
+private:
+    std::vector<Span> spans_;
+};
+
+}  // namespace
+
+ByteSet moved_bytes(const VolumeMap& map, const Plan& plan, std::int64_t Move::*end) {
+    std::vector<Span> spans;
+    spans.reserve(plan.moves.size());
+    for (const Move& m : plan.moves) {
+        const std::uint64_t at = disk_offset(map, m.*end);
+        spans.push_back({at, at + static_cast<std::uint64_t>(m.clusters) * map.cluster_size});
+    }
+    return union_of(std::move(spans));
 }
 
 namespace {
@@ -90,14 +137,18 @@ std::vector<Relocation> moves_to_copy_ahead(const VolumeMap& map, const Plan& pl
                                             const ByteSet& free) {
     std::vector<Relocation> out;
     out.reserve(plan.moves.size());
-    for (const Move& m : plan.moves) {
-        const Relocation r{disk_offset(map, m.to_lcn), disk_offset(map, m.from_lcn),
-                           static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
-        if (!boost::icl::intersects(keep, ByteSet::interval_type::right_open(r.to, r.to + r.length)) &&
-            !boost::icl::intersects(free, ByteSet::interval_type::right_open(r.from, r.from + r.length)))
-            out.push_back(r);
+    {
+        const FlatSet kept(keep);
+        const FlatSet was_free(free);
+        for (const Move& m : plan.moves) {
+            const Relocation r{disk_offset(map, m.to_lcn), disk_offset(map, m.from_lcn),
+                               static_cast<std::uint64_t>(m.clusters) * map.cluster_size};
+            if (!kept.intersects(r.to, r.to + r.length) && !was_free.intersects(r.from, r.from + r.length))
+                out.push_back(r);
+        }
     }
-    std::ranges::stable_sort(out, {}, &Relocation::to);
+    // Skipped when the moves come in the order of their destinations already.
+    if (!std::ranges::is_sorted(out, {}, &Relocation::to)) std::ranges::stable_sort(out, {}, &Relocation::to);
     // Kept in place: a million moves' pieces are 21 MB, held beside the plan's maps while
     // apply's rehearsal runs, and a second vector of them raised apply's peak.
     auto kept = out.begin();

@@ -25,6 +25,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -701,6 +702,41 @@ TEST_CASE("what no plan moves: the bytes of the streams NTFS pins or a plan leav
     };
     CHECK(pinned_bytes(map) == ByteSet(bytes(10, 4)) + bytes(50, 1) + bytes(100, 2));
     CHECK(mft_bytes(map) == ByteSet(bytes(10, 4)) + bytes(100, 2));
+}
+
+TEST_CASE("the moves' bytes at either end, and the destinations a copy writes ahead, computed by hand",
+          "[compact]") {
+    VolumeMap map = test::empty_volume(256);
+    map.partition_offset = 1 << 20;
+    const auto bytes = [](std::uint64_t lcn, std::uint64_t clusters) {
+        return ByteSet::interval_type::right_open((1 << 20) + lcn * 4096,
+                                                  (1 << 20) + (lcn + clusters) * 4096);
+    };
+    const auto at = [](std::uint64_t lcn) { return (std::uint64_t{1} << 20) + lcn * 4096; };
+    Plan plan;
+    // Out of order at both ends. Sources: 31-32 lie within 30-35 (a stream moved twice),
+    // 40-41 and 42 touch, 60 and 10 stand alone.
+    plan.moves = {{70, "$DATA", 0, 40, 200, 2}, {71, "$DATA", 0, 60, 150, 1}, {72, "$DATA", 0, 30, 100, 6},
+                  {73, "$DATA", 0, 42, 202, 1}, {74, "$DATA", 0, 31, 110, 2}, {75, "$DATA", 0, 10, 220, 1}};
+    CHECK(moved_bytes(map, plan, &Move::from_lcn) ==
+          ByteSet(bytes(10, 1)) + bytes(30, 6) + bytes(40, 3) + bytes(60, 1));
+    CHECK(moved_bytes(map, plan, &Move::to_lcn) ==
+          ByteSet(bytes(100, 6)) + bytes(110, 2) + bytes(150, 1) + bytes(200, 3) + bytes(220, 1));
+    CHECK(moved_bytes(map, Plan{}, &Move::to_lcn).empty());
+
+    // Kept in place: cluster 203, touching the destination at 202 but not in it, and 220,
+    // the last move's destination. Free before the moves: cluster 60, the second move's source.
+    const ByteSet keep = ByteSet(bytes(203, 1)) + bytes(220, 1);
+    const ByteSet free = ByteSet(bytes(60, 1));
+    const std::vector<Relocation> ahead = moves_to_copy_ahead(map, plan, keep, free);
+    const auto key = [](const Relocation& r) { return std::tuple(r.to, r.from, r.length); };
+    std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> got;
+    std::ranges::transform(ahead, std::back_inserter(got), key);
+    CHECK(got ==
+          std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>{{at(100), at(30), 6 * 4096},
+                                                                               {at(110), at(31), 2 * 4096},
+                                                                               {at(200), at(40), 2 * 4096},
+                                                                               {at(202), at(42), 1 * 4096}});
 }
 
 TEST_CASE(
