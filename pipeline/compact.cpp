@@ -30,6 +30,7 @@
 #include "core/image/nbd_uri.hpp"
 #include "core/image/open_image.hpp"
 #include "core/image/writable_raw_file.hpp"
+#include "core/io/background.hpp"
 #include "core/io/child_process.hpp"
 #include "core/io/heap.hpp"
 #include "core/io/rate_limiter.hpp"
@@ -170,36 +171,6 @@ std::uint64_t convert(const std::string& raw, std::uint64_t disk_size, const std
     return granules(data, granule);
 }
 
-/// copy_disk_sparse of the bytes `only` on a thread of its own, from when the object is
-/// made; stopped when `stop` is requested, and stopped and waited for when the object goes
-/// before get() was called. Borrows `image` and `only`.
-class CopyBesideThePlan {
-public:
-    CopyBesideThePlan(const DiskImage& image, int fd, const ByteSet& only, std::uint64_t block,
-                      RateLimiter* limiter, const std::stop_token& stop)
-        : cancel_(stop, [this] { halt_.request_stop(); }) {
-        copy_ = std::async(std::launch::async, [this, &image, fd, &only, block, limiter] {
-            Progress silent;  // the planning's step is the one shown meanwhile
-            silent.stop = halt_.get_token();
-            return copy_disk_sparse(image, fd, silent, limiter, {&only, block, {}, nullptr});
-        });
-    }
-    ~CopyBesideThePlan() {
-        halt_.request_stop();
-        if (copy_.valid()) copy_.wait();
-    }
-    CopyBesideThePlan(const CopyBesideThePlan&) = delete;
-    CopyBesideThePlan& operator=(const CopyBesideThePlan&) = delete;
-
-    /// Waits for the copy; throws what it threw.
-    SparseCopy get() { return copy_.get(); }
-
-private:
-    std::stop_source halt_;
-    std::stop_callback<std::function<void()>> cancel_;
-    std::future<SparseCopy> copy_;
-};
-
 }  // namespace
 
 std::string_view compact_format_name(CompactFormat format) noexcept {
@@ -310,13 +281,21 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // copied beside the planning: the copy waits on the host disk's writes and leaves a
     // core free that the planning takes (docs/compact.md step 2).
     ByteSet pinned;
-    std::optional<CopyBesideThePlan> pinned_copy;
+    std::optional<Background<SparseCopy>> pinned_copy;
     if (options.pack) {
         pinned = disk;
         for (const VolumeWindow& w : windows)
             pinned -= ByteSet::interval_type::right_open(w.offset, w.offset + w.length);
         for (const VolumeAnalysis& v : analysis.volumes) pinned += pinned_bytes(v.map);
-        pinned_copy.emplace(image, disk_file.fd(), pinned, block, options.limiter, progress.stop);
+        pinned_copy.emplace(
+            [&image, fd = disk_file.fd(), &pinned, block, limiter = options.limiter](std::stop_token stop) {
+                Progress silent;  // the planning's step is the one shown meanwhile
+                silent.stop = std::move(stop);
+                return copy_disk_sparse(
+                    image, fd, silent, limiter,
+                    {.only = &pinned, .hole_block = block, .relocated = {}, .frontier = nullptr});
+            },
+            progress.stop);
     }
     std::vector<PlannedVolume> planned;
     if (options.pack) begin(options, CompactStep::Plan);
@@ -382,8 +361,9 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
         if (pinned_copy) copy = pinned_copy->get();
         pinned_copy.reset();
         const ByteSet rest = keep - pinned;
-        const SparseCopy rest_copy =
-            copy_disk_sparse(image, disk_file.fd(), progress, options.limiter, {&rest, block, destinations});
+        const SparseCopy rest_copy = copy_disk_sparse(
+            image, disk_file.fd(), progress, options.limiter,
+            {.only = &rest, .hole_block = block, .relocated = destinations, .frontier = nullptr});
         copy.bytes_written += rest_copy.bytes_written;
         copy.blocks += rest_copy.blocks;
     }

@@ -264,36 +264,28 @@ void copy_beside_moves(const CopyAndMoves& work, std::stop_source& halt, const P
 }
 
 InputHashing::InputHashing(const DiskImage& image, const VolumeMap& before, const Plan& plan)
-    : before_(before), plan_(plan) {
-    guess_ = std::async(std::launch::async, [this, &image] {
-        Progress progress;
-        progress.stop = halt_.get_token();
-        progress.report = [this](std::uint64_t done, std::uint64_t total) {
-            done_ = done;
-            total_ = total;
-        };
-        digests_ =
-            stream_digests(image, before_, progress, [](const Stream& s) { return records_moves(s, {}); });
-        // While the moves run, the volume as every move done leaves it, which is what
-        // they almost always do: the proofs then need not wait for it (docs/apply.md).
-        Guess guess;
-        try {
-            guess.volume = expect_volume(before_, plan_, files_moved(plan_.moves), digests_);
-        } catch (const Error&) {
-            guess.error = std::current_exception();
-        }
-        return guess;
-    });
-}
-
-InputHashing::~InputHashing() {
-    halt_.request_stop();
-    if (guess_.valid()) guess_.wait();
-}
+    : before_(before), plan_(plan), guess_([this, &image](std::stop_token stop) {
+          Progress progress;
+          progress.stop = std::move(stop);
+          progress.report = [this](std::uint64_t done, std::uint64_t total) {
+              done_ = done;
+              total_ = total;
+          };
+          digests_ =
+              stream_digests(image, before_, progress, [](const Stream& s) { return records_moves(s, {}); });
+          // While the moves run, the volume as every move done leaves it, which is what
+          // they almost always do: the proofs then need not wait for it (docs/apply.md).
+          Guess guess;
+          try {
+              guess.volume = expect_volume(before_, plan_, files_moved(plan_.moves), digests_);
+          } catch (const Error&) {
+              guess.error = std::current_exception();
+          }
+          return guess;
+      }) {}
 
 ExpectedVolume InputHashing::expected(const MoveOutcome& outcome, const Progress& progress) {
-    while (guess_.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready)
-        progress.update(done_, total_);
+    while (!guess_.ended_within(std::chrono::milliseconds(100))) progress.update(done_, total_);
     progress.update(total_, total_);
     Guess guess = guess_.get();
     if (outcome.done.size() != plan_.moves.size()) return expect_moves(before_, plan_, outcome, digests_);

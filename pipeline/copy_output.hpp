@@ -20,6 +20,7 @@
 #include "core/apply/verify.hpp"
 #include "core/apply/volume_checks.hpp"
 #include "core/image/input_hold.hpp"
+#include "core/io/background.hpp"
 #include "pipeline/apply.hpp"
 #include "pipeline/pipeline.hpp"
 
@@ -109,12 +110,9 @@ void copy_beside_moves(const CopyAndMoves& work, std::stop_source& halt, const P
 /// and $Bitmap's: which files' attribute lists record the moves is known only after them.
 class InputHashing {
 public:
-    /// `image`, `before` and `plan` must outlive the object.
+    /// `image`, `before` and `plan` must outlive the object, whose end stops the hashing
+    /// and waits for its thread.
     InputHashing(const DiskImage& image, const VolumeMap& before, const Plan& plan);
-    /// Stops the hashing and waits for its thread.
-    ~InputHashing();
-    InputHashing(const InputHashing&) = delete;
-    InputHashing& operator=(const InputHashing&) = delete;
 
     /// expect_moves of the moves `outcome` did (call once): the volume made beside the
     /// moves when they were all done, otherwise one made now. Meanwhile `progress` hears
@@ -131,11 +129,10 @@ private:
 
     const VolumeMap& before_;
     const Plan& plan_;
-    std::stop_source halt_;
     std::atomic<std::uint64_t> done_{0};
     std::atomic<std::uint64_t> total_{0};
-    std::vector<std::optional<std::uint64_t>> digests_;  ///< written by the thread before guess_ is ready
-    std::future<Guess> guess_;
+    std::vector<std::optional<std::uint64_t>> digests_;  ///< written by the thread before guess_ ends
+    Background<Guess> guess_;                            // last: its thread uses the members above
 };
 
 /// What the proofs of one volume need of the input: `before` as the moves `outcome` did of
