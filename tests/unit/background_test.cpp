@@ -25,10 +25,10 @@ int until_stopped(const std::stop_token& stop, std::atomic<int>& stopped) {
 
 TEST_CASE("background work: its result, its error, and its stop when the owner goes or cancels",
           "[background]") {
-    Background<int> answer([](std::stop_token) { return 42; });
+    Background<int> answer([](const std::stop_token&) { return 42; });
     CHECK(answer.get() == 42);
 
-    Background<int> failing([](std::stop_token) -> int { throw std::runtime_error("disk gone"); });
+    Background<int> failing([](const std::stop_token&) -> int { throw std::runtime_error("disk gone"); });
     CHECK_THROWS_WITH(failing.get(), "disk gone");
 
     // Work that runs until stopped: the owner's end stops it and waits for it, so the count
