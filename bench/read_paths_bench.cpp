@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
             const std::size_t n = std::min<std::uint64_t>(block, hi - at);
             if (map) {
                 const Mapping window(in.get(), at, n);  // SEEK_DATA's offsets are block-aligned
-                // The copy writes what cp would: 128 KiB a call.
+                // Used 128 KiB at a time, what cp writes a call: the hashing too, so that
+                // it compares with `pread` of 128 KiB piece for piece.
                 for (std::size_t k = 0; k < n; k += std::size_t{128} << 10)
                     use(window.bytes().subspan(k, std::min(n - k, std::size_t{128} << 10)), at + k);
             } else {
