@@ -84,20 +84,31 @@ TEST_CASE("ReadWindow: ranges that follow within the gap and fit are read at onc
     CHECK(image.reads() == 5);
 }
 
-TEST_CASE("ReadWindow: a miss nothing follows is read straight into the caller's bytes, the window kept",
-          "[image]") {
+TEST_CASE("ReadWindow: a miss nothing follows is read apart from the window, which is kept", "[image]") {
     const test::MemoryImage image(patterned());
     ReadWindow window(image, 64 << 10, 4096);
+    // The first run of a file, the file's far run, then the first run of the next file.
     const std::vector<DiskRange> asked{{0, 100}, {200, 300}};
-    std::vector<std::byte> out(100);
-    window.read_into(0, out, following(asked, 1));
-    CHECK(same(out, 0));
-    CHECK(image.reads() == 1);
-    window.read_into(500000, out, following(asked, 2));  // alone: read into `out`
-    CHECK(same(out, 500000));
-    window.read_into(200, out, following(asked, 2));  // still in the window
-    CHECK(same(out, 200));
-    CHECK(image.reads() == 2);
+    SECTION("into the caller's bytes") {
+        std::vector<std::byte> out(100);
+        window.read_into(0, out, following(asked, 1));
+        CHECK(same(out, 0));
+        CHECK(image.reads() == 1);
+        window.read_into(500000, out, following(asked, 1));
+        CHECK(same(out, 500000));
+        window.read_into(200, out, following(asked, 2));  // still in the window
+        CHECK(same(out, 200));
+        CHECK(image.reads() == 2);
+    }
+    SECTION("into a buffer of its own") {
+        CHECK(same(window.read(0, 100, following(asked, 1)), 0));
+        CHECK(image.reads() == 1);
+        CHECK(same(window.read(500000, 100, following(asked, 1)), 500000));
+        CHECK(same(window.read(200, 100, following(asked, 2)), 200));  // still in the window
+        CHECK(image.reads() == 2);
+        CHECK(same(window.read(600000, 1000, following(asked, 2)), 600000));  // the buffer again
+        CHECK(image.reads() == 3);
+    }
 }
 
 TEST_CASE("ReadWindow: what it cannot read past the bytes asked for does not fail them", "[image]") {
@@ -107,9 +118,12 @@ TEST_CASE("ReadWindow: what it cannot read past the bytes asked for does not fai
     const std::span<const std::byte> got = window.read(20000, 1000, following(asked, 1));
     CHECK(same(got, 20000));
     CHECK(image.reads == 2);  // the stretched window failed; the bytes asked for alone did not
-    CHECK_THROWS_AS(window.read(25000, 6000, following(asked, 2)), Error);
+    // Stretched to [25000, 33000), then alone: both fail.
+    const std::vector<DiskRange> after{{32000, 33000}};
+    CHECK_THROWS_AS(window.read(25000, 6000, following(after, 0)), Error);
+    CHECK(image.reads == 4);
     // A failed read leaves nothing in the window that a later read could take for the disk's.
     const std::vector<DiskRange> none;
-    CHECK(same(window.read(20000, 1000, following(none, 0)), 20000));
-    CHECK(image.reads == 4);
+    CHECK(same(window.read(32000, 1000, following(none, 0)), 32000));
+    CHECK(image.reads == 5);
 }
