@@ -268,9 +268,11 @@ ByteSet CopyFrontier::untaken(const ByteSet::interval_type& range) const {
     return out;
 }
 
-void CopyFrontier::take(std::uint64_t at, std::uint64_t n) {
+void CopyFrontier::write_move(WritableRawFile& file, std::span<const std::byte> data, std::uint64_t at,
+                              bool take) {
     const std::lock_guard lock(mutex_);
-    taken_ += ByteSet::interval_type::right_open(at, at + n);
+    if (take) taken_ += ByteSet::interval_type::right_open(at, at + data.size());
+    file.write(at, data);
 }
 
 DeferredCopyDisk::DeferredCopyDisk(WritableRawFile& file, const DiskImage& image, ByteSet deferred,
@@ -333,10 +335,12 @@ void DeferredCopyDisk::read(std::uint64_t offset, std::span<std::byte> out) cons
 }
 
 void DeferredCopyDisk::write(std::uint64_t offset, std::span<const std::byte> bytes) {
-    if (beside_.frontier != nullptr &&
-        copy_will_write(std::max(offset, beside_.frontier->reached()), offset + bytes.size()))
-        beside_.frontier->take(offset, bytes.size());
-    file_.write(offset, bytes);
+    if (beside_.frontier != nullptr)
+        beside_.frontier->write_move(
+            file_, bytes, offset,
+            copy_will_write(std::max(offset, beside_.frontier->reached()), offset + bytes.size()));
+    else
+        file_.write(offset, bytes);
     const auto written = ByteSet::interval_type::right_open(offset, offset + bytes.size());
     deferred_ -= written;
     changed_ += written;

@@ -78,15 +78,18 @@ public:
 
     /// Every byte below this is as the copy leaves it.
     [[nodiscard]] std::uint64_t reached() const noexcept { return reached_.load(std::memory_order_acquire); }
-    /// The moves' side, before they write [at, at + n): the copy leaves those bytes.
-    void take(std::uint64_t at, std::uint64_t n);
-    /// What the moves took (read only by the thread that takes).
+    /// The moves' side: writes `data` at `at` in `file`, the copy's; with `take`, the copy
+    /// then leaves those bytes. Under the lock the copy writes under, so that the two take
+    /// turns here, where a wait sleeps: ext4 lets one buffered write into a file at a time,
+    /// and a writer waiting for it spins while the other copies. Throws Error(Io).
+    void write_move(WritableRawFile& file, std::span<const std::byte> data, std::uint64_t at, bool take);
+    /// What the moves took (read only by the thread that writes them).
     [[nodiscard]] const ByteSet& taken() const noexcept { return taken_; }
     /// The bytes of `range` the moves have not taken (as taken()).
     [[nodiscard]] ByteSet untaken(const ByteSet::interval_type& range) const;
 
 private:
-    std::mutex mutex_;  ///< a copy's write against a take
+    std::mutex mutex_;  ///< one write into the file at a time
     ByteSet taken_;
     std::atomic<std::uint64_t> reached_{0};
 };
