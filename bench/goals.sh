@@ -52,7 +52,6 @@ for i in $(seq "$rounds"); do
     echo "| $(date +%H:%M) | $cw | $kw ($ku, $ks) | $aw ($au, $as) | $kr | $ar | $km, $am |"
 done
 
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo
 echo "median compact / cp $(cut -d' ' -f1 "$work/ratios" | median)," \
     "apply / cp $(cut -d' ' -f2 "$work/ratios" | median);" \

@@ -10,6 +10,7 @@
 # Usage: [PAIRED_BEFORE='rm -f OUT...'] bench/paired.sh RUNS 'COMMAND' 'ANCHOR' [WORK]
 # Prints each pair, then the medians: wall seconds and peak RSS of each, and A/B.
 set -euo pipefail
+source "$(dirname "$0")/common.sh"
 runs=${1:?runs}
 a=${2:?command}
 b=${3:?anchor}
@@ -22,8 +23,6 @@ timed() {  # timed CMD: "wall peak_kib" of sh -c CMD
         { echo "failed: $1 (see $log)" >&2; exit 1; }
     cat "$work/paired.time"
 }
-
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
 : >"$work/paired.rows"
 echo "pair | A s | A peak KiB | B s | B peak KiB | A/B"
