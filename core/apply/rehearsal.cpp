@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -12,6 +13,7 @@
 #include "core/ntfs/ntfs_device.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
 #include "core/plan/apply.hpp"
+#include "core/plan/intervals.hpp"
 
 extern "C" {
 #include <ntfs-3g/bitmap.h>
@@ -85,16 +87,24 @@ private:
     std::unordered_map<std::uint64_t, std::vector<std::byte>> pages_;
 };
 
-/// The streams of file `record` in `map` (sorted by map_order).
-std::span<const Stream> streams_of(const VolumeMap& map, std::uint64_t record) {
-    // std::equal_range, not the ranges form: clang 14 cannot take libstdc++ 12's subrange apart.
-    struct ByRecord {
-        bool operator()(const Stream& s, std::uint64_t r) const { return s.mft_record < r; }
-        bool operator()(std::uint64_t r, const Stream& s) const { return r < s.mft_record; }
-    };
-    const auto [first, last] = std::equal_range(map.streams.begin(), map.streams.end(), record, ByRecord{});
-    return {first, last};
-}
+/// The streams of `map` of each record asked, records asked in ascending order: a walk along
+/// the map. A binary search a record missed the cache at each level, 0.19 s of the
+/// rehearsal of the 1M-file volume's optimize plan (874,368 moves), which the moves wait for.
+class RecordWalk {
+public:
+    explicit RecordWalk(const VolumeMap& map) : streams_(map.streams) {}
+
+    [[nodiscard]] std::span<const Stream> streams_of(std::uint64_t record) {
+        while (at_ < streams_.size() && streams_[at_].mft_record < record) ++at_;
+        std::size_t end = at_;
+        while (end < streams_.size() && streams_[end].mft_record == record) ++end;
+        return std::span(streams_).subspan(at_, end - at_);
+    }
+
+private:
+    const std::vector<Stream>& streams_;
+    std::size_t at_ = 0;
+};
 
 std::uint64_t fragments_of(std::span<const Stream> streams) {
     std::uint64_t n = 0;
@@ -154,10 +164,12 @@ RehearsedList read_list(ntfs_volume* vol, std::uint64_t record) {
 std::vector<std::uint64_t> files_to_rehearse(const VolumeMap& before, const VolumeMap& after,
                                              const Plan& plan) {
     std::vector<std::uint64_t> out;
-    for (const std::uint64_t record : files_moved(plan.moves)) {
-        const std::span<const Stream> was = streams_of(before, record);
+    RecordWalk walk_before(before);
+    RecordWalk walk_after(after);
+    for (const std::uint64_t record : files_moved(plan.moves)) {  // ascending
+        const std::span<const Stream> was = walk_before.streams_of(record);
         const bool listed = std::ranges::any_of(was, [](const Stream& s) { return s.type == kList; });
-        if (listed || fragments_of(streams_of(after, record)) > fragments_of(was)) out.push_back(record);
+        if (listed || fragments_of(walk_after.streams_of(record)) > fragments_of(was)) out.push_back(record);
     }
     return out;
 }
@@ -182,20 +194,33 @@ Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, con
     part.identity = plan.identity;
     part.strategy = plan.strategy;
     std::vector<std::size_t> index;  // part's move → plan's move
+    // The moves' ends go into the sets sorted, a batch at a time: the 1M-file volume's
+    // optimize plan's, added in plan order, each a search of an icl tree that missed the
+    // cache, took 0.36 s of the rehearsal, which the moves wait for.
     ClusterSet others_from, others_to, own_to;
+    PendingRanges<std::int64_t> from_pending, to_pending, own_pending;
+    const auto give = [](PendingRanges<std::int64_t>& pending, ClusterSet& set) {
+        pending.give_to([&set](std::int64_t lo, std::int64_t hi) { set.add(cluster_range(lo, hi)); });
+    };
+    const auto keep = [&give](PendingRanges<std::int64_t>& pending, ClusterSet& set, std::int64_t lo,
+                              std::int64_t clusters) {
+        pending.add(lo, lo + clusters);
+        if (pending.full()) give(pending, set);
+    };
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         const Move& m = plan.moves[i];
-        const auto range = ClusterSet::interval_type::right_open(m.from_lcn, m.from_lcn + m.clusters);
-        const auto dest = ClusterSet::interval_type::right_open(m.to_lcn, m.to_lcn + m.clusters);
         if (!rehearsed(m.mft_record)) {
-            others_from.add(range);
-            others_to.add(dest);
+            keep(from_pending, others_from, m.from_lcn, m.clusters);
+            keep(to_pending, others_to, m.to_lcn, m.clusters);
             continue;
         }
-        own_to.add(dest);
+        keep(own_pending, own_to, m.to_lcn, m.clusters);
         part.moves.push_back(m);
         index.push_back(i);
     }
+    give(from_pending, others_from);
+    give(to_pending, others_to);
+    give(own_pending, own_to);
 
     ScratchDisk scratch(image);
     set_free_space(scratch, window, before.free, (before.free + others_from) - (others_to - own_to));

@@ -31,7 +31,8 @@ struct Rehearsal {
 /// The files of `plan` whose record layout its moves may change in a way the replay
 /// (apply_plan, which moves clusters only) cannot see: each file one of whose streams moves
 /// and that has a non-resident $ATTRIBUTE_LIST in `before`, or whose streams have more
-/// fragments in `after` (the replay's result) than in `before`. Sorted. O(moves · log streams).
+/// fragments in `after` (the replay's result) than in `before`. Sorted. O(moves · log moves +
+/// streams).
 [[nodiscard]] std::vector<std::uint64_t> files_to_rehearse(const VolumeMap& before, const VolumeMap& after,
                                                            const Plan& plan);
 
