@@ -126,14 +126,11 @@ bool records_moves(const Stream& stream, const std::vector<std::uint64_t>& moved
     return stream.has_label("$ATTRIBUTE_LIST") && std::ranges::binary_search(moved, record);
 }
 
-/// The output's map of the volume the input has in `window` as partition `partition`, read
-/// as the input's was: its partition table, then its MFT. Without the file table, which no
-/// proof reads (VolumeDetail::Allocation).
-VolumeMap output_volume(const DiskImage& output, int partition, const VolumeWindow& window,
-                        const Progress& progress) {
+/// The output's partition that holds the volume the input has in `window` as partition
+/// `partition`, found as the input's was: in its own partition table.
+Partition output_partition(const DiskImage& output, int partition, const VolumeWindow& window) {
     for (const Partition& p : read_partitions(output).partitions)
-        if (p.number == partition && p.start == window.offset && p.length == window.length)
-            return read_ntfs_volume(output, p, progress, VolumeDetail::Allocation);
+        if (p.number == partition && p.start == window.offset && p.length == window.length) return p;
     verification_failed("the output's partition table has no partition " + std::to_string(partition) +
                         " where the input's was");
 }
@@ -322,7 +319,26 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
                               const std::function<void(const VolumeMap&)>& analysed) {
     begin(on_step, ApplyStep::AnalyseOutput);
     const std::shared_ptr<const DiskImage> output = open_image(copy, open);
-    const VolumeMap after = output_volume(*output, expected.input_mft.partition, window, progress);
+    const Partition partition = output_partition(*output, expected.input_mft.partition, window);
+    // The records are compared while the copy is analysed, through $MFT as the mount maps
+    // it, on one thread: that needs none of the map the analysis makes. After it, the
+    // proofs and the hashing share the cores. On the 1M-file volume the comparison took
+    // 0.35 s on two threads there, beside the hashing.
+    std::stop_source halt;
+    const std::stop_callback cancelled(progress.stop, [&halt] { halt.request_stop(); });
+    const VolumeMap output_mft = read_mft_map(*output, partition);
+    std::future<ChangedRecords> comparing = std::async(std::launch::async, [&] {
+        return changed_records(input, expected.input_mft, *output, output_mft, expected.moved,
+                               halt.get_token());
+    });
+    const VolumeMap after = [&] {
+        try {
+            return read_ntfs_volume(*output, partition, progress, VolumeDetail::Allocation);
+        } catch (...) {
+            halt.request_stop();
+            throw;
+        }
+    }();
     release_freed_memory();  // the scan's own tables (its file entries), before the proofs' fill
     if (analysed) analysed(after);
     ApplyVerification result;
@@ -331,8 +347,6 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
     // for the other, so they run side by side, the proofs on a thread of their own. A
     // proof that fails stops the hashing, and is the answer either way: it says what went
     // wrong before a stream's bytes could.
-    std::stop_source halt;
-    const std::stop_callback cancelled(progress.stop, [&halt] { halt.request_stop(); });
     std::future<void> proofs = std::async(std::launch::async, [&] {
         try {
             const AttributeListChanges lists = attribute_list_changes(expected, after);
@@ -341,8 +355,8 @@ ApplyVerification verify_copy(const DiskImage& input, const ExpectedVolume& expe
             if (const auto d = allocation_difference(expected, after, lists)) verification_failed(*d);
             if (const auto d = bitmap_difference(after)) verification_failed(*d);
             if (const auto d = mft_mirror_difference(*output, window)) verification_failed(*d);
-            const ChangedRecords records =
-                changed_records(input, expected.input_mft, *output, after, expected.moved);
+            if (const auto d = mft_map_difference(output_mft, after)) verification_failed(*d);
+            const ChangedRecords records = comparing.get();
             if (records.difference) verification_failed(*records.difference);
             result.records_changed = records.records;
             result.records_freed = records.freed;

@@ -199,14 +199,11 @@ Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, con
     // cache, took 0.36 s of the rehearsal, which the moves wait for.
     ClusterSet others_from, others_to, own_to;
     PendingRanges<std::int64_t> from_pending, to_pending, own_pending;
-    const auto give = [](PendingRanges<std::int64_t>& pending, ClusterSet& set) {
-        pending.give_to([&set](std::int64_t lo, std::int64_t hi) { set.add(cluster_range(lo, hi)); });
+    const auto into = [](ClusterSet& set) {
+        return [&set](std::int64_t lo, std::int64_t hi) { set.add(cluster_range(lo, hi)); };
     };
-    const auto keep = [&give](PendingRanges<std::int64_t>& pending, ClusterSet& set, std::int64_t lo,
-                              std::int64_t clusters) {
-        pending.add(lo, lo + clusters);
-        if (pending.full()) give(pending, set);
-    };
+    const auto keep = [&into](PendingRanges<std::int64_t>& pending, ClusterSet& set, std::int64_t lo,
+                              std::int64_t clusters) { pending.add(lo, lo + clusters, into(set)); };
     for (std::size_t i = 0; i < plan.moves.size(); ++i) {
         const Move& m = plan.moves[i];
         if (!rehearsed(m.mft_record)) {
@@ -218,9 +215,9 @@ Rehearsal rehearse_moves(const DiskImage& image, const VolumeWindow& window, con
         part.moves.push_back(m);
         index.push_back(i);
     }
-    give(from_pending, others_from);
-    give(to_pending, others_to);
-    give(own_pending, own_to);
+    from_pending.give_to(into(others_from));
+    to_pending.give_to(into(others_to));
+    own_pending.give_to(into(own_to));
 
     ScratchDisk scratch(image);
     set_free_space(scratch, window, before.free, (before.free + others_from) - (others_to - own_to));

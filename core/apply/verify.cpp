@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/image/disk_image.hpp"
 #include "core/image/read_window.hpp"
+#include "core/io/heap.hpp"
 #include "core/io/xxh3.hpp"
 #include "core/plan/apply.hpp"
 
@@ -129,7 +130,7 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     };
     require_32bit(volume.streams.size(), "streams");
     std::vector<First> order;
-    order.reserve(volume.streams.size());
+    reserve_huge(order, volume.streams.size());
     for (std::uint32_t i = 0; i < volume.streams.size(); ++i) {
         const Stream& s = volume.streams[i];
         if (skip && skip(s)) continue;
@@ -144,7 +145,9 @@ std::vector<std::optional<std::uint64_t>> stream_digests(const DiskImage& image,
     }
     std::ranges::sort(order);
 
-    std::vector<std::optional<std::uint64_t>> out(volume.streams.size());
+    std::vector<std::optional<std::uint64_t>> out;
+    reserve_huge(out, volume.streams.size());
+    out.resize(volume.streams.size());
     const std::vector<std::byte> zeros(kBlock);
     std::atomic<std::uint64_t> done{0};
     // Pieces of about equal bytes (a stream's first run stands for it), in disk order, each
@@ -269,7 +272,7 @@ ExpectedVolume expect_volume(const VolumeMap& before, const Plan& plan, std::vec
     std::ranges::copy_if(before.streams, std::back_inserter(mft.streams),
                          [](const Stream& s) { return s.mft_record == 0; });  // $MFT
 
-    out.streams.reserve(before.streams.size());
+    reserve_huge(out.streams, before.streams.size());
     // Where each expected list sits in `lists`, by its index in before.streams.
     std::vector<std::pair<std::size_t, std::size_t>> list_at;
     for (std::size_t i = 0; i < before.streams.size(); ++i) {
@@ -368,7 +371,8 @@ std::optional<std::string> allocation_difference(const ExpectedVolume& expected,
 }
 
 ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, const DiskImage& output,
-                               const VolumeMap& after, std::span<const std::uint64_t> moved) {
+                               const VolumeMap& after, std::span<const std::uint64_t> moved,
+                               const std::stop_token& stop) {
     ChangedRecords out;
     std::optional<std::string>& difference = out.difference;
     const std::uint64_t size = before.mft_record_size;
@@ -387,65 +391,55 @@ ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before, 
         return (std::to_integer<unsigned>(bits[r / 8]) >> (r % 8) & 1u) != 0;
     };
 
-    // Records [first, last) compared, each `part` a thread's: on the 1M-file volume the
-    // proofs' last half second was this scan of 2.3 GB, on one core while the other had
-    // nothing left to do. Each part marks which moved files it saw a record of change.
-    struct Part {
-        ChangedRecords found;
-        std::vector<bool> changed;  // by index in `moved`: a record of the file changed
-    };
-    const std::uint64_t per_block = kBlock / size;
-    const auto scan = [&](std::uint64_t from, std::uint64_t last) {
-        Part part;
-        part.changed.resize(moved.size());
-        std::optional<std::string>& found = part.found.difference;
-        std::vector<std::byte> a(per_block * size);
-        std::vector<std::byte> b(a.size());
-        for (std::uint64_t first = from; first < last && !found; first += per_block) {
-            const std::uint64_t n = std::min(per_block, last - first);
-            read_stream(input, before, mft_in, first * size, std::span(a.data(), n * size));
-            read_stream(output, after, mft_out, first * size, std::span(b.data(), n * size));
-            for (std::uint64_t i = 0; i < n; ++i) {
-                const std::uint64_t r = first + i;
-                const auto ra = std::span<const std::byte>(a).subspan(i * size, size);
-                const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
-                const bool was = in_use(bits_in, r);
-                const bool is = in_use(bits_out, r);
-                // memcmp, not std::equal: libstdc++ compares std::byte ranges a byte at a time.
-                if (was == is && std::memcmp(ra.data(), rb.data(), size) == 0) continue;
-                const std::uint64_t base_in = base_of(ra, r);
-                const std::uint64_t base_out = base_of(rb, r);
-                auto file = find_sorted(moved, base_in);
-                if (file == moved.end()) file = find_sorted(moved, base_out);
-                if (file == moved.end()) {
-                    const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
-                    found = "MFT record " + std::to_string(r) + what +
-                            ", but it is no record of a file whose streams moved";
-                    break;
-                }
-                part.changed[static_cast<std::size_t>(file - moved.begin())] = true;
-                ++part.found.records;
-                if (was && !is) ++part.found.freed;
-                if (!was && is) ++part.found.added;
-            }
-        }
-        return part;
-    };
-    const std::uint64_t middle = records / 2;
-    std::future<Part> second = std::async(std::launch::async, scan, middle, records);
-    const Part head = scan(0, middle);
-    const Part tail = second.get();
-    out = head.found;  // the first difference in record order, when there is one
-    if (!difference) difference = tail.found.difference;
-    out.records += tail.found.records;
-    out.freed += tail.found.freed;
-    out.added += tail.found.added;
+    // One thread, beside the analysis of the output (verify_copy). `changed` marks, by index
+    // in `moved`, the files a record of which changed.
     std::vector<bool> changed(moved.size());
-    for (std::size_t i = 0; i < changed.size(); ++i) changed[i] = head.changed[i] || tail.changed[i];
+    const std::uint64_t per_block = kBlock / size;
+    std::vector<std::byte> a(per_block * size);
+    std::vector<std::byte> b(a.size());
+    for (std::uint64_t first = 0; first < records && !difference; first += per_block) {
+        if (stop.stop_requested()) throw Error(ErrorKind::Cancelled, "the records' comparison was stopped");
+        const std::uint64_t n = std::min(per_block, records - first);
+        read_stream(input, before, mft_in, first * size, std::span(a.data(), n * size));
+        read_stream(output, after, mft_out, first * size, std::span(b.data(), n * size));
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const std::uint64_t r = first + i;
+            const auto ra = std::span<const std::byte>(a).subspan(i * size, size);
+            const auto rb = std::span<const std::byte>(b).subspan(i * size, size);
+            const bool was = in_use(bits_in, r);
+            const bool is = in_use(bits_out, r);
+            // memcmp, not std::equal: libstdc++ compares std::byte ranges a byte at a time.
+            if (was == is && std::memcmp(ra.data(), rb.data(), size) == 0) continue;
+            const std::uint64_t base_in = base_of(ra, r);
+            const std::uint64_t base_out = base_of(rb, r);
+            auto file = find_sorted(moved, base_in);
+            if (file == moved.end()) file = find_sorted(moved, base_out);
+            if (file == moved.end()) {
+                const char* what = was == is ? " changed" : is ? " came into use" : " was freed";
+                difference = "MFT record " + std::to_string(r) + what +
+                             ", but it is no record of a file whose streams moved";
+                break;
+            }
+            changed[static_cast<std::size_t>(file - moved.begin())] = true;
+            ++out.records;
+            if (was && !is) ++out.freed;
+            if (!was && is) ++out.added;
+        }
+    }
     if (const auto first = std::ranges::find(changed, false); !difference && first != changed.end())
         difference = "no MFT record of file " + std::to_string(moved[static_cast<std::size_t>(first - changed.begin())]) +
                      " changed, but its streams moved";
     return out;
+}
+
+std::optional<std::string> mft_map_difference(const VolumeMap& mft, const VolumeMap& volume) {
+    if (mft.mft_record_size != volume.mft_record_size || mft.mft_records_total != volume.mft_records_total)
+        return "the records of $MFT differ as its mount and its records count them";
+    for (const AttrType type : {AttrType::Data, AttrType::Bitmap})
+        if (runs_digest(mft_stream(mft, type).extents) != runs_digest(mft_stream(volume, type).extents))
+            return "the runs of $MFT's " + stream_label(static_cast<std::uint32_t>(type), "") +
+                   " differ as its mount and its records map them";
+    return std::nullopt;
 }
 
 AttributeListChanges attribute_list_changes(const ExpectedVolume& expected, const VolumeMap& actual) {
@@ -516,6 +510,9 @@ std::optional<std::string> bitmap_difference(const VolumeMap& volume) {
     // The runs sorted by LCN, then merged into the claimed set from its end: inserted in the
     // map's order, a million runs would be a million intervals before they merge.
     std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+    std::size_t count = 0;
+    for (const Stream& s : volume.streams) count += s.extents.size();
+    reserve_huge(runs, count);
     for (const Stream& s : volume.streams)
         for (const Extent& e : s.extents)
             if (e.lcn != Extent::kSparse) runs.emplace_back(e.lcn, e.lcn + e.clusters);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,12 +98,20 @@ struct ChangedRecords {
 
 /// Compares every $MFT record of `before` (on `input`) with `after` (on `output`), each read
 /// through its own disk's $MFT runlist, and $MFT's $BITMAP bit by bit, against the files in
-/// `moved` (base record numbers, sorted). Throws what DiskImage::read throws and Error(Corrupt) for a
-/// map without $MFT's streams. Cost: reads both disks' $MFT once, in two halves on two
-/// threads, 4 MiB of memory.
+/// `moved` (base record numbers, sorted). Each map needs only $MFT's streams (read_mft_map).
+/// Throws what DiskImage::read throws, Error(Corrupt) for a map without $MFT's streams and
+/// Error(Cancelled) once `stop` is requested. Cost: reads both disks' $MFT once, 4 MiB of
+/// memory.
 [[nodiscard]] ChangedRecords changed_records(const DiskImage& input, const VolumeMap& before,
                                              const DiskImage& output, const VolumeMap& after,
-                                             std::span<const std::uint64_t> moved);
+                                             std::span<const std::uint64_t> moved,
+                                             const std::stop_token& stop = {});
+
+/// Where `mft` (read_mft_map's $MFT, as the mount maps it) and `volume` (read_ntfs_volume's
+/// map of the same volume, from its records) disagree about $MFT: its record size, its
+/// records, the runs of its $DATA or $BITMAP; nothing when they agree. Records read through
+/// `mft` are then those of `volume`. O(runs of $MFT).
+[[nodiscard]] std::optional<std::string> mft_map_difference(const VolumeMap& mft, const VolumeMap& volume);
 
 /// What libntfs-3g did to the attribute lists of moved files that the prediction adopts
 /// (attribute_list_changes).

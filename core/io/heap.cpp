@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "core/io/heap.hpp"
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstdlib>  // defines __GLIBC__ where the C library is glibc
 
 #include "core/io/sanitizer.hpp"
@@ -23,6 +26,15 @@ void release_freed_memory() {
 #if GUESTFRAG_GLIBC_HEAP
     malloc_trim(0);
 #endif
+}
+
+void advise_huge_pages(const void* at, std::size_t bytes) noexcept {
+    constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+    const auto begin = reinterpret_cast<std::uintptr_t>(at);
+    const std::uintptr_t lo = (begin + kHuge - 1) & ~(kHuge - 1);
+    const std::uintptr_t hi = (begin + bytes) & ~(kHuge - 1);
+    // A refusal (EINVAL without CONFIG_TRANSPARENT_HUGEPAGE) leaves the pages as they were.
+    if (lo < hi) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 }
 
 }  // namespace guestfrag

@@ -15,9 +15,10 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "core/ntfs/ntfs3g.hpp"
 #include "core/image/disk_image.hpp"
+#include "core/io/heap.hpp"
 #include "core/ntfs/mft_parser.hpp"
+#include "core/ntfs/ntfs3g.hpp"
 #include "core/ntfs/ntfs_volume.hpp"
 #include "core/ntfs/placement.hpp"
 
@@ -284,7 +285,7 @@ void find_cluster_conflicts(VolumeMap& map) {
     std::size_t count = 0;
     for (const Stream& s : map.streams)
         for (const Extent& e : s.extents) count += e.lcn >= 0 && e.clusters > 0 ? 1 : 0;
-    runs.reserve(count);
+    reserve_huge(runs, count);
     for (const Stream& s : map.streams)
         for (const Extent& e : s.extents)
             if (e.lcn >= 0 && e.clusters > 0) runs.push_back({e.lcn, e.lcn + e.clusters, s.mft_record});
@@ -333,6 +334,50 @@ VolumeFinding size_finding(const char* code, const char* what, std::uint64_t cla
     return f;
 }
 
+/// The NTFS volume in `partition` mounted read-only, once its boot sector is found sane and
+/// the volume clean; `boot` gets the boot sector.
+ntfs::Volume mount_checked(const DiskImage& image, const Partition& partition,
+                           std::array<std::byte, 512>& boot) {
+    boot = read_boot_sector(image, partition);
+    if (!is_ntfs_boot_sector(boot))
+        throw Error(ErrorKind::Unsupported,
+                    "partition " + std::to_string(partition.number) + " holds no NTFS file system");
+    check_geometry(boot, partition);
+    ntfs::Volume handle{ntfs::Device(image, partition.start, partition.length)};
+    handle.check_clean();
+    return handle;
+}
+
+/// The figures of `map` that the mount alone gives: where it lies, its geometry, and the
+/// records $MFT's runlist maps. Records are counted from what that runlist maps, never from
+/// the size its header claims (a forged size would otherwise become the reported total).
+void set_figures(VolumeMap& map, const Partition& partition, ntfs_volume* vol) {
+    map.partition = partition.number;
+    map.partition_offset = partition.start;
+    map.cluster_size = vol->cluster_size;
+    map.mft_record_size = vol->mft_record_size;
+    map.total_clusters = vol->nr_clusters;
+    const auto mft_claimed = static_cast<std::uint64_t>(std::max<s64>(0, vol->mft_na->data_size));
+    const std::uint64_t mft_mapped = mapped_bytes(vol->mft_na, vol, "$MFT");
+    if (mft_claimed > mft_mapped)
+        map.findings.push_back(size_finding("MFT_SIZE_MISMATCH", "$MFT", mft_claimed, mft_mapped));
+    map.mft_records_total = std::min(mft_claimed, mft_mapped) / vol->mft_record_size;
+}
+
+/// $MFT's stream `na` (its $DATA or $BITMAP) as libntfs-3g maps it, runlist mapped whole.
+Stream mft_stream_of(ntfs_attr* na, AttrType type, const ntfs_volume* vol, const char* what) {
+    (void)mapped_bytes(na, vol, what);  // maps the runlist, and checks it lies on the volume
+    Stream s;
+    s.type = static_cast<std::uint32_t>(type);
+    s.size = static_cast<std::uint64_t>(std::max<s64>(0, na->data_size));
+    s.allocated_size = static_cast<std::uint64_t>(std::max<s64>(0, na->allocated_size));
+    s.placement = Placement::Unmovable;
+    for (const runlist_element* r = na->rl; NAttrNonResident(na) && r != nullptr && r->length != 0; ++r)
+        if (r->lcn >= 0 || r->lcn == LCN_HOLE)
+            s.extents.push_back({r->vcn, r->lcn >= 0 ? r->lcn : Extent::kSparse, r->length});
+    return s;
+}
+
 }  // namespace
 
 bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition) {
@@ -343,22 +388,12 @@ bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition) {
 VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, const Progress& progress,
                            VolumeDetail detail) {
     const bool names = detail == VolumeDetail::Full;
-    const auto boot = read_boot_sector(image, partition);
-    if (!is_ntfs_boot_sector(boot))
-        throw Error(ErrorKind::Unsupported,
-                    "partition " + std::to_string(partition.number) + " holds no NTFS file system");
-    check_geometry(boot, partition);
-
-    const ntfs::Volume handle{ntfs::Device(image, partition.start, partition.length)};
+    std::array<std::byte, 512> boot{};
+    const ntfs::Volume handle = mount_checked(image, partition, boot);
     ntfs_volume* vol = handle.get();
-    handle.check_clean();
 
     VolumeMap map;
-    map.partition = partition.number;
-    map.partition_offset = partition.start;
-    map.cluster_size = vol->cluster_size;
-    map.mft_record_size = vol->mft_record_size;
-    map.total_clusters = vol->nr_clusters;
+    set_figures(map, partition, vol);
     map.label = vol->vol_name != nullptr ? vol->vol_name : "";
     NTFS_BOOT_SECTOR bs;
     std::memcpy(&bs, boot.data(), sizeof bs);
@@ -367,16 +402,10 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     if (vol->mft_zone_end > vol->mft_zone_start)
         map.mft_zone.add(ClusterSet::interval_type::right_open(vol->mft_zone_start, vol->mft_zone_end));
 
-    // Records are counted from what $MFT's runlist maps, never from the size its header
-    // claims (a forged size would otherwise become the reported total); $MFT:$BITMAP then
-    // says which of them are allocated, and records it marks must parse cleanly. Only the
-    // bitmap bytes those records need are read, so a forged bitmap size costs nothing.
+    // $MFT:$BITMAP says which of the records $MFT maps (set_figures) are allocated, and
+    // records it marks must parse cleanly. Only the bitmap bytes those records need are
+    // read, so a forged bitmap size costs nothing.
     const std::uint32_t record_size = vol->mft_record_size;
-    const auto mft_claimed = static_cast<std::uint64_t>(std::max<s64>(0, vol->mft_na->data_size));
-    const std::uint64_t mft_mapped = mapped_bytes(vol->mft_na, vol, "$MFT");
-    if (mft_claimed > mft_mapped)
-        map.findings.push_back(size_finding("MFT_SIZE_MISMATCH", "$MFT", mft_claimed, mft_mapped));
-    map.mft_records_total = std::min(mft_claimed, mft_mapped) / record_size;
     const auto bitmap_claimed = static_cast<std::uint64_t>(std::max<s64>(0, vol->mftbmp_na->data_size));
     const std::uint64_t bitmap_mapped = mapped_bytes(vol->mftbmp_na, vol, "$MFT::$BITMAP");
     if (bitmap_claimed > bitmap_mapped)
@@ -402,9 +431,11 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     // vector and hold both copies at once.
     std::uint64_t allocated_records = 0;
     for (std::uint8_t byte : mft_bitmap) allocated_records += static_cast<std::uint64_t>(std::popcount(byte));
-    map.files.reserve(allocated_records);
-    choices.reserve(allocated_records);
-    map.streams.reserve(allocated_records);
+    // In huge pages where the kernel gives them (advise_huge_pages): at a million records
+    // these are over 100 MB, a 4 KiB fault at a time otherwise.
+    reserve_huge(map.files.edit(), allocated_records);
+    reserve_huge(choices, allocated_records);
+    reserve_huge(map.streams, allocated_records);
 
     constexpr std::uint64_t kChunkBytes = std::uint64_t{2} << 20;  // 2 MiB sequential reads
     const std::uint64_t chunk_records =
@@ -506,6 +537,17 @@ VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition, c
     find_cluster_conflicts(map);
     ntfs::classify_placement(map);
     if (!names) map.files = {};  // the scan needed them to match extension records to their files
+    return map;
+}
+
+VolumeMap read_mft_map(const DiskImage& image, const Partition& partition) {
+    std::array<std::byte, 512> boot{};
+    const ntfs::Volume handle = mount_checked(image, partition, boot);
+    ntfs_volume* vol = handle.get();
+    VolumeMap map;
+    set_figures(map, partition, vol);
+    map.streams.push_back(mft_stream_of(vol->mft_na, AttrType::Data, vol, "$MFT"));
+    map.streams.push_back(mft_stream_of(vol->mftbmp_na, AttrType::Bitmap, vol, "$MFT::$BITMAP"));
     return map;
 }
 

@@ -27,6 +27,13 @@ enum class VolumeDetail {
 [[nodiscard]] VolumeMap read_ntfs_volume(const DiskImage& image, const Partition& partition,
                                          const Progress& progress = {}, VolumeDetail detail = VolumeDetail::Full);
 
+/// The map of `partition`'s $MFT alone, as libntfs-3g's mount finds it in record 0 (and
+/// the extension records $MFT's attribute list names): its figures as read_ntfs_volume
+/// gives them, and $MFT's $DATA and $BITMAP streams; no files, no free space. For reading
+/// records while the whole map is still being read. Throws as read_ntfs_volume does.
+/// Cost: a mount.
+[[nodiscard]] VolumeMap read_mft_map(const DiskImage& image, const Partition& partition);
+
 /// Whether the first sector of `partition` is an NTFS boot sector (cheap check, no mount).
 [[nodiscard]] bool has_ntfs_boot_sector(const DiskImage& image, const Partition& partition);
 

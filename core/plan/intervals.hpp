@@ -39,7 +39,7 @@ template <class Set>
 template <class T>
 class PendingRanges {
 public:
-    /// 1 MiB of ranges: a batch that large is given before more are kept.
+    /// 1 MiB of ranges: the batch add(lo, hi, give) gives when it is full.
     static constexpr std::size_t kBatch = std::size_t{1} << 16;
 
     /// Keeps [lo, hi); one going on from the range kept last lengthens it (a stream's
@@ -50,8 +50,13 @@ public:
         else
             pending_.emplace_back(lo, hi);
     }
+    /// Keeps [lo, hi), then gives the batch to `give` (as give_to) once it is full.
+    template <class Give>
+    void add(T lo, T hi, Give&& give) {
+        add(lo, hi);
+        if (pending_.size() >= kBatch) give_to(give);
+    }
     [[nodiscard]] bool empty() const { return pending_.empty(); }
-    [[nodiscard]] bool full() const { return pending_.size() >= kBatch; }
     /// Calls give(lo, hi) for the union of the ranges kept, ascending, ranges that touch or
     /// overlap joined, and forgets them.
     template <class Give>

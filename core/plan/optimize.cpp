@@ -660,7 +660,7 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
     // What streams leave is given to the room in sorted batches: the room is asked only
     // when the moves meet a cycle (twice in a million moves).
     PendingRanges<std::int64_t> freed;
-    const auto give_freed = [&] { freed.give_to([&](std::int64_t lo, std::int64_t hi) { detours.give(lo, hi); }); };
+    const auto to_detours = [&](std::int64_t lo, std::int64_t hi) { detours.give(lo, hi); };
     std::vector<char> left_home(items_.size(), 0);
     // Stream i leaves `pieces`: they are free now. The first time it leaves (its original
     // place) the streams waiting for that place may be ready.
@@ -678,12 +678,11 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
             const std::int64_t end = p.lcn + p.clusters;
             for (const auto& [lo, hi] : headed) {
                 if (hi <= from || lo >= end) continue;
-                if (lo > from) freed.add(from, lo);
+                if (lo > from) freed.add(from, lo, to_detours);
                 from = std::max(from, hi);
             }
-            if (from < end) freed.add(from, end);
+            if (from < end) freed.add(from, end, to_detours);
         }
-        if (freed.full()) give_freed();
         if (!first_time) return;
         left_home[i] = 1;
         for (const std::uint32_t w : waiters[i])
@@ -748,7 +747,7 @@ void Optimizer::carry_out(Layout layout, const Progress& progress) {
             // Every stream left waits for another: follow the waits until one repeats, and
             // detour the smallest stream of that cycle through the window.
             const auto pick = find_cycle();
-            give_freed();
+            freed.give_to(to_detours);
             const auto room = pick ? detours.best_fit(items_[*pick].clusters) : std::nullopt;
             if (!room) break;
             const std::size_t i = *pick;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/io/heap.hpp"
 #include "core/io/hex.hpp"
 #include "core/io/json_input.hpp"
 #include "core/plan/planner.hpp"
@@ -290,6 +291,7 @@ public:
                 return true;
             }
             in_move_ = false;
+            make_room_huge(moves);  // 42 MB for the 1M-file volume's optimize plan
             moves.push_back(read_move(Fields(kMoveKeys, values_, "move " + std::to_string(moves.size()))));
             return true;
         }
