@@ -55,6 +55,7 @@ void scan_and_plan(const std::uint8_t* data, std::size_t size) {
         whole.number = 1;
         whole.start = 0;
         whole.length = image.size();
+        (void)guestfrag::read_mft_map(image, whole);  // what verify_copy reads records through
         const guestfrag::VolumeMap map = guestfrag::read_ntfs_volume(image, whole, {});
         guestfrag::PlanOptions options;
         options.strategy = guestfrag::Strategy::Defrag;

@@ -2,13 +2,16 @@
 // The NTFS reader against The Sleuth Kit, on generated disks and on disks Windows made.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "analyzers/analysis.hpp"
+#include "core/apply/verify.hpp"
 #include "core/image/open_image.hpp"
 #include "core/ntfs/volume_reader.hpp"
+#include "core/partition/partition.hpp"
 #include "support/fixtures.hpp"
 #include "support/ntfs_edit.hpp"
 #include "support/tsk_oracle.hpp"
@@ -132,6 +135,37 @@ TEST_CASE("generated files with attribute lists are read whole", "[ntfs]") {
         CHECK(static_cast<std::uint64_t>(vcn) * map.cluster_size >= s.size);
     }
     CHECK(long_runlists >= 1);
+}
+
+TEST_CASE("$MFT as the mount maps it is the one its records map, and The Sleuth Kit's", "[ntfs][tsk]") {
+    require_tsk();
+    const fs::path image = test::generated_image("small-msdos", small("msdos"));
+    const auto disk = open_image(image.string());
+    const VolumeMap full = analyze_image(*disk).volumes.at(0).map;
+    const PartitionTable table = read_partitions(*disk);
+    const auto partition = std::ranges::find(table.partitions, full.partition, &Partition::number);
+    REQUIRE(partition != table.partitions.end());
+    const VolumeMap mft = read_mft_map(*disk, *partition);
+    CHECK(mft.partition_offset == full.partition_offset);
+    CHECK(mft.mft_record_size == full.mft_record_size);
+    CHECK(mft.mft_records_total == full.mft_records_total);
+    REQUIRE(mft.streams.size() == 2);
+    CHECK(mft.streams[0].has_label("$DATA"));
+    CHECK(mft.streams[1].has_label("$BITMAP"));
+    CHECK(mft.files.empty());
+    CHECK_FALSE(mft_map_difference(mft, full));
+    const auto theirs = test::tsk_data_fragments(image, full.partition_offset / 512, 0);
+    REQUIRE(theirs.contains(""));
+    CHECK(test::fragments_of(mft.streams[0], mft.cluster_size) == theirs.at(""));
+
+    VolumeMap moved = mft;
+    moved.streams[0].extents.back().lcn += 1;
+    CHECK(mft_map_difference(moved, full) ==
+          "the runs of $MFT's $DATA differ as its mount and its records map them");
+    VolumeMap shorter = mft;
+    shorter.mft_records_total -= 1;
+    CHECK(mft_map_difference(shorter, full) ==
+          "the records of $MFT differ as its mount and its records count them");
 }
 
 TEST_CASE("a file's named streams come in map order, whatever NTFS's collation of their names",
