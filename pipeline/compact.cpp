@@ -412,28 +412,31 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     input.analysis.reset();  // the input's maps are gone: the proofs need only `expected` of them
     release_freed_memory();  // their runs, before the output's are read
 
-    // Each volume's free clusters and zero blocks go before its proofs read the file, so
-    // that they prove the file as it is kept. `data` is what the file stores, block by
-    // block; `unchecked` the part of it no zero test has seen since it was last written.
+    // Each volume's free clusters and zero blocks are found before its proofs read the file,
+    // and freed beside them (Discards): what the proofs read of those bytes reads as zeros
+    // either way. `data` is what the file stores, block by block; `unchecked` the part of it
+    // no zero test has seen since it was last written.
     ByteSet unchecked = whole_granules_touching(file.written(), block) & disk;
     ByteSet data = std::move(copy.blocks) + unchecked;
+    Discards discards(disk_file.fd(), disk_file.path(), size, holes);
     const auto drop_zero_blocks = [&](const ByteSet& blocks, const Progress& meter) {
         data -= blocks;
-        data += discard_zero_blocks(disk_file.fd(), disk_file.path(), size, blocks, block, holes, meter);
+        data += discards.zero_blocks(blocks, block, meter);
         unchecked -= blocks;
     };
     const auto sparsify_volume = [&](std::size_t i, const ByteSet& free) {
         begin(options, CompactStep::Sparsify);
-        discard_stored(disk_file.fd(), disk_file.path(), size, free, holes);
+        discards.stored(free);
         const ByteSet gone = whole_granules_within(free, block);
         data -= gone;
         unchecked -= gone;
-        // A block the free clusters cover in part was zeroed there and may now be all zero.
+        // A block the free clusters cover in part is zeroed there and may then be all zero.
         const ByteSet window(
             ByteSet::interval_type::right_open(windows[i].offset, windows[i].offset + windows[i].length));
         drop_zero_blocks((unchecked + (whole_granules_touching(free, block) - gone)) &
                              whole_granules_touching(window, block) & data,
                          progress);
+        discards.start();
         result.volumes[i].free_bytes = boost::icl::length(free);
         release_freed_memory();  // the byte sets above, before the proofs' tables fill
     };
@@ -456,6 +459,8 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // Written outside every volume: nothing libntfs-3g does, a few blocks at most. Not
     // metered: the last step's meter counts streams, not bytes of the disk.
     drop_zero_blocks(unchecked, {});
+    discards.start();
+    discards.finish();
     disk_file.sync();
     if (holes) {
         // The host must have freed what was punched: the file stores exactly the data kept.

@@ -306,10 +306,15 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     // Discard block 1 and half of block 3 (which then keeps its other half).
     ByteSet discard(ByteSet::interval_type::right_open(4096, 8192));
     discard += ByteSet::interval_type::right_open(3 * 4096 + 2048, 4 * 4096);
-    discard_stored(fd.get(), path.string(), 1 << 20, discard, true);
-    const ByteSet kept =
-        discard_zero_blocks(fd.get(), path.string(), 1 << 20,
-                            ByteSet(ByteSet::interval_type::right_open(0, 1 << 20)), 4096, true);
+    Discards discards(fd.get(), path.string(), 1 << 20, true);
+    discards.stored(discard);
+    const ByteSet kept = discards.zero_blocks(ByteSet(ByteSet::interval_type::right_open(0, 1 << 20)), 4096);
+    // Nothing is freed before start().
+    ByteSet written(ByteSet::interval_type::right_open(0, 8 * 4096));
+    written += ByteSet::interval_type::right_open(20 * 4096, 21 * 4096);
+    CHECK(host_stored_ranges(fd.get(), 1 << 20) == written);
+    discards.start();
+    discards.finish();
     ByteSet want(ByteSet::interval_type::right_open(0, 4096));
     want += ByteSet::interval_type::right_open(2 * 4096, 4 * 4096);
     want += ByteSet::interval_type::right_open(6 * 4096, 8 * 4096);
