@@ -459,7 +459,6 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
     // Written outside every volume: nothing libntfs-3g does, a few blocks at most. Not
     // metered: the last step's meter counts streams, not bytes of the disk.
     drop_zero_blocks(unchecked, {});
-    discards.start();
     discards.finish();
     disk_file.sync();
     if (holes) {

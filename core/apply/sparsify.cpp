@@ -112,6 +112,7 @@ void Discards::start() {
 }
 
 void Discards::finish() {
+    start();
     for (std::future<void>& f : freeing_) f.get();
     freeing_.clear();
 }

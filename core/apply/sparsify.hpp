@@ -44,7 +44,8 @@ public:
     ByteSet zero_blocks(const ByteSet& within, std::uint64_t block, const Progress& progress = {});
     /// Begins freeing what was added since the last start, on a thread of its own.
     void start();
-    /// Waits until everything started is freed. Throws Error(Io) for what could not be.
+    /// Frees what was added since the last start, and waits until everything is freed.
+    /// Throws Error(Io) for what could not be.
     void finish();
 
 private:

@@ -309,11 +309,10 @@ TEST_CASE("sparsify punches exactly the discarded bytes and the zero blocks", "[
     Discards discards(fd.get(), path.string(), 1 << 20, true);
     discards.stored(discard);
     const ByteSet kept = discards.zero_blocks(ByteSet(ByteSet::interval_type::right_open(0, 1 << 20)), 4096);
-    // Nothing is freed before start().
+    // Nothing is freed before finish().
     ByteSet written(ByteSet::interval_type::right_open(0, 8 * 4096));
     written += ByteSet::interval_type::right_open(20 * 4096, 21 * 4096);
     CHECK(host_stored_ranges(fd.get(), 1 << 20) == written);
-    discards.start();
     discards.finish();
     ByteSet want(ByteSet::interval_type::right_open(0, 4096));
     want += ByteSet::interval_type::right_open(2 * 4096, 4 * 4096);
