@@ -305,6 +305,7 @@ CompactResult compact_to_copy(const std::string& path, const OpenOptions& open, 
             packing.strategy = Strategy::Shrink;
             packing.granule = result.granule;
             packing.split_streams = true;
+            packing.carried_out_at_once = true;
             planned.push_back(plan_volume(input, i, packing, progress));
         } else {
             PlannedVolume as_is;

@@ -21,7 +21,8 @@ PlanIdentity identity_of(const OpenedImage& opened, const VolumeMap& volume) {
 /// Amends `after` (apply_plan's) and `plan`'s summary by what libntfs-3g does to the records
 /// of the files whose layout the moves may change (rehearse_moves), and refuses a plan that
 /// apply would not carry out whole: the fault of guestfrag for a plan it has just `made`,
-/// of the plan file otherwise.
+/// of the plan file otherwise. The summary is kept in step, unless the plan has none
+/// (PlanOptions::carried_out_at_once: a plan that moves anything has a summary of its moves).
 void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& after, Plan& plan, bool made) {
     const std::vector<std::uint64_t> files = files_to_rehearse(before, after, plan);
     if (files.empty()) return;
@@ -35,7 +36,7 @@ void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& aft
                         " of the plan (record " + std::to_string(move.mft_record) + " " +
                         std::string(move.stream) + "): " + first.reason);
     }
-    if (adopt_rehearsal(after, rehearsal))
+    if (adopt_rehearsal(after, rehearsal) && plan.summary.moves != 0)
         plan.summary =
             summarize_plan(before, after, opened.analysis->layers, plan.summary.granule_size, plan);
 }
@@ -96,7 +97,8 @@ PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const P
                           const Progress& progress) {
     const ImageAnalysis& analysis = *opened.analysis;
     const VolumeMap& before = analysis.volumes.at(volume).map;
-    PlanOutcome outcome = plan_and_apply(before, analysis.layers, identity_of(opened, before),
+    const PlanIdentity identity = options.carried_out_at_once ? PlanIdentity{} : identity_of(opened, before);
+    PlanOutcome outcome = plan_and_apply(before, analysis.layers, identity,
                                          prepare_plan_options(opened, volume, options), progress);
     rehearse(opened, before, outcome.after, outcome.plan, true);
     return {volume, std::move(outcome.plan), std::make_shared<const VolumeMap>(std::move(outcome.after))};

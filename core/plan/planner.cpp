@@ -311,7 +311,8 @@ PlanOutcome plan_and_apply(const VolumeMap& volume, const std::vector<Layer>& la
         // The planner's own output failing the validator is our bug, not bad input.
         throw Error(ErrorKind::Internal, std::string("planner produced an invalid plan: ") + e.what());
     }
-    plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
+    if (!options.carried_out_at_once || options.strategy == Strategy::Optimize)
+        plan.summary = summarize_plan(volume, out.after, layers, builder.growth().granule(), plan);
     if (options.strategy == Strategy::Optimize) {
         keep_optimize_promise(volume, layers, builder.growth().granule(), out);
         note_moved_twice(plan, volume.cluster_size);

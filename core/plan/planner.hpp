@@ -88,6 +88,11 @@ struct PlanOptions {
     /// Streams whose file path matches one of these (fnmatch-style, case-insensitive, `/`
     /// and `\` both separate, `*` crosses separators) are never moved.
     std::vector<std::string> exclude;
+    /// The plan is carried out at once and never shown or saved (compact's packing): no
+    /// summary, unless the strategy's own check needs one (optimize), and no identity
+    /// (pipeline's plan_volume). On the 1M-file volume they were 0.3 s of compact's planning,
+    /// which its copy waits for (docs/benchmarks.md).
+    bool carried_out_at_once = false;
 };
 
 /// The order make_plan uses for `options` (options.order or the strategy's default);

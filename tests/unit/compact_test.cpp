@@ -614,6 +614,28 @@ TEST_CASE("the moves beside a copy read what it will write from the image, and i
           std::vector<std::byte>(expected.begin() + 98304, expected.begin() + 98304 + 4096));
 }
 
+TEST_CASE("compact's packing, carried out at once, is the shrink plan without its summary or identity",
+          "[compact]") {
+    const fs::path input = compact_image();
+    const OpenedImage opened = open_and_analyze(input.string());
+    PlanOptions shown;
+    shown.strategy = Strategy::Shrink;
+    shown.granule = 1 << 20;
+    shown.split_streams = true;
+    PlanOptions at_once = shown;
+    at_once.carried_out_at_once = true;
+    const PlannedVolume saved = plan_volume(opened, 0, shown, {});
+    const PlannedVolume packing = plan_volume(opened, 0, at_once, {});
+    REQUIRE(saved.plan.moves.size() > 10);
+    CHECK(packing.plan.moves == saved.plan.moves);
+    CHECK(packing.plan.notes == saved.plan.notes);
+    CHECK(free_bytes_on_disk(*packing.after) == free_bytes_on_disk(*saved.after));
+    CHECK(saved.plan.summary.moves == saved.plan.moves.size());
+    CHECK(saved.plan.identity.allocation_digest != 0);
+    CHECK(packing.plan.summary == PlanSummary{});
+    CHECK(packing.plan.identity == PlanIdentity{});
+}
+
 TEST_CASE(
     "compact's moves find the destinations written ahead, read what they vacate from the input, and a "
     "skipped move's source is fetched",
