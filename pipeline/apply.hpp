@@ -94,7 +94,7 @@ struct ApplyVerification {
 struct ApplyResult {
     std::string output;
     int partition = 0;
-    Plan plan;                  ///< the plan as adopted (summary recomputed)
+    Plan plan;  ///< the plan carried out (without a summary)
     MoveOutcome moves;
     ApplyOutputFormat format = ApplyOutputFormat::Raw;
     /// Data bytes the output holds: the raw copy's non-zero blocks, or the overlay's clusters

@@ -22,7 +22,8 @@ PlanIdentity identity_of(const OpenedImage& opened, const VolumeMap& volume) {
 /// of the files whose layout the moves may change (rehearse_moves), and refuses a plan that
 /// apply would not carry out whole: the fault of guestfrag for a plan it has just `made`,
 /// of the plan file otherwise. The summary is kept in step, unless the plan has none
-/// (PlanOptions::carried_out_at_once: a plan that moves anything has a summary of its moves).
+/// (PlanOptions::carried_out_at_once, replay_plan_file: a plan that moves anything has a
+/// summary of its moves otherwise).
 void rehearse(const OpenedImage& opened, const VolumeMap& before, VolumeMap& after, Plan& plan, bool made) {
     const std::vector<std::uint64_t> files = files_to_rehearse(before, after, plan);
     if (files.empty()) return;
@@ -104,14 +105,11 @@ PlannedVolume plan_volume(const OpenedImage& opened, std::size_t volume, const P
     return {volume, std::move(outcome.plan), std::make_shared<const VolumeMap>(std::move(outcome.after))};
 }
 
-VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan,
-                           std::optional<std::uint64_t> granule) {
-    const ImageAnalysis& analysis = *opened.analysis;
-    const VolumeMap& before = analysis.volumes.at(volume).map;
+VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan) {
+    const VolumeMap& before = opened.analysis->volumes.at(volume).map;
     check_identity(plan.identity, identity_of(opened, before));
     VolumeMap after = apply_plan(before, plan);
-    plan.summary =
-        summarize_plan(before, after, analysis.layers, granule.value_or(plan.summary.granule_size), plan);
+    plan.summary = {};  // the file's, of the volume it was planned on: no longer the plan's
     return after;
 }
 
@@ -121,8 +119,11 @@ void rehearse_plan_file(const OpenedImage& opened, std::size_t volume, VolumeMap
 
 PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                          std::optional<std::uint64_t> granule) {
-    VolumeMap after = replay_plan_file(opened, volume, plan, granule);
+    const std::uint64_t granule_size = granule.value_or(plan.summary.granule_size);
+    VolumeMap after = replay_plan_file(opened, volume, plan);
     rehearse_plan_file(opened, volume, after, plan);
+    plan.summary = summarize_plan(opened.analysis->volumes.at(volume).map, after, opened.analysis->layers,
+                                  granule_size, plan);
     return {volume, std::move(plan), std::make_shared<const VolumeMap>(std::move(after))};
 }
 

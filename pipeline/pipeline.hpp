@@ -103,13 +103,13 @@ struct PlannedVolume {
 [[nodiscard]] PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                                        std::optional<std::uint64_t> granule = {});
 
-/// adopt_plan in two halves, for a caller with something to do between them (apply copies
-/// the disk beside the rehearsal): replay_plan_file checks the identity, applies `plan` and
-/// sets its summary, returning the after-map; rehearse_plan_file rehearses the moves and
-/// amends `after` and the summary, or refuses the plan. Each throws what adopt_plan throws
-/// in its half; the second reads the image and the analysis, `plan` and `after` only.
-[[nodiscard]] VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan,
-                                         std::optional<std::uint64_t> granule = {});
+/// adopt_plan in two halves and without the summary, for a caller with something to do
+/// between them that shows no summary (apply copies the disk beside the rehearsal):
+/// replay_plan_file checks the identity and applies `plan`, returning the after-map, and
+/// empties the plan's summary; rehearse_plan_file rehearses the moves and amends `after`, or
+/// refuses the plan. Each throws what adopt_plan throws in its half; the second reads the
+/// image and the analysis, `plan` and `after` only.
+[[nodiscard]] VolumeMap replay_plan_file(const OpenedImage& opened, std::size_t volume, Plan& plan);
 void rehearse_plan_file(const OpenedImage& opened, std::size_t volume, VolumeMap& after, Plan& plan);
 
 /// What `planned.plan` would do to the storage under its volume (assess_impact), from the

@@ -985,6 +985,25 @@ TEST_CASE("apply --output-format qcow2 refuses another format and leaves no outp
     CHECK(leftovers(dir, {"p.json"}).empty());
 }
 
+TEST_CASE("apply replays a saved plan without its summary, which plan --check computes after the rehearsal",
+          "[apply]") {
+    const test::WorkDir dir("apply-summary");
+    const fs::path plan_path = make_plan(bare_image(), dir / "p.json");
+    const Plan saved = read_plan(plan_path.string());
+    REQUIRE(saved.summary.moves > 0);
+    // The volume is as it was planned: adopting the plan gives the summary `plan` saved.
+    const OpenedImage opened = open_and_analyze(bare_image().string());
+    CHECK(adopt_plan(opened, 0, saved).plan.summary == saved.summary);
+
+    ApplyOptions options;
+    options.output = (dir / "out.img").string();
+    const ApplyResult r = apply_to_copy(bare_image().string(), {}, saved, options);
+    CHECK(r.moves.done.size() == saved.moves.size());
+    CHECK(r.plan.moves == saved.moves);
+    CHECK(r.plan.summary == PlanSummary{});
+    REQUIRE(r.verification);
+}
+
 TEST_CASE("apply --rate: parsed as a rate, refused otherwise, and every copied byte goes through the limiter",
           "[apply][rate]") {
     const test::WorkDir dir("apply-rate");
