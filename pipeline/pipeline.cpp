@@ -119,6 +119,7 @@ void rehearse_plan_file(const OpenedImage& opened, std::size_t volume, VolumeMap
 
 PlannedVolume adopt_plan(const OpenedImage& opened, std::size_t volume, Plan plan,
                          std::optional<std::uint64_t> granule) {
+    // The saved summary's granule, read before replay_plan_file empties the summary.
     const std::uint64_t granule_size = granule.value_or(plan.summary.granule_size);
     VolumeMap after = replay_plan_file(opened, volume, plan);
     rehearse_plan_file(opened, volume, after, plan);
