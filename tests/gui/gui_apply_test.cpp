@@ -35,7 +35,7 @@
 
 using namespace guestfrag;
 using namespace guestfrag::gui;
-using test::slurp;
+using test::file_contents;
 using test::total_fragments;
 namespace fs = std::filesystem;
 
@@ -343,7 +343,7 @@ private slots:
         QVERIFY(!window.apply_to_copy(request, &refusal));
         QVERIFY2(refusal.contains(QStringLiteral("exists")), qPrintable(refusal));
         QVERIFY(!window.applying());
-        QCOMPARE(slurp(output), std::string("keep me"));
+        QCOMPARE(file_contents(output), std::string("keep me"));
 
         // The input itself is refused before anything runs.
         ApplyRequest input = request;
@@ -364,7 +364,7 @@ private slots:
         ApplyOptions overlay;
         overlay.format = ApplyOutputFormat::Qcow2;
         QCOMPARE(dialog.meter().steps_seen(), apply_steps(overlay));
-        QCOMPARE(slurp(output).substr(0, 4), std::string("QFI\xfb"));
+        QCOMPARE(file_contents(output).substr(0, 4), std::string("QFI\xfb"));
         QCOMPARE(fs::file_size(output), r.output_file_bytes);
         QVERIFY(r.output_file_bytes < image_->size());
         check_against_core(r, output, {});

@@ -36,7 +36,7 @@
 
 using namespace guestfrag;
 using namespace guestfrag::gui;
-using test::slurp;
+using test::file_contents;
 using test::total_fragments;
 namespace fs = std::filesystem;
 
@@ -365,7 +365,7 @@ private slots:
         const CompactResult& r = *dialog.result();
         QCOMPARE(r.format, CompactFormat::Qcow2);
         QCOMPARE(r.granule, std::uint64_t{64 << 10});
-        QCOMPARE(slurp(output).substr(0, 4), std::string("QFI\xfb"));
+        QCOMPARE(file_contents(output).substr(0, 4), std::string("QFI\xfb"));
         CompactOptions qcow2;
         qcow2.format = CompactFormat::Qcow2;
         QCOMPARE(dialog.meter().steps_seen(), compact_steps(qcow2));
@@ -389,7 +389,7 @@ private slots:
                               .arg(QString::fromStdString(output.string())));
         QVERIFY(!window.compacting());
         QVERIFY(window.compact_progress() == nullptr);
-        QCOMPARE(slurp(output), std::string("keep me"));
+        QCOMPARE(file_contents(output), std::string("keep me"));
         QCOMPARE(entries(dir), std::vector<std::string>{"taken.img"});
 
         // The input itself is refused before anything runs.

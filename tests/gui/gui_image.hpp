@@ -3,8 +3,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "core/model/volume_map.hpp"
@@ -30,12 +28,6 @@ inline std::uint64_t total_fragments(const VolumeMap& map) {
     std::uint64_t n = 0;
     for (const Stream& s : map.streams) n += s.fragments();
     return n;
-}
-
-/// The whole file at `path` (empty when it cannot be read).
-inline std::string slurp(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace guestfrag::test

@@ -185,6 +185,20 @@ fs::path testdata(const std::string& name) {
     return target;
 }
 
+std::string file_contents(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::ostringstream text;
+    text << in.rdbuf();
+    return std::move(text).str();
+}
+
+std::vector<std::byte> file_bytes(const fs::path& path) {
+    const std::string text = file_contents(path);
+    const auto* first = reinterpret_cast<const std::byte*>(text.data());
+    return {first, first + text.size()};
+}
+
 std::uint64_t file_fingerprint(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::array<char, 1 << 16> buf{};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
@@ -111,6 +112,14 @@ std::filesystem::path small_cli_image();
 /// The 256 MiB disk of 3,000 files (30 % deleted, interleave 8, seed 7) the optimize, order
 /// and report tests share, a generated_image.
 std::filesystem::path fragmented_256_image();
+
+/// The whole file at `path`, or an empty string when it cannot be opened. Read here, in the
+/// support library, which keeps the build's optimization where a test file's own code is
+/// compiled at -Og (tests/CMakeLists.txt).
+std::string file_contents(const std::filesystem::path& path);
+
+/// file_contents as bytes, for comparing images.
+std::vector<std::byte> file_bytes(const std::filesystem::path& path);
 
 /// SHA-256-free but strong enough content fingerprint (FNV-1a 64 over all bytes) used to
 /// prove images are not modified.

@@ -41,11 +41,6 @@ std::string short_hostname() {
     return host.substr(0, host.find('.'));
 }
 
-std::string read_text(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Whether process `pid` runs: a zombie no one reaps (a container's init may not) has ended.
 bool running(pid_t pid) {
     if (::kill(pid, 0) != 0) return false;
@@ -57,7 +52,8 @@ bool running(pid_t pid) {
 
 void require_ok(const CommandResult& r, const std::string& what, const fs::path& log) {
     if (r.status != 0)
-        throw std::runtime_error(what + " failed: " + r.out + r.err + (log.empty() ? "" : read_text(log)));
+        throw std::runtime_error(what + " failed: " + r.out + r.err +
+                                 (log.empty() ? "" : file_contents(log)));
 }
 
 }  // namespace
@@ -104,8 +100,9 @@ SlurmCluster::SlurmCluster() {
             if (nodes.status == 0 && nodes.out.starts_with("idle")) return;
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
-        throw std::runtime_error("the Slurm node did not become idle in 30 s: " + read_text(dir_ + "/slurmctld.log") +
-                                 read_text(dir_ + "/slurmd.log"));
+        throw std::runtime_error(
+            "the Slurm node did not become idle in 30 s: " + file_contents(dir_ + "/slurmctld.log") +
+            file_contents(dir_ + "/slurmd.log"));
     } catch (...) {
         stop();
         throw;

@@ -7,7 +7,6 @@
 // of the output against the plan's summary.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -23,11 +22,6 @@ using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// A bare volume of `cluster` clusters: the special files (two attribute-list logs, the
 /// sparse database, compressed logs where NTFS compresses), and a few hundred files grown
@@ -77,7 +71,7 @@ std::size_t plan_apply_prove(const fs::path& image, const RecordContents& input,
         test::run_cli({"plan", image.string(), "--strategy", strategy, "-o", plan_path.string()});
     INFO(planned.err);
     REQUIRE(planned.status == 0);
-    const Json plan = Json::parse(read(plan_path));
+    const Json plan = Json::parse(test::file_contents(plan_path));
     const std::size_t moves = plan["moves"].size();
     if (moves == 0) {
         // A strategy with nothing to do here (shrink finds no granule to empty on some

@@ -63,11 +63,6 @@ fs::path msdos_image() {
     return test::generated_image("apply-msdos", o);
 }
 
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// `guestfrag plan --strategy defrag` of `image` into `out`.
 fs::path make_plan(const fs::path& image, const fs::path& out) {
     const auto r = test::run_cli({"plan", image.string(), "--strategy", "defrag", "-o", out.string()});
@@ -92,7 +87,7 @@ Json apply_and_prove(const fs::path& image, const std::string& name, const std::
     test::require_tools({"icat", "fls", "istat"});
     const test::WorkDir dir(name);
     const fs::path plan_path = make_plan(image, dir / "p.json");
-    const Json plan = Json::parse(read(plan_path));
+    const Json plan = Json::parse(test::file_contents(plan_path));
     REQUIRE(!plan["moves"].empty());
     const std::uint64_t fingerprint = test::file_fingerprint(image);
     const bool overlay = format == "qcow2";
@@ -719,7 +714,7 @@ TEST_CASE("apply: SIGINT during the work exits 130 and leaves no output", "[appl
     REQUIRE(::kill(pid, SIGINT) == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
-    const std::string err = read(err_path);
+    const std::string err = test::file_contents(err_path);
     INFO(err);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 130);
@@ -744,9 +739,9 @@ TEST_CASE("apply: the temporary output of an apply killed by SIGKILL is removed 
     const auto owned_by_us = [&] {
         char host[256] = {};
         ::gethostname(host, sizeof host - 1);
-        std::string boot = read("/proc/sys/kernel/random/boot_id");
+        std::string boot = test::file_contents("/proc/sys/kernel/random/boot_id");
         boot.erase(boot.find_last_not_of('\n') + 1);
-        std::string stat = read("/proc/self/stat");
+        std::string stat = test::file_contents("/proc/self/stat");
         std::istringstream fields(stat.substr(stat.rfind(')') + 1));
         std::string field;
         for (int i = 3; i <= 22; ++i) fields >> field;
@@ -818,8 +813,8 @@ namespace {
 
 /// The 64 KiB clusters in which two raw files of the same size differ, as byte ranges.
 ByteSet differing_clusters(const fs::path& a, const fs::path& b) {
-    const std::string x = read(a);
-    const std::string y = read(b);
+    const std::string x = test::file_contents(a);
+    const std::string y = test::file_contents(b);
     REQUIRE(x.size() == y.size());
     ByteSet out;
     constexpr std::size_t kCluster = 64 * 1024;
@@ -835,14 +830,14 @@ ByteSet differing_clusters(const fs::path& a, const fs::path& b) {
 std::string overlay_as_raw(const fs::path& overlay) {
     const fs::path out = fs::path(overlay).replace_extension(".as-raw");
     test::run_ok({"qemu-img", "convert", "-f", "qcow2", "-O", "raw", overlay.string(), out.string()});
-    return read(out);
+    return test::file_contents(out);
 }
 
 /// Checks that the qcow2 overlay and the raw output of one plan are the same guest disk but
 /// for the clusters the moves free: the raw output leaves those out of its copy (zeros), the
 /// overlay reads them through to the input, as it stood. Compared sector by sector.
 void check_same_disk(const std::string& overlay, const fs::path& raw_output, const std::string& input) {
-    const std::string raw = read(raw_output);
+    const std::string raw = test::file_contents(raw_output);
     REQUIRE(overlay.size() == raw.size());
     REQUIRE(input.size() == raw.size());
     constexpr std::size_t kSector = 512;
@@ -906,7 +901,7 @@ TEST_CASE(
     CHECK(!checked.contains("corruptions"));
 
     const fs::path guest = dir / "sub" / "out.as-raw";
-    check_same_disk(overlay_as_raw(overlay), raw, read(input));
+    check_same_disk(overlay_as_raw(overlay), raw, test::file_contents(input));
 
     // What the overlay itself stores (depth 0) is exactly the clusters the apply changed.
     ByteSet in_overlay;
@@ -1080,7 +1075,7 @@ TEST_CASE("apply --output-format qcow2 over a qcow2 input records the backing fo
     const fs::path raw = dir / "raw.img";
     REQUIRE(test::run_cli({"apply", bare_image().string(), "--plan", plan_path.string(), "-o", raw.string()})
                 .status == 0);
-    check_same_disk(overlay_as_raw(overlay), raw, read(bare_image()));
+    check_same_disk(overlay_as_raw(overlay), raw, test::file_contents(bare_image()));
 }
 
 TEST_CASE("apply prints the input's layer warnings as analyze does", "[apply][qcow2]") {

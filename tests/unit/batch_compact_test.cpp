@@ -10,8 +10,6 @@
 
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -53,11 +51,6 @@ std::int64_t host_bytes(const fs::path& path) {
     struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
     return static_cast<std::int64_t>(st.st_blocks) * 512;
-}
-
-std::string text_of(const fs::path& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace
@@ -300,13 +293,15 @@ TEST_CASE("schedule --compact reads nothing before its window opens, and SIGINT 
     const int pid = test::start_cli_until(
         {"schedule", "--compact", image.string(), "-o", out.string(), "--rate", "1GiB/s", "--start",
          "2999-01-01T00:00Z", "--window", "daily 01:00-02:00"},
-        err, [&] { return text_of(err).find("schedule: compaction waits until ") != std::string::npos; });
+        err, [&] {
+            return test::file_contents(err).find("schedule: compaction waits until ") != std::string::npos;
+        });
     REQUIRE(::kill(pid, SIGINT) == 0);
     int status = 0;
     REQUIRE(::waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 130);
-    const std::string said = text_of(err);
+    const std::string said = test::file_contents(err);
     INFO(said);
     CHECK(said.find("interrupted: no output was written") != std::string::npos);
     // The window's first occurrence after the start, in local time.

@@ -12,11 +12,9 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,15 +45,6 @@ constexpr std::uint64_t kSecond = 3 * MiB;  ///< 4 KiB of 0x5c written here
 const std::string kEio = ": Input/output error";
 
 void require_qemu() { test::require_tools({"qemu-img", "qemu-io"}); }
-
-std::vector<std::byte> slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in);
-    std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> bytes(chars.size());
-    std::memcpy(bytes.data(), chars.data(), chars.size());
-    return bytes;
-}
 
 /// A sparse 4 MiB raw disk holding 64 KiB of 0xab at 1 MiB and 4 KiB of 0x5c at 3 MiB.
 fs::path make_raw(const test::WorkDir& dir) {
@@ -93,7 +82,7 @@ void load(MemoryOpener& files, const test::WorkDir& dir, const std::vector<std::
           const std::string& victim = {}, const Faults& faults = {}) {
     for (const std::string& name : names) {
         auto source = std::make_shared<const MemorySource>(
-            "mem/" + name, std::make_shared<const std::vector<std::byte>>(slurp(dir / name)));
+            "mem/" + name, std::make_shared<const std::vector<std::byte>>(test::file_bytes(dir / name)));
         if (name == victim)
             files.add(std::make_shared<const FaultySource>(std::move(source), faults));
         else
@@ -308,7 +297,7 @@ TEST_CASE("File sources refuse what is not a file without blocking", "[image][se
 TEST_CASE("Raw disks read from memory", "[image][seam][raw]") {
     const test::WorkDir dir("raw");
     const fs::path raw = make_raw(dir);
-    const auto bytes = std::make_shared<const std::vector<std::byte>>(slurp(raw));
+    const auto bytes = std::make_shared<const std::vector<std::byte>>(test::file_bytes(raw));
 
     SECTION("without a map every byte is stored; with one, its holes are the layer's") {
         const RawImage plain(std::make_shared<const MemorySource>("mem/disk.raw", bytes));
@@ -355,7 +344,7 @@ TEST_CASE("qcow2 from memory: same disk, failures typed", "[image][seam][qcow2]"
     const test::WorkDir dir("qcow2");
     const fs::path raw = make_raw(dir);
     const fs::path image = convert(dir, raw, "disk.qcow2", "qcow2");
-    const std::vector<std::byte> file = slurp(image);
+    const std::vector<std::byte> file = test::file_bytes(image);
     const std::uint64_t l1 = be(file, 40, 8);
     const std::uint64_t l2 = be(file, l1, 8) & 0x00fffffffffffe00ull;
     const std::uint64_t data = file_offset_of(image, kFirst);
@@ -412,13 +401,13 @@ TEST_CASE("qcow2 chains open from memory", "[image][seam][qcow2]") {
               "parent not found: mem/top.qcow2 (depth 0) records parent base.qcow2 (looked for mem/base.qcow2); "
               "give it with --parent 1=PATH");
         // --parent names a file of the same opener.
-        top_only.add("elsewhere/renamed.qcow2", slurp(dir / "base.qcow2"));
+        top_only.add("elsewhere/renamed.qcow2", test::file_bytes(dir / "base.qcow2"));
         const auto moved = open_chain(top_only.open("mem/top.qcow2"), top_only, {{0, "base.qcow2", "elsewhere/renamed.qcow2"}});
         CHECK(moved->layers()[1].path == "elsewhere/renamed.qcow2");
         check_pattern(whole_disk(*moved));
     }
     SECTION("EIO in the parent's L1 table") {
-        const std::uint64_t l1 = be(slurp(dir / "base.qcow2"), 40, 8);
+        const std::uint64_t l1 = be(test::file_bytes(dir / "base.qcow2"), 40, 8);
         CHECK(io_failure(dir, {"top.qcow2", "base.qcow2"}, "base.qcow2", eio_at(l1)) == failed_at(l1));
     }
 }
@@ -433,7 +422,7 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
         MemoryOpener files;
         load(files, dir, {"disk.vmdk"});
         check_same(image, files, "mem/disk.vmdk");
-        const std::vector<std::byte> file = slurp(image);
+        const std::vector<std::byte> file = test::file_bytes(image);
         const std::uint64_t gd = le(file, 56, 8) * 512;
         const std::uint64_t gt = le(file, gd, 4) * 512;
         const std::uint64_t data = file_offset_of(image, kFirst);
@@ -448,7 +437,7 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
         MemoryOpener files;
         load(files, dir, names);
         check_same(image, files, "mem/split.vmdk");
-        const std::vector<std::byte> extent = slurp(dir / "split-s001.vmdk");
+        const std::vector<std::byte> extent = test::file_bytes(dir / "split-s001.vmdk");
         const std::uint64_t gd = le(extent, 56, 8) * 512;
         const std::uint64_t data = file_offset_of(image, kFirst);
         // Failures while opening an extent name it; later ones are the source's own.
@@ -473,7 +462,8 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
         stored += ByteSet::interval_type::right_open(kFirst, kFirst + 64 * KiB);
         stored += ByteSet::interval_type::right_open(kSecond, kSecond + 4 * KiB);
         files.add(std::make_shared<const MemorySource>(
-            "mem/flat-flat.vmdk", std::make_shared<const std::vector<std::byte>>(slurp(dir / "flat-flat.vmdk")),
+            "mem/flat-flat.vmdk",
+            std::make_shared<const std::vector<std::byte>>(test::file_bytes(dir / "flat-flat.vmdk")),
             MemorySource::Allocation{4096, stored}));
         const auto memory = open_image(files, "mem/flat.vmdk");
         CHECK(memory->layers().front().allocated == stored);
@@ -497,7 +487,7 @@ TEST_CASE("VMDK variants from memory: same disk, failures typed", "[image][seam]
             load(files, dir, {name});
             check_same(dir / name, files, "mem/" + name);
             // Grain directory sector: COWD header u32 at 20, seSparse constant header u64 at 128.
-            const std::vector<std::byte> file = slurp(dir / name);
+            const std::vector<std::byte> file = test::file_bytes(dir / name);
             const std::uint64_t gd = (name == "delta.vmdk" ? le(file, 20, 4) : le(file, 128, 8)) * 512;
             const std::uint64_t data = file_offset_of(dir / name, kSecond);
             REQUIRE(gd > 0);
@@ -517,7 +507,7 @@ TEST_CASE("VHD from memory: same disk, failures typed", "[image][seam][vhd]") {
         MemoryOpener files;
         load(files, dir, {"dynamic.vhd"});
         check_same(image, files, "mem/dynamic.vhd");
-        const std::vector<std::byte> file = slurp(image);
+        const std::vector<std::byte> file = test::file_bytes(image);
         const std::uint64_t header = be(file, 16, 8);  // the footer copy at 0 points to it
         const std::uint64_t bat = be(file, header + 16, 8);
         const std::uint64_t data = file_offset_of(image, kFirst);
@@ -543,7 +533,7 @@ TEST_CASE("VHDX from memory: same disk, failures typed", "[image][seam][vhdx]") 
     const test::WorkDir dir("vhdx");
     const fs::path raw = make_raw(dir);
     const fs::path image = convert(dir, raw, "disk.vhdx", "vhdx");
-    const std::vector<std::byte> file = slurp(image);
+    const std::vector<std::byte> file = test::file_bytes(image);
     // Region table at 192 KiB: 16-byte header, then 32-byte entries (GUID, offset, ...).
     std::uint64_t bat = 0;
     for (std::uint64_t entry = 192 * KiB + 16; entry < 192 * KiB + 16 + 32 * le(file, 192 * KiB + 8, 4); entry += 32)

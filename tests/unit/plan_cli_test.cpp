@@ -39,11 +39,6 @@ void write(const fs::path& path, const std::string& text) {
     out << text;
 }
 
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// The optimize plan of image() as JSON, made once by the CLI (on this small, full volume
 /// defrag finds no move that keeps free space as good as it was).
 const Json& plan_document() {
@@ -54,7 +49,7 @@ const Json& plan_document() {
         const auto r = test::run_cli({"plan", image().string(), "--strategy", "optimize", "-o", out.string()});
         INFO(r.err);
         REQUIRE(r.status == 0);
-        return Json::parse(read(out));
+        return Json::parse(test::file_contents(out));
     }();
     return doc;
 }

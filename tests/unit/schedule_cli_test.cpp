@@ -29,11 +29,6 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1 << 20;
 
-std::string read(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 void write(const fs::path& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out << text;
@@ -62,7 +57,7 @@ const fs::path& plan_path() {
 }
 
 const Json& plan() {
-    static const Json doc = Json::parse(read(plan_path()));
+    static const Json doc = Json::parse(test::file_contents(plan_path()));
     return doc;
 }
 

@@ -92,14 +92,6 @@ std::vector<std::byte> pattern(std::uint64_t offset, std::size_t length, std::ui
     return out;
 }
 
-std::vector<std::byte> read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::byte> out(bytes.size());
-    std::memcpy(out.data(), bytes.data(), bytes.size());
-    return out;
-}
-
 void write_file(const fs::path& path, const std::vector<std::byte>& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -129,7 +121,7 @@ std::uint64_t read_le(const std::vector<std::byte>& bytes, std::uint64_t offset,
 /// (field at byte 4), as a writer that produced these values would have.
 template <typename F>
 void rewrite_checksummed(const fs::path& path, std::uint64_t offset, std::size_t length, F&& edit) {
-    auto bytes = read_file(path);
+    auto bytes = test::file_bytes(path);
     std::vector<std::byte> block(bytes.begin() + static_cast<std::ptrdiff_t>(offset),
                                  bytes.begin() + static_cast<std::ptrdiff_t>(offset + length));
     edit(block);
@@ -156,7 +148,7 @@ ByteSet::interval_type range(std::uint64_t start, std::uint64_t end) {
 std::vector<std::byte> qemu_raw(const fs::path& path) {
     const fs::path raw = path.string() + ".qemu.raw";
     run_ok({"qemu-img", "convert", "-O", "raw", path.string(), raw.string()});
-    auto bytes = read_file(raw);
+    auto bytes = test::file_bytes(raw);
     fs::remove(raw);
     return bytes;
 }
@@ -205,7 +197,7 @@ void check_qemu_map(const DiskImage& image, const fs::path& path) {
 
 /// Every Data run of `layer` maps to host bytes equal to the disk's bytes there.
 void check_file_offsets(const LayerFile& layer, const std::vector<std::byte>& disk, const fs::path& path) {
-    const auto file = read_file(path);
+    const auto file = test::file_bytes(path);
     for (std::uint64_t at = 0; at < layer.virtual_size();) {
         const Mapping m = layer.map(at);
         REQUIRE(m.length > 0);
@@ -325,7 +317,7 @@ TEST_CASE("vhdx: the Hyper-V differencing sample names its missing parent", "[vh
 
     // Independently of the reader: every sector bit set in the file's sector bitmap blocks
     // (the sample has only partially present blocks) is one 512-byte sector of the layer.
-    const auto file = read_file(path);
+    const auto file = test::file_bytes(path);
     const std::uint64_t table = 192 * KiB;
     std::uint64_t bat = 0, bat_length = 0;
     for (std::uint64_t i = 0; i < read_le(file, table + 8, 4); ++i)
@@ -366,7 +358,7 @@ TEST_CASE("vhdx: the Hyper-V differencing sample names its missing parent", "[vh
     const auto parent_bytes = pattern(0, 64 * KiB, 9);
     CHECK(std::memcmp(got.data(), parent_bytes.data(), got.size()) == 0);
     // Each stored run reads the file's bytes at the offset map() gives.
-    const auto stored = read_file(path);
+    const auto stored = test::file_bytes(path);
     std::uint64_t runs = 0;
     for (std::uint64_t at = 0; at < layer.virtual_size();) {
         const Mapping m = layer.map(at);
@@ -442,7 +434,7 @@ TEST_CASE("vhdx: qemu-made dynamic and fixed disks read like qemu-img", "[vhdx]"
         run_ok({"qemu-img", "convert", "-f", "raw", "-O", "vhdx", "-o", options, raw.string(), path.string()});
         const auto image = open_chain(path.string());
         const auto expected = qemu_raw(path);
-        CHECK(expected == read_file(raw));
+        CHECK(expected == test::file_bytes(raw));
         check_bytes(*image, expected);
         check_file_offsets(VhdxLayer(path.string()), expected, path);
     }
@@ -759,7 +751,7 @@ TEST_CASE("vhdx: the log is replayed in memory", "[vhdx]") {
     SECTION("a log qemu wrote, re-armed over a stale BAT") {
         const fs::path path = dir / "qemu.vhdx";
         run_ok({"qemu-img", "create", "-q", "-f", "vhdx", "-o", "block_size=1M", path.string(), "20M"});
-        const auto before = read_file(path);
+        const auto before = test::file_bytes(path);
         qemu_io(path, "vhdx", {"write -P 0xab 0 4k", "write -P 0xcd 5M 1M"});
         const auto written = qemu_raw(path);
         CHECK(VhdxLayer(path.string()).replayed_log_entries() == 0);  // qemu closed it cleanly
@@ -767,7 +759,7 @@ TEST_CASE("vhdx: the log is replayed in memory", "[vhdx]") {
         // qemu applies each log entry and clears the header's log GUID; naming the newest
         // entry's GUID again and putting back the BAT as it was before the writes leaves a
         // file whose current BAT is only in the log.
-        const auto file = read_file(path);
+        const auto file = test::file_bytes(path);
         const std::uint64_t log_offset = read_le(file, 64 * KiB + 72, 8);
         const std::uint64_t log_length = read_le(file, 64 * KiB + 68, 4);
         const auto guid = newest_log_guid(file, log_offset, log_length);
@@ -803,7 +795,7 @@ TEST_CASE("vhdx: the log is replayed in memory", "[vhdx]") {
         }
         const fs::path clean = dir / "clean.vhdx";
         const test::VhdxLayout layout = w.save(clean);
-        const auto good = read_file(clean);
+        const auto good = test::file_bytes(clean);
         const auto sector = [&](std::uint64_t offset) {
             return std::vector<std::byte>(good.begin() + static_cast<std::ptrdiff_t>(offset),
                                           good.begin() + static_cast<std::ptrdiff_t>(offset + 4096));
@@ -832,7 +824,7 @@ TEST_CASE("vhdx: the log is replayed in memory", "[vhdx]") {
 
         // A damaged checksum drops entry 2; entry 1 alone is still a complete sequence.
         const std::uint64_t entry2 = layout.log_offset + 3 * 4096;  // entry 1: 1 descriptor + 2 data sectors
-        REQUIRE(std::memcmp(read_file(path).data() + entry2, "loge", 4) == 0);
+        REQUIRE(std::memcmp(test::file_bytes(path).data() + entry2, "loge", 4) == 0);
         patch_le(path, entry2 + 100, 0x5555, 2);
         CHECK(VhdxLayer(path.string()).replayed_log_entries() == 1);
         const auto partial = open_chain(path.string());

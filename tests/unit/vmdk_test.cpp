@@ -318,14 +318,9 @@ void copy_range(const fs::path& from, std::uint64_t offset, std::uint64_t length
     ::close(out);
 }
 
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// Offset of `needle` in the file (which must contain it).
 std::uint64_t find_in_file(const fs::path& path, const std::string& needle) {
-    const std::string text = slurp(path);
+    const std::string text = test::file_contents(path);
     const auto at = text.find(needle);
     REQUIRE(at != std::string::npos);
     return at;
@@ -661,7 +656,7 @@ TEST_CASE("vmdk descriptors mixing extent kinds", "[image][vmdk]") {
         return image;
     };
     const auto check_against_source = [&](const DiskImage& disk) {
-        const std::string expected = slurp(dir / "whole.raw");
+        const std::string expected = test::file_contents(dir / "whole.raw");
         REQUIRE(disk.size() == expected.size());
         const auto ours = read_all(disk);
         CHECK(std::memcmp(ours.data(), expected.data(), expected.size()) == 0);
@@ -697,7 +692,7 @@ TEST_CASE("vmdk ZERO and RDONLY extents (qemu skips those lines)", "[image][vmdk
                                                                       {2048, "FLAT", "z-flat.vmdk", 2048, "RDONLY"}}));
     const auto disk = open_chain((dir / "z.vmdk").string());
     REQUIRE(disk->size() == 4 * MiB);
-    const std::string flat = slurp(dir / "z-flat.vmdk");
+    const std::string flat = test::file_contents(dir / "z-flat.vmdk");
     const auto bytes = read_all(*disk);
     CHECK(std::memcmp(bytes.data(), flat.data(), 1 * MiB) == 0);
     CHECK(std::all_of(bytes.begin() + 1 * MiB, bytes.begin() + 3 * MiB, [](std::byte b) { return b == std::byte{0}; }));
