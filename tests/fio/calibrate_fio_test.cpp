@@ -38,10 +38,7 @@ constexpr const char* kCheckWorkload = "fio:rw=randrw,rwmixread=70,bs=16k,offset
 /// with its neighbours' load, by ±25 % within a minute: interleaved, the calibration and the
 /// check see the same drift (run apart, their ratio strayed from 0.71 to 1.27 here).
 std::string interleaved_jobs(int rounds) {
-    std::ifstream in(std::string(GUESTFRAG_DOCS_DIR) + "/calibrate.fio");
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string file = text.str();
+    const std::string file = file_contents(std::string(GUESTFRAG_DOCS_DIR) + "/calibrate.fio");
     std::size_t at = file.find("\n[fresh-");
     REQUIRE(at != std::string::npos);
     const std::string global = file.substr(0, at + 1);

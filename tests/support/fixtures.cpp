@@ -26,15 +26,6 @@ fs::path scratch_dir() {
     return dir;
 }
 
-namespace {
-
-std::string slurp(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
-
 int start_cli_until(const std::vector<std::string>& args, const fs::path& err,
                     const std::function<bool()>& begun) {
     std::vector<std::string> argv{GUESTFRAG_CLI};
@@ -91,8 +82,8 @@ CommandResult run(const std::vector<std::string>& argv) {
     if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("cannot wait for " + argv[0]);
     CommandResult result;
     result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.out = slurp(out);
-    result.err = slurp(err);
+    result.out = file_contents(out);
+    result.err = file_contents(err);
     fs::remove(out);
     fs::remove(err);
     return result;
@@ -121,7 +112,7 @@ CommandResult run_cli_peak(const std::vector<std::string>& args) {
     argv.insert(argv.end(), args.begin(), args.end());
     CommandResult result = run(argv);
     // The last line is %M; before it GNU time may say "Command exited with non-zero status N".
-    std::istringstream lines(slurp(report));
+    std::istringstream lines(file_contents(report));
     fs::remove(report);
     for (std::string line; std::getline(lines, line);)
         if (!line.empty()) result.peak_rss_kib = std::stol(line.substr(line.find_last_of(' ') + 1));

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 #include "app/batch/postgres.hpp"
@@ -89,8 +88,7 @@ void PostgresServer::start() const {
                      {"-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60", "-o",
                       "-k " + dir_ + " -c listen_addresses= -c fsync=off", "start"},
                      &err) != 0) {
-        std::ifstream log(dir_ + "/log");
-        const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+        const std::string text = file_contents(dir_ + "/log");
         throw std::runtime_error("PostgreSQL did not start: " + err + text);
     }
 }

@@ -44,8 +44,7 @@ std::string short_hostname() {
 /// Whether process `pid` runs: a zombie no one reaps (a container's init may not) has ended.
 bool running(pid_t pid) {
     if (::kill(pid, 0) != 0) return false;
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::string text = file_contents("/proc/" + std::to_string(pid) + "/stat");
     const std::size_t end_of_name = text.rfind(')');
     return end_of_name == std::string::npos || end_of_name + 2 >= text.size() || text[end_of_name + 2] != 'Z';
 }

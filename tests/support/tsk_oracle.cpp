@@ -2,8 +2,6 @@
 #include "support/tsk_oracle.hpp"
 
 #include <atomic>
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -68,8 +66,7 @@ std::map<std::string, std::string> tsk_contents(const std::filesystem::path& ima
     for (const auto& [path, address] : files) {
         const fs::path recovered = dir / path;
         if (path.find(':') == std::string::npos && fs::is_regular_file(recovered)) {
-            std::ifstream in(recovered, std::ios::binary);
-            out[path].assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            out[path] = file_contents(recovered);
         } else {
             out[path] = tsk_icat(image, sector, address);
         }

@@ -181,9 +181,7 @@ TEST_CASE("an interrupted batch resumes without redoing finished images", "[batc
     wait_for_rows(db2, batch, 1);
     REQUIRE(::kill(batch, SIGINT) == 0);
     CHECK(wait_exit(batch) == 130);
-    std::ifstream err_text(err);
-    CHECK(std::string(std::istreambuf_iterator<char>(err_text), {}).find("run the same command again to resume") !=
-          std::string::npos);
+    CHECK(test::file_contents(err).find("run the same command again to resume") != std::string::npos);
     CHECK(test::db_integer(db2, "SELECT count(*) FROM runs WHERE status = 'interrupted'") == 1);
 
     // history lists both analyses of the changed image, oldest first.

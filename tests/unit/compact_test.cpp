@@ -890,8 +890,7 @@ TEST_CASE("compact: SIGINT during the copy exits 130 and leaves nothing beside t
     int status = 0;
     REQUIRE(::kill(pid, SIGINT) == 0);
     REQUIRE(::waitpid(pid, &status, 0) == pid);
-    std::ifstream text(err);
-    const std::string message((std::istreambuf_iterator<char>(text)), std::istreambuf_iterator<char>());
+    const std::string message = test::file_contents(err);
     INFO(message);
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 130);

@@ -253,15 +253,12 @@ TEST_CASE("NBD failures are one line and exit 2, never a hang") {
         const fs::path err = images.dir / "err.txt";
         // Begun once the first read is on its way: the handshake is behind us.
         const int pid = test::start_cli_until({"analyze", server.uri("disk.raw")}, err, [&] {
-            std::ifstream in(log);
-            const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            return text.find(" Read ") != std::string::npos;
+            return test::file_contents(log).find(" Read ") != std::string::npos;
         });
         server.kill();
         int status = 0;
         REQUIRE(::waitpid(pid, &status, 0) == pid);
-        std::ifstream in(err);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string text = test::file_contents(err);
         // Reads in flight end with ENOTCONN, or the next request finds the connection gone.
         require_refusal({WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), "", text},
                         "connect");

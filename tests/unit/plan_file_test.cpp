@@ -13,7 +13,6 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -130,11 +129,7 @@ TEST_CASE("a plan of a million moves, or behind 300 MiB of white space, is read 
     const test::WorkDir dir("plan-size");
     const fs::path plan = dir / "p.json";
     REQUIRE(test::run_cli({"plan", image.string(), "-o", plan.string()}).status == 0);
-    std::string text;
-    {
-        std::ifstream in(plan);
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+    const std::string text = test::file_contents(plan);
     const std::size_t moves_at = text.find("\"moves\": [");
     const std::size_t moves_end = text.find(']', moves_at);
     REQUIRE(moves_at != std::string::npos);

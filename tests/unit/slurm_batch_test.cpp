@@ -53,8 +53,8 @@ TEST_CASE("a Slurm job array of batch shards writes 40 images into one PostgreSQ
                                          script.string()});
     INFO(submitted.out << submitted.err);
     for (int task = 0; task < 4; ++task) {
-        std::ifstream out(store.dir / ("task-" + std::to_string(task) + ".out"));
-        INFO("task " << task << ": " << std::string(std::istreambuf_iterator<char>(out), {}));
+        INFO("task " << task << ": "
+                     << test::file_contents(store.dir / ("task-" + std::to_string(task) + ".out")));
     }
     REQUIRE(submitted.status == 0);
 

@@ -115,14 +115,6 @@ std::string sccainfo_time(std::uint64_t filetime) {
     return std::string(date) + fraction;
 }
 
-std::vector<std::byte> bytes_of(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    const std::string s{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    std::vector<std::byte> out(s.size());
-    std::memcpy(out.data(), s.data(), s.size());
-    return out;
-}
-
 void write_bytes(const fs::path& path, std::span<const std::byte> content) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
@@ -240,7 +232,7 @@ TEST_CASE("prefetch content read from memory equals the file read by path", "[tr
     for (const std::string& name : kSamples) {
         const fs::path pf = sample(name);
         INFO(name);
-        const auto content = bytes_of(pf);
+        const auto content = test::file_bytes(pf);
         CHECK(looks_like_prefetch(content));
         const PrefetchFile from_path = read_prefetch(pf);
         const PrefetchFile from_memory = read_prefetch(content, name);
@@ -308,7 +300,7 @@ TEST_CASE("corrupt prefetch files are refused as corrupt", "[trace][prefetch]") 
     for (const Damage& d : damages) {
         const fs::path source = sample(d.sample);
         INFO(d.copy);
-        auto content = bytes_of(source);
+        auto content = test::file_bytes(source);
         if (d.truncate_to != 0) content.resize(d.truncate_to);
         for (std::size_t i = 0; i < d.count; ++i) content.at(d.offset + i) = std::byte{0xFF};
         const fs::path copy = scratch(d.copy);
@@ -601,7 +593,7 @@ TEST_CASE("@prefetch and @layout read the guest's Prefetch directory", "[trace][
         GuestWriter writer(image_path);
         const std::uint64_t windows = writer.mkdir(5, "WINDOWS");
         const std::uint64_t prefetch = writer.mkdir(windows, "Prefetch");
-        for (const std::string& name : kSamples) writer.write(prefetch, name, bytes_of(sample(name)));
+        for (const std::string& name : kSamples) writer.write(prefetch, name, test::file_bytes(sample(name)));
         writer.write(prefetch, "Layout.ini", utf16(layout, false));
         const std::string not_pf = "not a prefetch file";
         writer.write(prefetch, "ReadyBoot.etl", std::as_bytes(std::span(not_pf.data(), not_pf.size())));
